@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: MIT
+#
+# Top-level Makefile of ddprun.  Everything goes under $(BUILD) (build/).
+#
+#   make demo        build, make the data, train the sample language model
+#   make test        install what is missing, build everything, run the suite
+#   make test-asan   the unit tests under ASan+UBSan (build/asan)
+#   make fuzz        build the libFuzzer targets (clang) and run each briefly
+#   make all         build only
+#
+# Each area has a fragment <dir>/module.mk included below.  A fragment adds:
+#   BINS        files `make all` builds
+#   TESTS       executables `make test` runs (see tests/run_tests.sh)
+#   UNIT_TESTS  pure unit-test binaries, also built and run under ASan
+#   FUZZ_TARGETS  names of fuzz targets under tests/fuzz/<name>/fuzz.c
+# and its own rules.  Shared pattern rules and flags live here.
+
+BUILD ?= build
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+
+# ---- the CUDA toolkit: from nvcc's location or CUDA_HOME, never hard-coded
+NVCC ?= $(or $(shell command -v nvcc 2>/dev/null),$(CUDA_HOME)/bin/nvcc)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
+CUDA_INC := $(CUDA_HOME)/include
+# NCCL headers: next to CUDA's or in the system include path.
+NCCL_INC := $(firstword $(dir $(wildcard $(CUDA_INC)/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h)))
+# GPU architectures embedded in the samples' fatbins (SASS for each; PTX of the last).
+CUDA_ARCHS ?= 80 90 100
+
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+
+CC  ?= gcc
+CXX ?= g++
+ifeq ($(origin CC),default)
+CC := gcc
+endif
+ifeq ($(origin CXX),default)
+CXX := g++
+endif
+
+WARN      := -Wall -Wextra -Werror
+comma     := ,
+SANFLAGS  := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined,)
+OPT       ?= -O2
+CPPFLAGS  := -D_GNU_SOURCE -Iruntime -I$(CUDA_INC) $(if $(NCCL_INC),-I$(NCCL_INC),)
+CFLAGS    := -std=c11 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
+CXXFLAGS  := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
+LDFLAGS   := $(SANFLAGS)
+
+BINS :=
+TESTS :=
+UNIT_TESTS :=
+FUZZ_TARGETS :=
+
+.PHONY: all test test-asan fuzz demo deps clean build-all
+all: build-all
+
+# ---- shared pattern rules
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+include runtime/module.mk
+-include tests/simcuda/module.mk
+-include samples/module.mk
+-include interpose/module.mk
+-include launcher/module.mk
+-include bench/module.mk
+include tests/module.mk
+
+build-all: $(BINS) $(TESTS)
+
+deps:
+	@scripts/deps.sh
+
+# `make test`: dependencies first (they may need root), then a parallel build,
+# then the suite.  The runner prints "N passed, N failed[, N skipped]".
+test:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j$(NPROC) build-all
+	@BUILD=$(BUILD) tests/run_tests.sh -j $(NPROC) $(TESTS)
+
+test-asan:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build/asan SANITIZE=1 OPT=-O1 build-unit-tests
+	@BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		tests/run_tests.sh -j $(NPROC) $(UNIT_TESTS)
+
+.PHONY: build-unit-tests
+build-unit-tests: $(UNIT_TESTS)
+
+fuzz:
+	@scripts/deps.sh --fuzz
+	@$(MAKE) --no-print-directory -j$(NPROC) $(foreach t,$(FUZZ_TARGETS),$(BUILD)/fuzz/$(t))
+	@for t in $(FUZZ_TARGETS); do \
+		echo "fuzz: $$t for $${FUZZ_SECONDS:-30}s"; \
+		mkdir -p $(BUILD)/fuzz/$$t.corpus; \
+		$(BUILD)/fuzz/$$t -max_total_time=$${FUZZ_SECONDS:-30} -artifact_prefix=$(BUILD)/fuzz/$$t- \
+			$(BUILD)/fuzz/$$t.corpus tests/fuzz/$$t/corpus || exit 1; \
+	done
+
+demo:
+	@scripts/deps.sh
+	@$(MAKE) --no-print-directory -j$(NPROC) build-all
+	@scripts/demo.sh
+
+clean:
+	rm -rf $(BUILD) build
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

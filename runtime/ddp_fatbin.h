@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_fatbin.h - the one reader of CUDA module images (fatbin containers,
+ * cudart fatbin wrappers, cubin ELF files, PTX text), shared by the
+ * interposer (kernel registry) and the CPU device (tests/simcuda).
+ *
+ * An image is what a program hands to cuModuleLoadData / cuModuleLoadFatBinary
+ * / cuLibraryLoadData: often without a length.  The reader finds the length
+ * from the headers (fatbin header size field, ELF section table), picks the
+ * ELF entry for the requested SM architecture, decompresses it (zstd, LZ4
+ * through libzstd/liblz4), opens it with libelf and returns, for every kernel
+ * (.text.<name> with a .nv.info.<name> section, or an .entry in PTX), its
+ * mangled and demangled names and its parameter layout from
+ * EIATTR_KPARAM_INFO / EIATTR_KPARAM_INFO_V2 / EIATTR_CBANK_PARAM_SIZE.
+ *
+ * Contract: pure functions of their input, thread-safe, no global state.
+ * Never reads outside [image, image + len) when len != 0; when len == 0 it
+ * trusts only the sizes the headers declare.  Malformed input returns
+ * DDP_ERR_INVALID with a one-line reason in err; it never crashes or aborts.
+ */
+#ifndef DDP_FATBIN_H
+#define DDP_FATBIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "ddp_err.h"
+
+#define DDP_FATBIN_MAGIC        0xBA55ED50u  /* fatbin container header      */
+#define DDP_FATBIN_WRAPPER_MAGIC 0x466243B1u /* __fatBinC_Wrapper_t (cudart)  */
+
+/* What the image handed to the loader is. */
+enum ddp_image_kind {
+	DDP_IMAGE_UNKNOWN = 0,
+	DDP_IMAGE_FATBIN,   /* one or more concatenated fatbin containers */
+	DDP_IMAGE_WRAPPER,  /* __fatBinC_Wrapper_t pointing at a fatbin    */
+	DDP_IMAGE_CUBIN,    /* an ELF cubin                                */
+	DDP_IMAGE_PTX,      /* NUL-terminated PTX text                     */
+};
+
+/* One kernel parameter, in ordinal order. */
+struct ddp_kparam {
+	uint32_t offset;   /* byte offset in the parameter area          */
+	uint32_t size;     /* size in bytes                              */
+	uint32_t flags;    /* DDP_KPARAM_* bits                          */
+};
+#define DDP_KPARAM_POINTER 0x1u /* the cubin marks it a pointer (sm_100+ space=5), or PTX .ptr */
+
+struct ddp_kernel_info {
+	char *name;             /* mangled (or extern "C") name, owned        */
+	char *demangled;        /* demangled signature, or a copy of name     */
+	uint32_t nparams;       /* number of parameters                        */
+	struct ddp_kparam *params; /* nparams entries, ordinal order, owned    */
+	uint32_t param_bytes;   /* size of the parameter area (CBANK_PARAM_SIZE
+				   when present, else end of the last param)  */
+};
+
+struct ddp_module_info {
+	enum ddp_image_kind kind;   /* what the top-level image was             */
+	uint32_t arch;              /* SM of the chosen ELF entry (e.g. 90), 0 for PTX */
+	size_t image_size;          /* bytes the image occupies (as declared)   */
+	size_t nkernels;
+	struct ddp_kernel_info *kernels; /* owned; sorted by name               */
+};
+
+/* Classifies an image from its first bytes; len 0 means unknown length. */
+enum ddp_image_kind ddp_image_kind(const void *image, size_t len);
+
+/*
+ * Parses a module image and fills *out (which the caller frees with
+ * ddp_module_info_free).  want_arch is the device's SM (e.g. 90): the reader
+ * picks the ELF entry with the highest arch <= want_arch of the same major
+ * (the rule the driver follows for SASS), and falls back to PTX when no ELF
+ * entry fits.  want_arch 0 takes the highest ELF entry.  len 0: unknown.
+ * On error *out is left empty and err (if non-NULL) holds one line.
+ */
+ddp_result ddp_module_parse(const void *image, size_t len, uint32_t want_arch,
+			    struct ddp_module_info *out /* OUT */,
+			    char *err /* OUT, may be NULL */, size_t errlen);
+
+/* Frees what ddp_module_parse allocated; safe on a zeroed struct. */
+void ddp_module_info_free(struct ddp_module_info *m);
+
+/* Looks a kernel up by mangled name (binary search); NULL when absent. */
+const struct ddp_kernel_info *ddp_module_find(const struct ddp_module_info *m,
+					      const char *name);
+
+/* One ELF entry of a fatbin, as listed by ddp_fatbin_entries. */
+struct ddp_fatbin_entry {
+	uint16_t kind;          /* 1 PTX, 2 ELF                               */
+	uint32_t arch;          /* SM number                                  */
+	uint64_t flags;         /* 0x2000 LZ4, 0x8000 zstd, ...               */
+	size_t payload_size;    /* bytes stored                               */
+	size_t decompressed_size; /* 0 when not compressed                    */
+	const uint8_t *payload; /* points into the image                      */
+};
+
+/*
+ * Lists the entries of (possibly concatenated) fatbin containers.  Fills at
+ * most max entries, sets *n to the number found (may exceed max).
+ */
+ddp_result ddp_fatbin_entries(const void *image, size_t len,
+			      struct ddp_fatbin_entry *entries /* OUT */, size_t max,
+			      size_t *n /* OUT */, char *err, size_t errlen);
+
+/*
+ * Decompresses (or copies) one entry into a malloc'd buffer the caller frees.
+ */
+ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e,
+				 uint8_t **data /* OUT */, size_t *size /* OUT */,
+				 char *err, size_t errlen);
+
+/* Demangles an Itanium C++ name into a malloc'd string; NULL when the name is
+ * not mangled (extern "C") or on failure. */
+char *ddp_demangle(const char *mangled);
+
+#endif /* DDP_FATBIN_H */
