@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_params.c - storage, parsing and printing of the settings in params.def.
+ *
+ * Contract: values are written only by ddp_params_init (one thread, early) and
+ * read afterwards by any thread without locks.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include "ddp_log.h"
+#include "ddp_params.h"
+
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) static long param_##name = (def);
+#define DDP_PARAM_STR(name, env, def, help) static const char *param_##name = (def);
+#define DDP_PARAM_BOOL(name, env, def, help) static int param_##name = (def);
+#define DDP_PARAM_ENUM(name, env, def, values, help) static int param_##name = (def);
+#include "params.def"
+#undef DDP_PARAM_INT
+#undef DDP_PARAM_STR
+#undef DDP_PARAM_BOOL
+#undef DDP_PARAM_ENUM
+
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) long ddp_param_##name(void) { return param_##name; }
+#define DDP_PARAM_STR(name, env, def, help) const char *ddp_param_##name(void) { return param_##name; }
+#define DDP_PARAM_BOOL(name, env, def, help) int ddp_param_##name(void) { return param_##name; }
+#define DDP_PARAM_ENUM(name, env, def, values, help) int ddp_param_##name(void) { return param_##name; }
+#include "params.def"
+#undef DDP_PARAM_INT
+#undef DDP_PARAM_STR
+#undef DDP_PARAM_BOOL
+#undef DDP_PARAM_ENUM
+
+__attribute__((unused)) static ddp_result parse_int(const char *env, const char *v, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long x = strtol(v, &end, 0);
+	if (errno || end == v || *end || x < lo || x > hi) {
+		DDP_ERROR("%s='%s' is not an integer in [%ld, %ld]", env, v, lo, hi);
+		return DDP_ERR_INVALID;
+	}
+	*out = x;
+	return DDP_OK;
+}
+
+__attribute__((unused)) static ddp_result parse_bool(const char *env, const char *v, int *out)
+{
+	static const char *const yes[] = { "1", "on", "true", "yes" };
+	static const char *const no[] = { "0", "off", "false", "no" };
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0) { *out = 1; return DDP_OK; }
+		if (strcasecmp(v, no[i]) == 0) { *out = 0; return DDP_OK; }
+	}
+	DDP_ERROR("%s='%s' is not a boolean; use 1/0, on/off, true/false or yes/no", env, v);
+	return DDP_ERR_INVALID;
+}
+
+__attribute__((unused)) static ddp_result parse_enum(const char *env, const char *v, const char *values, int *out)
+{
+	const char *p = values;
+	for (int i = 0; *p; i++) {
+		size_t n = strcspn(p, "|");
+		if (strlen(v) == n && strncasecmp(v, p, n) == 0) {
+			*out = i;
+			return DDP_OK;
+		}
+		p += n + (p[n] == '|');
+	}
+	DDP_ERROR("%s='%s' is not one of %s", env, v, values);
+	return DDP_ERR_INVALID;
+}
+
+ddp_result ddp_params_init(void)
+{
+	ddp_result rc = DDP_OK;
+	const char *v;
+#define SET_BY_ENV(env) DDP_INFO(INIT, "%s=%s set by environment", env, v)
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) \
+	if ((v = getenv(env)) && *v) { \
+		if (parse_int(env, v, lo, hi, &param_##name) == DDP_OK) SET_BY_ENV(env); \
+		else rc = DDP_ERR_INVALID; \
+	}
+#define DDP_PARAM_STR(name, env, def, help) \
+	if ((v = getenv(env)) && *v) { param_##name = v; SET_BY_ENV(env); }
+#define DDP_PARAM_BOOL(name, env, def, help) \
+	if ((v = getenv(env)) && *v) { \
+		if (parse_bool(env, v, &param_##name) == DDP_OK) SET_BY_ENV(env); \
+		else rc = DDP_ERR_INVALID; \
+	}
+#define DDP_PARAM_ENUM(name, env, def, values, help) \
+	if ((v = getenv(env)) && *v) { \
+		if (parse_enum(env, v, values, &param_##name) == DDP_OK) SET_BY_ENV(env); \
+		else rc = DDP_ERR_INVALID; \
+	}
+#include "params.def"
+#undef DDP_PARAM_INT
+#undef DDP_PARAM_STR
+#undef DDP_PARAM_BOOL
+#undef DDP_PARAM_ENUM
+#undef SET_BY_ENV
+	return rc;
+}
+
+void ddp_params_print(int fd, int md)
+{
+	static const struct {
+		const char *env, *type, *def, *help;
+	} rows[] = {
+#define STR_(x) #x
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) { env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help },
+#define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help },
+#define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help },
+#define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, STR_(def), help },
+#include "params.def"
+#undef DDP_PARAM_INT
+#undef DDP_PARAM_STR
+#undef DDP_PARAM_BOOL
+#undef DDP_PARAM_ENUM
+	};
+	if (md)
+		dprintf(fd, "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n");
+	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+		if (md)
+			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", rows[i].env, rows[i].type,
+				rows[i].def, rows[i].help);
+		else
+			dprintf(fd, "  %-22s %-14s default %-10s %s\n", rows[i].env, rows[i].type,
+				rows[i].def, rows[i].help);
+	}
+}

@@ -1,0 +1,1 @@
+# tests/simcuda: the CPU device (owned by the simcuda work; placeholder).
