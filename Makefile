@@ -65,6 +65,28 @@ $(BUILD)/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
+# ---- CUDA kernels: `build/X.fatbin` from `X.cu` (SASS for CUDA_ARCHS plus PTX
+# of the last), and `build/X.fatbin.o`, which embeds it as the symbols
+# `<path>_fatbin` (const unsigned char[], 16-aligned) and `<path>_fatbin_len`
+# (const unsigned long), where <path> is X with / and . turned into _
+# (samples/mlp/kernels -> samples_mlp_kernels_fatbin).
+NVCC_ARCH_FLAGS := $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+	-gencode arch=compute_$(lastword $(CUDA_ARCHS)),code=compute_$(lastword $(CUDA_ARCHS))
+NVCC_FLAGS ?= -O2 -std=c++17
+
+$(BUILD)/%.fatbin: %.cu
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) -fatbin $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -o $@ $<
+
+$(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
+	$(Q)sym=$(subst .,_,$(subst /,_,$*))_fatbin; \
+	printf '%s\n' '.section .rodata' '.balign 16' ".globl $$sym" ".type $$sym, @object" "$$sym:" \
+		'.incbin "$<"' "$${sym}_end:" '.byte 0' '.balign 8' ".globl $${sym}_len" ".type $${sym}_len, @object" \
+		"$${sym}_len:" ".quad $${sym}_end - $$sym" '.section .note.GNU-stack,"",@progbits' \
+	| $(CC) -c -x assembler - -o $@
+
+.SECONDARY:
+
 include runtime/module.mk
 -include tests/simcuda/module.mk
 -include samples/module.mk
