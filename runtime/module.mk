@@ -1,7 +1,13 @@
 # runtime/: what the hooks decide.  libddpcommon.a holds the pieces shared by
-# libddp.so, the CPU device (tests/simcuda), ddprun and the tools.
-RUNTIME_COMMON_SRCS := runtime/ddp_log.c runtime/ddp_params.c
-RUNTIME_COMMON_OBJS := $(RUNTIME_COMMON_SRCS:%.c=$(BUILD)/%.o)
+# libddp.so, the CPU device (tests/simcuda), ddprun and the tools.  Files are
+# listed here by name (owner in brackets); a file that does not exist yet is
+# skipped, so every listed file must compile whenever it exists.
+RUNTIME_COMMON_SRCS := $(wildcard \
+	runtime/ddp_log.c runtime/ddp_params.c \
+	runtime/ddp_fatbin.c runtime/ddp_cubin.c runtime/ddp_ptx.c runtime/ddp_demangle.c \
+	runtime/ddp_rank.c runtime/ddp_shard.c runtime/ddp_shard_format.c \
+	runtime/ddp_store_proto.c runtime/ddp_store_client.c)
+RUNTIME_COMMON_OBJS = $(RUNTIME_COMMON_SRCS:%.c=$(BUILD)/%.o)
 DDP_COMMON_LIB := $(BUILD)/lib/libddpcommon.a
 # Libraries a user of libddpcommon.a links with.
 DDP_COMMON_LIBS := -lelf -lzstd -llz4 -lstdc++ -lpthread -ldl
