@@ -113,4 +113,36 @@ ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e,
  * not mangled (extern "C") or on failure. */
 char *ddp_demangle(const char *mangled);
 
+/* ---- Internal to the reader (ddp_fatbin.c, ddp_cubin.c, ddp_ptx.c) ------
+ * Other modules call ddp_module_parse; these are declared here so the
+ * reader's files can share them without a second header. */
+
+/* Largest image, entry or decompressed payload the reader accepts. */
+#define DDP_FATBIN_MAX_SIZE ((size_t)1 << 30)
+
+/* Bytes an ELF cubin occupies (end of its headers, section table, program
+ * headers and section contents).  Never reads past len when len != 0. */
+ddp_result ddp_cubin_size(const void *image, size_t len, size_t *size /* OUT */,
+			  char *err, size_t errlen);
+
+/* Appends the kernels of the cubin [elf, elf + size) to m->kernels (unsorted,
+ * demangled left NULL).  Sets m->arch from e_flags when it is 0. */
+ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_info *m,
+			   char *err, size_t errlen);
+
+/* Appends the kernels (.entry) of PTX text [text, text + len) to m->kernels
+ * (unsorted, demangled left NULL); the text need not be NUL-terminated. */
+ddp_result ddp_ptx_parse(const char *text, size_t len, struct ddp_module_info *m,
+			 char *err, size_t errlen);
+
+/* Appends *k (moved: the module owns its pointers afterwards) to m->kernels. */
+ddp_result ddp_module_add_kernel(struct ddp_module_info *m, struct ddp_kernel_info *k);
+
+/* Frees the pointers of one kernel record. */
+void ddp_kernel_info_clear(struct ddp_kernel_info *k);
+
+/* snprintf into err (when err && errlen) and return DDP_ERR_INVALID. */
+ddp_result ddp_fatbin_fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 #endif /* DDP_FATBIN_H */

@@ -1,0 +1,69 @@
+# SPDX-License-Identifier: MIT
+#
+# tests/simcuda/exec.mk - the kernel-execution half of the CPU device
+# (sim_exec.c, sim_fiber.c, sim_kernels.c go into libcuda.so.1 through
+# module.mk), the registry generator sim-kernreg, the function that builds a
+# program's kernel library, and the execution tests.
+#
+#   $(eval $(call sim_kernel_lib,OUT.kern.so,SRC.cu,FATBIN))
+#       OUT.kern.so: SRC.cu compiled by g++ with sim_kernel.h forced in, plus
+#       the registry generated from FATBIN (the Makefile's $(BUILD)/X.fatbin),
+#       linked against $(BUILD)/simcuda/libcuda.so.1 (DT_NEEDED libcuda.so.1).
+#       Name it <program>.kern.so next to the program and the CPU device finds
+#       it; else list it in SIMCUDA_KERNELS.  The build fails when g++ does
+#       not define a kernel under nvcc's mangled name.  A 4th argument
+#       `nolibcuda` leaves the runtime symbols unresolved (tests that link
+#       the scheduler into the executable).
+#
+# The execution tests are TESTS, not UNIT_TESTS: fibers switch stacks, which
+# ASan does not follow.
+
+SIM_KERNREG := $(BUILD)/bin/sim-kernreg
+SIM_INC := tests/simcuda/include
+SIM_LIBCUDA_SO := $(BUILD)/simcuda/libcuda.so.1
+SIM_DYN_SHARED_BYTES := 233472
+SIM_KERN_CXXFLAGS = -std=c++17 $(OPT) -g -fPIC $(WARN) -Wno-unknown-pragmas -Wno-unused-parameter \
+	$(SANFLAGS) -MMD -MP -I$(SIM_INC) -include $(SIM_INC)/sim_kernel.h
+
+$(BUILD)/tests/simcuda/kernreg/%.o: tests/simcuda/kernreg/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(SIM_KERNREG): $(BUILD)/tests/simcuda/kernreg/sim_kernreg.o $(DDP_COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS)
+BINS += $(SIM_KERNREG)
+
+define sim_kernel_lib
+$(patsubst %.kern.so,%.reg.cpp,$(1)): $(3) $$(SIM_KERNREG)
+	@mkdir -p $$(dir $$@)
+	$$(Q)$$(SIM_KERNREG) $(3) $(2) > $$@.tmp && mv $$@.tmp $$@
+$(patsubst %.kern.so,%.reg.o,$(1)): $(patsubst %.kern.so,%.reg.cpp,$(1)) $(2)
+	$$(Q)$$(CXX) $$(SIM_KERN_CXXFLAGS) -c $$< -o $$@
+$(patsubst %.kern.so,%.dynsh.o,$(1)): $(patsubst %.kern.so,%.reg.o,$(1))
+	$$(Q)tests/simcuda/kernreg/dynshared.sh $$< $$(SIM_DYN_SHARED_BYTES) | $$(CC) -c -x assembler - -o $$@
+$(1): $(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1)) $(if $(4),,$$(SIM_LIBCUDA_SO)) $$(SIM_KERNREG)
+	$$(Q)$$(CXX) $$(LDFLAGS) -shared -o $$@ $(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1)) \
+		$(if $(4),,-Wl$$(comma)-z$$(comma)defs $$(SIM_LIBCUDA_SO))
+	$$(Q)tests/simcuda/kernreg/check_names.sh $$(SIM_KERNREG) $(3) $$@ || { rm -f $$@; exit 1; }
+endef
+
+# ---- tests: the scheduler linked into the test, no driver needed
+SIM_EXEC_TEST_OBJS := $(addprefix $(BUILD)/tests/simcuda/exec-test/,sim_exec.o sim_fiber.o sim_kernels.o test_exec.o)
+
+$(BUILD)/tests/simcuda/exec-test/%.o: tests/simcuda/%.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Itests -Itests/simcuda -fvisibility=hidden -c $< -o $@
+
+$(BUILD)/tests/simcuda/test_exec: $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) $(BUILD)/tests/simcuda/test_exec.kern.so \
+		$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin
+	$(Q)$(CC) $(LDFLAGS) -rdynamic $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) -o $@ $(DDP_COMMON_LIBS)
+
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_exec.kern.so,tests/simcuda/kernels/exec_kernels.cu,$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin,nolibcuda))
+
+SIM_EXEC_ORDERS := forward reverse random
+$(BUILD)/tests/simcuda/run-test_exec-%.sh: $(BUILD)/tests/simcuda/test_exec
+	@printf '#!/bin/sh\nSIMCUDA_THREAD_ORDER=%s exec %s\n' "$*" "$<" > $@ && chmod +x $@
+$(BUILD)/tests/simcuda/run-test_exec-badorder.sh: $(BUILD)/tests/simcuda/test_exec
+	@printf '#!/bin/sh\nSIMCUDA_THREAD_ORDER=sideways exec %s order_setting\n' "$<" > $@ && chmod +x $@
+TESTS += $(foreach o,$(SIM_EXEC_ORDERS) badorder,$(BUILD)/tests/simcuda/run-test_exec-$(o).sh)

@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: MIT
+ * cuda.h (CPU device shim): everything a kernel needs is in sim_kernel.h,
+ * which is force-included; this file only keeps `#include <cuda.h>` valid. */
+#include "sim_kernel.h"

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: MIT
+//
+// test_mismatch_dev.cu - the device side of the launch tests' negative
+// cases: its fatbin is loaded as a module, but its host implementations come
+// from test_mismatch_host.cu, whose mismatch() takes a wider parameter and
+// which lacks devonly() (tests/simcuda/test_launch.c).
+extern "C" __global__ void mismatch(int *p, int v)
+{
+	*p = v;
+}
+
+extern "C" __global__ void devonly(int *p)
+{
+	*p = 1;
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * sim_kernreg.c - sim-kernreg: writes the kernel registry of a CPU-device
+ * kernel library from a program's fatbin.
+ *
+ *   sim-kernreg FATBIN SOURCE.cu > X.reg.cpp     the registry translation unit
+ *   sim-kernreg --list FATBIN                    the kernels' mangled names
+ *   sim-kernreg --names FILE SOURCE.cu           same, names from FILE (one a line)
+ *
+ * X.reg.cpp #includes SOURCE.cu (compiled with sim_kernel.h forced in) and
+ * lists every kernel of the fatbin with SIM_KERNEL(mangled, signature,
+ * static_cast<void (*)(PARAMS)>(&NAME)): the cast picks the overload and
+ * instantiates templates; NAME and PARAMS come from the demangled name
+ * (`void axpy<float>(float, float const*, float*)`).  extern "C" kernels
+ * (unmangled) are referenced by name.  exec.mk then checks that the built
+ * library defines each mangled name, i.e. that g++ mangles like nvcc.
+ *
+ * Contract: a command-line tool; reads its inputs whole; errors are one line
+ * on stderr (`sim-kernreg: ...`) and exit status 1.
+ */
+#include "ddp_fatbin.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+static int read_file(const char *path, unsigned char **data, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n = 0;
+	unsigned char *buf = malloc(cap + 1);
+
+	if (!f || !buf) {
+		fprintf(stderr, "sim-kernreg: cannot read %s\n", path);
+		if (f)
+			fclose(f);
+		free(buf);
+		return -1;
+	}
+	for (;;) {
+		size_t r = fread(buf + n, 1, cap - n, f);
+		n += r;
+		if (n < cap)
+			break;
+		cap *= 2;
+		unsigned char *g = realloc(buf, cap + 1);
+		if (!g) {
+			fclose(f);
+			free(buf);
+			return -1;
+		}
+		buf = g;
+	}
+	fclose(f);
+	buf[n] = 0;
+	*data = buf;
+	*len = n;
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Collects the kernels' mangled names (sorted, unique) into *names. */
+static int collect(const char *path, int from_list, char ***names, size_t *n)
+{
+	unsigned char *data;
+	size_t len, cnt = 0;
+	char **v;
+
+	if (read_file(path, &data, &len))
+		return -1;
+	if (from_list) {
+		size_t cap = 16;
+		v = malloc(cap * sizeof(*v));
+		for (char *save = NULL, *l = strtok_r((char *)data, "\r\n", &save); l && v;
+		     l = strtok_r(NULL, "\r\n", &save)) {
+			if (!*l)
+				continue;
+			if (cnt == cap)
+				v = realloc(v, (cap *= 2) * sizeof(*v));
+			if (v)
+				v[cnt++] = strdup(l);
+		}
+	} else {
+		struct ddp_module_info m = {0};
+		char err[256] = "";
+
+		if (ddp_module_parse(data, len, 0, &m, err, sizeof(err)) != DDP_OK) {
+			fprintf(stderr, "sim-kernreg: %s: %s\n", path, err);
+			free(data);
+			return -1;
+		}
+		v = calloc(m.nkernels + 1, sizeof(*v));
+		for (size_t i = 0; v && i < m.nkernels; i++)
+			v[cnt++] = strdup(m.kernels[i].name);
+		ddp_module_info_free(&m);
+	}
+	free(data);
+	if (!v) {
+		fprintf(stderr, "sim-kernreg: out of memory\n");
+		return -1;
+	}
+	qsort(v, cnt, sizeof(*v), cmp_str);
+	size_t out = 0;
+	for (size_t i = 0; i < cnt; i++)
+		if (!out || strcmp(v[i], v[out - 1]))
+			v[out++] = v[i];
+	*names = v;
+	*n = out;
+	return 0;
+}
+
+/* Removes every occurrence of pat from s, in place. */
+static void strip_all(char *s, const char *pat)
+{
+	size_t pl = strlen(pat);
+	char *p;
+
+	while ((p = strstr(s, pat)))
+		memmove(p, p + pl, strlen(p + pl) + 1);
+}
+
+/* Writes one SIM_KERNEL line; 0 ok. */
+static int emit(FILE *o, const char *mangled)
+{
+	int st = 0;
+	char *d = strncmp(mangled, "_Z", 2) ? NULL : __cxa_demangle(mangled, NULL, NULL, &st);
+	char *s, *open = NULL;
+	size_t len;
+	int depth = 0;
+
+	if (!d) {
+		if (!strncmp(mangled, "_Z", 2)) {
+			fprintf(stderr, "sim-kernreg: cannot demangle %s\n", mangled);
+			return -1;
+		}
+		fprintf(o, "\tSIM_KERNEL(\"%s\", \"%s\", &%s),\n", mangled, mangled, mangled);
+		return 0;
+	}
+	fprintf(o, "\tSIM_KERNEL(\"%s\", \"%s\",\n", mangled, d);
+	strip_all(d, "(anonymous namespace)::");
+	s = d;
+	if (!strncmp(s, "void ", 5))
+		s += 5;
+	len = strlen(s);
+	if (!len || s[len - 1] != ')') {
+		fprintf(stderr, "sim-kernreg: unexpected signature for %s: %s\n", mangled, d);
+		free(d);
+		return -1;
+	}
+	for (size_t i = len; i-- > 0;) {
+		if (s[i] == ')')
+			depth++;
+		else if (s[i] == '(' && --depth == 0) {
+			open = s + i;
+			break;
+		}
+	}
+	if (!open || open == s) {
+		fprintf(stderr, "sim-kernreg: unexpected signature for %s: %s\n", mangled, d);
+		free(d);
+		return -1;
+	}
+	*open = 0;
+	s[len - 1] = 0;
+	fprintf(o, "\t\tstatic_cast<void (*)(%s)>(&%s)),\n", open + 1, s);
+	free(d);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char **names = NULL, real[PATH_MAX];
+	size_t n = 0;
+	int list = argc == 3 && !strcmp(argv[1], "--list");
+	int from_names = argc == 4 && !strcmp(argv[1], "--names");
+	const char *input, *src;
+	int rc = 0;
+
+	if (!list && !from_names && argc != 3) {
+		fprintf(stderr, "usage: sim-kernreg FATBIN SOURCE.cu > X.reg.cpp | --list FATBIN | --names FILE SOURCE.cu\n");
+		return 2;
+	}
+	input = list ? argv[2] : from_names ? argv[2] : argv[1];
+	src = list ? NULL : argv[argc - 1];
+	if (collect(input, from_names, &names, &n))
+		return 1;
+	if (list) {
+		for (size_t i = 0; i < n; i++)
+			printf("%s\n", names[i]);
+		return 0;
+	}
+	if (!realpath(src, real)) {
+		fprintf(stderr, "sim-kernreg: cannot find %s\n", src);
+		return 1;
+	}
+	printf("// Generated by sim-kernreg from %s; do not edit.\n", input);
+	printf("// Compile with: g++ -std=c++17 -include sim_kernel.h (tests/simcuda/exec.mk).\n");
+	printf("#include \"%s\"\n\n", real);
+	if (!n) {
+		printf("SIM_KERNEL_TABLE_EMPTY();\n");
+		return 0;
+	}
+	printf("static const struct sim_kernel_entry sim_kernel_entries[] = {\n");
+	for (size_t i = 0; i < n; i++)
+		if (emit(stdout, names[i]))
+			rc = 1;
+	printf("};\nSIM_KERNEL_TABLE(sim_kernel_entries);\n");
+	return rc;
+}

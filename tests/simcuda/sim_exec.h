@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * sim_exec.h - the kernel-execution half of the CPU device: finding the
+ * host-compiled kernels (<program>.kern.so) and running a grid of them.
+ *
+ * Used by the driver half (sim_launch.c, sim_module.c) and by the tests.
+ * Implemented in sim_kernels.c (library loading, lookup), sim_exec.c (block
+ * and thread scheduler, the runtime entry points the kernel header calls) and
+ * sim_fiber.c (fibers).
+ *
+ * Runtime symbols a kernel library needs from libcuda.so.1 (declared in
+ * tests/simcuda/include/sim_kernel.h, defined in sim_exec.c, exported):
+ *     __thread struct sim_thread_state sim_exec_tls;  threadIdx & co.
+ *     struct sim_thread_state *sim_exec_state(void);   same, as a function
+ *     void sim_syncthreads(void);                      __syncthreads()
+ *     void sim_trap(const char *why);                  __trap(), bad use
+ *
+ * Contract: sim_exec_launch runs on the calling OS thread (a stream worker)
+ * and returns when the whole grid is done; several OS threads may launch at
+ * the same time (every piece of scheduler state is per OS thread).
+ */
+#ifndef SIM_EXEC_H
+#define SIM_EXEC_H
+
+#include "sim_kernel_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef SIM_EXPORT
+#define SIM_EXPORT __attribute__((visibility("default")))
+#endif
+
+/*
+ * Finds a kernel by its mangled name (the cubin's symbol; extern "C" kernels
+ * by plain name) in the loaded kernel libraries.  On first use loads, once
+ * (pthread_once): "<realpath of /proc/self/exe>.kern.so" when that file
+ * exists, then every file of SIMCUDA_KERNELS (colon-separated).  A library
+ * that fails to load is reported once on stderr (`simcuda: ...`) and skipped.
+ * Thread-safe.  Returns NULL when no library defines the name.
+ */
+const struct sim_kernel_entry *sim_kernels_find(const char *mangled);
+
+/* For error messages: the kernel library files looked at, e.g.
+ * "/x/prog.kern.so (loaded), /y/k.kern.so (dlopen: ...)", or "none". */
+const char *sim_kernels_searched(void);
+
+/*
+ * Runs the whole grid synchronously on the calling thread.  args[i] points at
+ * parameter i (the caller's copy; must stay valid until return).
+ * dyn_shared_bytes: the launch's dynamic shared memory (checked against the
+ * capacity, SIM_DYN_SHARED_MAX).  Honours SIMCUDA_THREAD_ORDER
+ * (forward|reverse|random) and SIMCUDA_SEED.
+ * Returns 0 on success; nonzero when the launch was refused (bad dims, bad
+ * setting) or a thread trapped: the message was already printed on stderr.
+ */
+int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3 grid,
+		    struct sim_dim3 block, unsigned dyn_shared_bytes,
+		    void *const *args);
+
+/* Capacity of dynamic shared memory (bytes) per block: each
+ * `extern __shared__` array of a kernel library gets this many bytes. */
+#define SIM_DYN_SHARED_MAX (228u * 1024u)
+
+/* Largest block (threads) and grid dimensions accepted, as on sm_80+. */
+#define SIM_MAX_BLOCK_THREADS 1024u
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SIM_EXEC_H */

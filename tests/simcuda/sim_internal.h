@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * sim_internal.h - shared internals of the CPU device's driver half
+ * (libcuda.so.1): handles, the per-stream work queues, the memory table, the
+ * fault table and the checks every entry point starts with.
+ *
+ * cuda.h is included with __CUDA_API_VERSION_INTERNAL, the way the driver
+ * itself is built: every exported name (cuMemAlloc_v2, cuMemcpyAsync_ptsz,
+ * the legacy v1 names) then has its real prototype, and none of the
+ * name-mapping macros remains, so the sim_*.c files spell every entry point
+ * with its exported (decorated) name and the compiler checks the signature.
+ *
+ * Contract: the handle structs below are this library's; programs see only
+ * opaque pointers.  Locks: each table has its own mutex (memory: sim_mem.c,
+ * streams of a context: ctx->mu, a stream's queue: stream->mu, completion of
+ * work: sim_done_mu); no lock is held while a work item (copy, kernel) runs.
+ * Lock order: ctx->mu, then stream->mu, then sim_done_mu.
+ */
+#ifndef SIM_INTERNAL_H
+#define SIM_INTERNAL_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#ifndef SIM_EXPORT
+#define SIM_EXPORT __attribute__((visibility("default")))
+#endif
+
+#define SIM_DRIVER_VERSION 13000
+#define SIM_DEVICE_COUNT 1
+#define SIM_SM 90                       /* compute capability 9.0            */
+#define SIM_DEVICE_MEM (16ull << 30)    /* what cuDeviceTotalMem reports     */
+
+/* ---- global state (sim_ctx.c) */
+
+extern atomic_int sim_initialized;      /* cuInit succeeded                  */
+extern atomic_int sim_sticky;           /* sticky error (CUresult), 0 = none */
+extern int sim_verbose;                 /* SIMCUDA_VERBOSE set               */
+
+/* Prints one line `simcuda: ...` on stderr (always). */
+void sim_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, only when SIMCUDA_VERBOSE is set. */
+#define SIM_VERBOSE(...) do { if (sim_verbose) sim_msg(__VA_ARGS__); } while (0)
+
+/* Entry checks.  sim_check_init: NOT_INITIALIZED before cuInit, then the
+ * sticky error if any.  sim_check_ctx: that plus the current context
+ * (INVALID_CONTEXT when none); *ctx may be NULL. */
+CUresult sim_check_init(void);
+CUresult sim_check_ctx(struct CUctx_st **ctx /* OUT, may be NULL */);
+
+/* Fault table (DDP_SIM_FAIL=name:N[+][:code][,...]): counts this call of
+ * the entry point `name` (its exported name, e.g. cuMemAlloc_v2); returns 0
+ * when the call proceeds, else the rule's code (if it gave one) or dflt. */
+int sim_fault_code(const char *name, int dflt);
+/* Returns from the calling entry point when the fault table says this call
+ * of `name` fails: with the rule's code, else dflt. */
+#define SIM_FAULT_CHECK(name, dflt) do { \
+	int sim_f_ = sim_fault_code((name), (dflt)); \
+	if (sim_f_) \
+		return (CUresult)sim_f_; \
+} while (0)
+
+/* ---- contexts */
+
+#define SIM_MAGIC_CTX 0x43545831u
+#define SIM_MAGIC_STREAM 0x5354524du
+#define SIM_MAGIC_EVENT 0x45564e54u
+#define SIM_MAGIC_MODULE 0x4d4f444cu
+#define SIM_MAGIC_FUNC 0x46554e43u
+#define SIM_MAGIC_LIB 0x4c494252u
+#define SIM_MAGIC_DEAD 0xdeadbeefu
+
+struct CUctx_st {
+	uint32_t magic;
+	int device;
+	unsigned flags;
+	int primary;                    /* the device's primary context        */
+	unsigned long long id;
+	pthread_mutex_t mu;             /* serialises enqueues on the legacy
+					   and blocking streams (implicit sync) */
+	struct CUstream_st *legacy;     /* the NULL stream                      */
+};
+
+/* The current context of the calling thread (NULL when none). */
+struct CUctx_st *sim_ctx_current(void);
+int sim_ctx_valid(const struct CUctx_st *c);
+
+/* ---- streams and work items (sim_stream.c) */
+
+enum sim_ds { SIM_DS_LEGACY = 0, SIM_DS_PER_THREAD = 1 };
+
+struct sim_work;
+/* Runs on the stream's worker; returns CUDA_SUCCESS or an error that becomes
+ * the sticky error. */
+typedef CUresult (*sim_work_fn)(struct sim_work *w);
+
+struct sim_work {
+	sim_work_fn run;
+	void (*release)(struct sim_work *w); /* after run (or when dropped); NULL = free(w) */
+	struct sim_work *next;
+	uint64_t seq;                   /* set by sim_stream_enqueue           */
+	struct CUstream_st *stream;     /* the stream it runs on               */
+	/* item-specific data follows in the containing struct */
+};
+
+struct CUstream_st {
+	uint32_t magic;
+	unsigned flags;                 /* CU_STREAM_DEFAULT / NON_BLOCKING    */
+	int priority;
+	int kind;                       /* 0 user, 1 legacy, 2 per-thread      */
+	unsigned long long id;
+	struct CUctx_st *ctx;
+	pthread_mutex_t mu;             /* guards the queue fields             */
+	pthread_cond_t cv;              /* worker waits for work               */
+	struct sim_work *head, *tail;
+	uint64_t enq_seq;               /* last seq given out (mu)             */
+	uint64_t done_seq;              /* last seq finished (sim_done_mu)     */
+	int quit;                       /* worker must exit when queue empty   */
+	pthread_t worker;
+	struct CUstream_st *next_all;   /* every live stream (sim_streams_mu)  */
+};
+
+extern pthread_mutex_t sim_done_mu;     /* guards every done_seq and event completion */
+extern pthread_cond_t sim_done_cv;      /* broadcast when any work item finishes      */
+
+/* Resolves a handle as the program passed it (0, CU_STREAM_LEGACY,
+ * CU_STREAM_PER_THREAD or a stream) under the call's default-stream flavour.
+ * Checks init and context.  *out holds a reference (sim_stream_unref). */
+CUresult sim_stream_resolve(CUstream h, enum sim_ds ds, struct CUstream_st **out /* OUT */);
+
+/* Queues w on s (taking the implicit legacy-stream dependencies into
+ * account).  The stream owns w from here (it may already be freed when this
+ * returns); *seq (may be NULL) gets its sequence number for
+ * sim_stream_wait_seq. */
+CUresult sim_stream_enqueue(struct CUstream_st *s, struct sim_work *w, uint64_t *seq /* OUT, may be NULL */);
+/* Waits until s has finished seq; returns the sticky error if one arose. */
+CUresult sim_stream_wait_seq(struct CUstream_st *s, uint64_t seq);
+/* Creates a stream of ctx (kind 0/1/2). */
+CUresult sim_stream_create(struct CUctx_st *ctx, unsigned flags, int priority, int kind,
+			   struct CUstream_st **out /* OUT */);
+/* Waits for all work of every stream of ctx queued so far. */
+CUresult sim_ctx_sync_streams(struct CUctx_st *ctx);
+/* Waits for every stream of every context (used by cuMemFree). */
+void sim_sync_all(void);
+/* Drains and stops the stream's worker and marks the handle dead (the
+ * struct is never freed, so a stale handle fails cleanly). */
+void sim_stream_destroy(struct CUstream_st *s);
+/* Destroys every stream of ctx, the legacy one included. */
+void sim_ctx_destroy_streams(struct CUctx_st *ctx);
+/* Sets the sticky error (first one wins). */
+void sim_set_sticky(CUresult rc);
+
+/* ---- memory (sim_mem.c) */
+
+enum sim_ptr_kind { SIM_PTR_NONE = 0, SIM_PTR_DEVICE, SIM_PTR_HOST_PINNED, SIM_PTR_BAD };
+
+struct sim_range {
+	uintptr_t base;
+	size_t size;                    /* as requested                        */
+	enum sim_ptr_kind kind;
+	unsigned long long id;
+	struct CUctx_st *ctx;
+};
+
+/* Classifies [p, p+n): SIM_PTR_DEVICE when it lies inside one device
+ * allocation, SIM_PTR_HOST_PINNED inside one pinned host allocation,
+ * SIM_PTR_BAD when it touches the device range without lying inside one
+ * allocation, SIM_PTR_NONE for ordinary host memory.  r gets the allocation. */
+enum sim_ptr_kind sim_mem_classify(uintptr_t p, size_t n, struct sim_range *r /* OUT, may be NULL */);
+/* True when p lies in the device address reservation. */
+int sim_mem_in_device_range(uintptr_t p);
+
+/* ---- copies (sim_copy.c) */
+enum sim_copy_dir { SIM_COPY_ANY = 0, SIM_COPY_HTOD, SIM_COPY_DTOH, SIM_COPY_DTOD };
+
+CUresult sim_copy_sync(enum sim_ds ds, CUdeviceptr dst, CUdeviceptr src, size_t n, enum sim_copy_dir dir);
+CUresult sim_copy_async(enum sim_ds ds, CUdeviceptr dst, CUdeviceptr src, size_t n, enum sim_copy_dir dir,
+			CUstream s);
+CUresult sim_set_sync(enum sim_ds ds, CUdeviceptr dst, unsigned v, unsigned elem, size_t n);
+CUresult sim_set_async(enum sim_ds ds, CUdeviceptr dst, unsigned v, unsigned elem, size_t n, CUstream s);
+
+/* ---- impls of the SIM_STREAM entries (one prototype per impl) */
+CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize, CUstream s);
+CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream s);
+CUresult sim_stream_synchronize(enum sim_ds ds, CUstream s);
+CUresult sim_stream_query(enum sim_ds ds, CUstream s);
+CUresult sim_stream_wait_event(enum sim_ds ds, CUstream s, CUevent e, unsigned flags);
+CUresult sim_stream_get_flags(enum sim_ds ds, CUstream s, unsigned *flags);
+CUresult sim_stream_get_priority(enum sim_ds ds, CUstream s, int *priority);
+CUresult sim_stream_get_ctx(enum sim_ds ds, CUstream s, CUcontext *pctx);
+CUresult sim_stream_get_id(enum sim_ds ds, CUstream s, unsigned long long *id);
+CUresult sim_stream_host_func(enum sim_ds ds, CUstream s, CUhostFn fn, void *user);
+CUresult sim_stream_add_callback(enum sim_ds ds, CUstream s, CUstreamCallback cb, void *user, unsigned flags);
+CUresult sim_stream_is_capturing(enum sim_ds ds, CUstream s, CUstreamCaptureStatus *status);
+CUresult sim_event_record(enum sim_ds ds, CUevent e, CUstream s, unsigned flags);
+CUresult sim_launch_kernel(enum sim_ds ds, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+			   unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
+CUresult sim_launch_kernel_ex(enum sim_ds ds, const CUlaunchConfig *config, CUfunction f, void **params,
+			      void **extra);
+
+/* ---- events (sim_event.c) */
+struct CUevent_st {
+	uint32_t magic;
+	unsigned flags;
+	struct CUctx_st *ctx;
+	uint64_t rec_gen;               /* records issued (sim_done_mu)        */
+	uint64_t done_gen;              /* records completed (sim_done_mu)     */
+	struct timespec when;           /* time of the last completed record   */
+	int timed;                      /* the completed record has a time     */
+};
+
+/* ---- modules and functions (sim_module.c) */
+struct sim_kernel_entry;
+struct ddp_kernel_info;
+
+struct CUfunc_st {
+	uint32_t magic;
+	struct CUmod_st *mod;
+	const struct ddp_kernel_info *info;      /* from the cubin                */
+	const struct sim_kernel_entry *host;     /* host implementation           */
+	int max_dyn_shared;                      /* cuFuncSetAttribute            */
+};
+
+/* Validates a CUfunction or a CUkernel cast to one; NULL when invalid. */
+struct CUfunc_st *sim_func_get(const void *handle);
+
+#endif /* SIM_INTERNAL_H */

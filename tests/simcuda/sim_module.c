@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * sim_module.c - modules, libraries and functions: loading real nvcc images
+ * (fatbin, cudart wrapper, cubin, PTX) with the shared reader
+ * (runtime/ddp_fatbin.h) and pairing each kernel with its host
+ * implementation (sim_exec.h: sim_kernels_find).
+ *
+ * cuModuleGetFunction(name): the cubin must have the kernel (else
+ * CUDA_ERROR_NOT_FOUND), a loaded kernel library must implement it (else
+ * CUDA_ERROR_NOT_FOUND and one line `simcuda: no host implementation of
+ * kernel X (looked in ...)`), and the cubin's parameter sizes must equal the
+ * host signature's (else CUDA_ERROR_INVALID_IMAGE and a line naming the
+ * parameter): a mismatch would otherwise hand the kernel garbage.
+ *
+ * A CUlibrary wraps a module; a CUkernel is the same object as the CUfunction
+ * (so a CUkernel cast to CUfunction launches, as with the driver).  Unloaded
+ * modules free their reader data; their handles and function objects are
+ * marked dead and kept, so stale handles fail with CUDA_ERROR_INVALID_HANDLE.
+ *
+ * Contract: any thread may call.  mod->mu guards the lazily filled function
+ * objects of a module.  Parsing happens outside any lock.
+ */
+#include "sim_internal.h"
+#include "ddp_fatbin.h"
+#include "sim_exec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* B2's half is linked into the same library; weak so that the driver half
+ * still builds and reports "no host implementation" without it. */
+#pragma weak sim_kernels_find
+#pragma weak sim_kernels_searched
+
+struct CUmod_st {
+	uint32_t magic;
+	struct CUctx_st *ctx;
+	pthread_mutex_t mu;              /* guards funcs[]                     */
+	struct ddp_module_info info;     /* from the reader                     */
+	struct CUfunc_st **funcs;        /* one per info.kernels[i], lazily     */
+};
+
+struct CUlib_st {
+	uint32_t magic;
+	struct CUmod_st *mod;
+};
+
+struct CUfunc_st *sim_func_get(const void *handle)
+{
+	struct CUfunc_st *f = (struct CUfunc_st *)handle;
+	return f && f->magic == SIM_MAGIC_FUNC ? f : NULL;
+}
+
+static struct CUmod_st *sim_mod_get(CUmodule h)
+{
+	return h && h->magic == SIM_MAGIC_MODULE ? h : NULL;
+}
+
+static struct CUlib_st *sim_lib_get(CUlibrary h)
+{
+	return h && h->magic == SIM_MAGIC_LIB ? h : NULL;
+}
+
+/* Parses an image (len 0: from its headers) into a new module. */
+static CUresult sim_mod_make(const char *what, const void *image, size_t len, struct CUctx_st *ctx,
+			     struct CUmod_st **out)
+{
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	SIM_FAULT_CHECK("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
+	struct CUmod_st *m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	char err[256] = "";
+	if (ddp_module_parse(image, len, SIM_SM, &m->info, err, sizeof(err)) != DDP_OK) {
+		sim_msg("%s: cannot read the module image: %s", what, err[0] ? err : "malformed");
+		free(m);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	m->funcs = calloc(m->info.nkernels ? m->info.nkernels : 1, sizeof(*m->funcs));
+	if (!m->funcs) {
+		ddp_module_info_free(&m->info);
+		free(m);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->magic = SIM_MAGIC_MODULE;
+	m->ctx = ctx;
+	pthread_mutex_init(&m->mu, NULL);
+	SIM_VERBOSE("%s: module with %zu kernels (sm_%u)", what, m->info.nkernels, m->info.arch);
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+/* Reads a whole file into a malloc'd buffer. */
+static CUresult sim_read_file(const char *path, void **data, size_t *len)
+{
+	if (!path)
+		return CUDA_ERROR_INVALID_VALUE;
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	CUresult rc = CUDA_ERROR_INVALID_IMAGE;
+	char *buf = NULL;
+	long n;
+	if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0 &&
+	    (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) == (size_t)n) {
+		buf[n] = 0; /* PTX text is NUL-terminated */
+		*data = buf;
+		*len = (size_t)n;
+		buf = NULL;
+		rc = CUDA_SUCCESS;
+	}
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+static void sim_mod_free(struct CUmod_st *m)
+{
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < m->info.nkernels; i++)
+		if (m->funcs[i])
+			m->funcs[i]->magic = SIM_MAGIC_DEAD; /* kept: stale handles fail */
+	m->magic = SIM_MAGIC_DEAD;
+	ddp_module_info_free(&m->info);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* ---- modules */
+
+SIM_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	struct CUctx_st *c;
+	CUresult rc = sim_check_ctx(&c);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!module)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sim_mod_make("cuModuleLoadData", image, 0, c, module);
+}
+
+SIM_EXPORT CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+				       CUjit_option *options, void **optionValues)
+{
+	/* JIT options tune PTX compilation, which does not happen here. */
+	if (numOptions && (!options || !optionValues))
+		return CUDA_ERROR_INVALID_VALUE;
+	return cuModuleLoadData(module, image);
+}
+
+SIM_EXPORT CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	return cuModuleLoadData(module, fatCubin);
+}
+
+SIM_EXPORT CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	struct CUctx_st *c;
+	CUresult rc = sim_check_ctx(&c);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!module)
+		return CUDA_ERROR_INVALID_VALUE;
+	void *data;
+	size_t len;
+	rc = sim_read_file(fname, &data, &len);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = sim_mod_make("cuModuleLoad", data, len, c, module);
+	free(data);
+	return rc;
+}
+
+SIM_EXPORT CUresult cuModuleUnload(CUmodule hmod)
+{
+	CUresult rc = sim_check_init();
+	if (rc == CUDA_ERROR_NOT_INITIALIZED)
+		return rc;
+	struct CUmod_st *m = sim_mod_get(hmod);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	/* Launches already queued keep only their host entry; wait anyway, as
+	 * the driver does before it frees a module's code. */
+	sim_sync_all();
+	sim_mod_free(m);
+	return CUDA_SUCCESS;
+}
+
+/* Checks the cubin's parameter layout against the host signature. */
+static CUresult sim_check_params(const struct ddp_kernel_info *k, const struct sim_kernel_entry *h)
+{
+	if (k->nparams != h->nparams) {
+		sim_msg("kernel %s: the module image has %u parameters, its host implementation (%s) %u; "
+			"rebuild the program and its .kern.so from the same source",
+			k->name, k->nparams, h->signature ? h->signature : h->mangled, h->nparams);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	for (uint32_t i = 0; i < k->nparams; i++) {
+		if (k->params[i].size != h->param_size[i]) {
+			sim_msg("kernel %s: parameter %u is %u bytes in the module image but %u bytes in its host "
+				"implementation (%s); rebuild the program and its .kern.so from the same source",
+				k->name, i, k->params[i].size, h->param_size[i],
+				h->signature ? h->signature : h->mangled);
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CUfunc_st **out)
+{
+	if (!name || !out)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct ddp_kernel_info *k = ddp_module_find(&m->info, name);
+	if (!k)
+		return CUDA_ERROR_NOT_FOUND;
+	size_t idx = (size_t)(k - m->info.kernels);
+	pthread_mutex_lock(&m->mu);
+	struct CUfunc_st *f = m->funcs[idx];
+	pthread_mutex_unlock(&m->mu);
+	if (f) {
+		*out = f;
+		return CUDA_SUCCESS;
+	}
+	const struct sim_kernel_entry *h = sim_kernels_find ? sim_kernels_find(name) : NULL;
+	if (!h) {
+		sim_msg("no host implementation of kernel %s (looked in %s)", name,
+			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	CUresult rc = sim_check_params(k, h);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->magic = SIM_MAGIC_FUNC;
+	f->mod = m;
+	f->info = k;
+	f->host = h;
+	f->max_dyn_shared = 48 * 1024;
+	pthread_mutex_lock(&m->mu);
+	if (m->funcs[idx]) { /* another thread was first */
+		free(f);
+		f = m->funcs[idx];
+	} else {
+		m->funcs[idx] = f;
+	}
+	pthread_mutex_unlock(&m->mu);
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUmod_st *m = sim_mod_get(hmod);
+	if (!m)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return sim_get_function(m, name, hfunc);
+}
+
+SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	(void)dptr;
+	(void)bytes;
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!sim_mod_get(hmod))
+		return CUDA_ERROR_INVALID_HANDLE;
+	sim_msg("cuModuleGetGlobal(%s): __device__ variables are not supported by the CPU device",
+		name ? name : "(null)");
+	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!mode)
+		return CUDA_ERROR_INVALID_VALUE;
+	*mode = CU_MODULE_EAGER_LOADING;
+	return CUDA_SUCCESS;
+}
+
+/* ---- functions */
+
+static CUresult sim_param_info(const void *h, size_t index, size_t *off, size_t *size)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(h);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (index >= f->info->nparams)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (off)
+		*off = f->info->params[index].offset;
+	if (size)
+		*size = f->info->params[index].size;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset, size_t *paramSize)
+{
+	return sim_param_info(func, paramIndex, paramOffset, paramSize);
+}
+
+SIM_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+					 size_t *paramSize)
+{
+	return sim_param_info(kernel, paramIndex, paramOffset, paramSize);
+}
+
+SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!pi || (unsigned)attrib >= CU_FUNC_ATTRIBUTE_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = (int)SIM_MAX_BLOCK_THREADS; break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+	case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = SIM_SM; break;
+	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = SIM_SM; break;
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dyn_shared; break;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *pi = -1; break;
+	default: *pi = 0; break; /* static shared, const, local sizes: unknown here */
+	}
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	switch (attrib) {
+	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+		if (value < 0 || (unsigned)value > SIM_DYN_SHARED_MAX)
+			return CUDA_ERROR_INVALID_VALUE;
+		f->max_dyn_shared = value;
+		return CUDA_SUCCESS;
+	case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		return value >= -1 && value <= 100 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* a hint */
+	default:
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+}
+
+SIM_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!sim_func_get(hfunc))
+		return CUDA_ERROR_INVALID_HANDLE;
+	return (unsigned)config <= CU_FUNC_CACHE_PREFER_EQUAL ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; /* a hint */
+}
+
+SIM_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	*name = f->info->name;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+	return cuFuncGetName(name, (CUfunction)(void *)hfunc);
+}
+
+SIM_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(hfunc);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!hmod)
+		return CUDA_ERROR_INVALID_VALUE;
+	*hmod = f->mod;
+	return CUDA_SUCCESS;
+}
+
+/* ---- libraries and kernels */
+
+static CUresult sim_lib_make(const char *what, const void *image, size_t len, CUlibrary *library)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!library)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUlib_st *l = calloc(1, sizeof(*l));
+	if (!l)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	rc = sim_mod_make(what, image, len, sim_ctx_current(), &l->mod);
+	if (rc != CUDA_SUCCESS) {
+		free(l);
+		return rc;
+	}
+	l->magic = SIM_MAGIC_LIB;
+	*library = l;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+				      void **jitOptionsValues, unsigned int numJitOptions,
+				      CUlibraryOption *libraryOptions, void **libraryOptionValues,
+				      unsigned int numLibraryOptions)
+{
+	(void)jitOptions;
+	(void)jitOptionsValues;
+	(void)numJitOptions;
+	(void)libraryOptions;
+	(void)libraryOptionValues;
+	(void)numLibraryOptions;
+	return sim_lib_make("cuLibraryLoadData", code, 0, library);
+}
+
+SIM_EXPORT CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+					  void **jitOptionsValues, unsigned int numJitOptions,
+					  CUlibraryOption *libraryOptions, void **libraryOptionValues,
+					  unsigned int numLibraryOptions)
+{
+	(void)jitOptions;
+	(void)jitOptionsValues;
+	(void)numJitOptions;
+	(void)libraryOptions;
+	(void)libraryOptionValues;
+	(void)numLibraryOptions;
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	void *data;
+	size_t len;
+	rc = sim_read_file(fileName, &data, &len);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = sim_lib_make("cuLibraryLoadFromFile", data, len, library);
+	free(data);
+	return rc;
+}
+
+SIM_EXPORT CUresult cuLibraryUnload(CUlibrary library)
+{
+	CUresult rc = sim_check_init();
+	if (rc == CUDA_ERROR_NOT_INITIALIZED)
+		return rc;
+	struct CUlib_st *l = sim_lib_get(library);
+	if (!l)
+		return CUDA_ERROR_INVALID_HANDLE;
+	sim_sync_all();
+	sim_mod_free(l->mod);
+	l->magic = SIM_MAGIC_DEAD;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUlib_st *l = sim_lib_get(library);
+	if (!l)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!pKernel)
+		return CUDA_ERROR_INVALID_VALUE;
+	struct CUfunc_st *f;
+	rc = sim_get_function(l->mod, name, &f);
+	if (rc == CUDA_SUCCESS)
+		*pKernel = (CUkernel)(void *)f;
+	return rc;
+}
+
+SIM_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUlib_st *l = sim_lib_get(library);
+	if (!l)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!pMod)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pMod = l->mod;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	CUresult rc = sim_check_ctx(NULL);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUfunc_st *f = sim_func_get(kernel);
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!pFunc)
+		return CUDA_ERROR_INVALID_VALUE;
+	*pFunc = f;
+	return CUDA_SUCCESS;
+}
