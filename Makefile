@@ -88,9 +88,11 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 .SECONDARY:
 
 # Fragments: one per area, found by name so a new area needs no edit here.
-include runtime/module.mk
-include tests/module.mk
-include $(sort $(filter-out runtime/module.mk tests/module.mk,$(wildcard */module.mk tests/*/module.mk tests/*/*.mk)))
+# The shared ones first: they define functions (unit_test, fuzz_target,
+# sim_kernel_lib) that the others call.
+FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/module.mk tests/simcuda/exec.mk
+include $(FIRST_FRAGMENTS)
+include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk tests/*/module.mk tests/*/*.mk)))
 
 build-all: $(BINS) $(TESTS)
 

@@ -19,7 +19,7 @@ define fuzz_target
 FUZZ_TARGETS += $(1)
 $(BUILD)/fuzz/$(1): tests/fuzz/$(1)/fuzz.c $(2) $(RUNTIME_COMMON_SRCS)
 	@mkdir -p $$(dir $$@)
-	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined $$(CPPFLAGS) $$^ -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
+	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -MMD -MF $$@.d $$(CPPFLAGS) $$(filter %.c,$$^) -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
 $(BUILD)/tests/fuzz/replay-$(1): $(BUILD)/tests/fuzz/$(1)/fuzz.o $(BUILD)/tests/fuzz/replay_main.o $(DDP_COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(Q)$$(CC) $$(LDFLAGS) $$^ -o $$@ $$(DDP_COMMON_LIBS)

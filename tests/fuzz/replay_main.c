@@ -5,9 +5,12 @@
  * `make test` links every fuzz target with this main and replays its corpus
  * (tests/fuzz/<target>/corpus/ plus any crash reproducers kept there), so a
  * parser bug found once by fuzzing stays fixed.  Usage: replay FILE|DIR...
- * Prints one "ok - replay <file>" line per input; a crash is a failed test.
+ * Prints one "ok - replay <arg> (N inputs)" line per argument; an unreadable
+ * input is a failed case and a crash fails the whole test.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +19,8 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int replayed;
 
 static int replay_file(const char *path)
 {
@@ -32,7 +37,7 @@ static int replay_file(const char *path)
 	fclose(f);
 	LLVMFuzzerTestOneInput(buf, got);
 	free(buf);
-	printf("ok - replay %s\n", path);
+	replayed++;
 	return 0;
 }
 
@@ -66,7 +71,12 @@ int main(int argc, char **argv)
 {
 	int bad = 0;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	for (int i = 1; i < argc; i++)
-		bad |= replay_path(argv[i]);
+	for (int i = 1; i < argc; i++) {
+		replayed = 0;
+		int b = replay_path(argv[i]);
+		if (!b)
+			printf("ok - replay %s (%d inputs)\n", argv[i], replayed);
+		bad |= b;
+	}
 	return bad;
 }
