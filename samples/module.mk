@@ -1,0 +1,51 @@
+# samples/: single-GPU trainers written against the CUDA Driver API, and the
+# tool that builds their data (docs/samples.md).
+#
+#   $(BUILD)/samples/{mlp,charlm,fused}   the trainers (kernels embedded as a fatbin)
+#   $(BUILD)/samples/<name>.kern.so       the same kernels built for the CPU device
+#   $(BUILD)/bin/ddp-mkdata               the data tool
+#   $(BUILD)/data/{mlp,charlm}.rec        the data sets
+#
+# The executables sit at $(BUILD)/samples/<name>, so their objects cannot live
+# in a directory of that name: they go to $(BUILD)/samples/obj/<name>/ (the
+# embedded symbol is therefore samples_obj_<name>_kernels_fatbin).
+
+SAMPLE_NAMES := mlp charlm fused
+SAMPLE_BINS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%)
+SAMPLE_KERN_SOS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%.kern.so)
+SAMPLE_DATA := $(BUILD)/data/mlp.rec $(BUILD)/data/charlm.rec
+SAMPLE_LDLIBS := -L$(CUDA_HOME)/lib64/stubs -lcuda -lm
+MKDATA := $(BUILD)/bin/ddp-mkdata
+
+BINS += $(SAMPLE_BINS) $(MKDATA) $(SAMPLE_DATA)
+
+$(BUILD)/samples/obj/%/kernels.fatbin: samples/%/kernels.cu samples/common/nn_kernels.cuh
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) -fatbin $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -o $@ $<
+
+$(BUILD)/samples/obj/fused/kernels.fatbin: samples/fused/tensor_list.h
+
+$(BUILD)/samples/obj/%/main.o: samples/%/main.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(SAMPLE_BINS): $(BUILD)/samples/%: $(BUILD)/samples/obj/%/main.o $(BUILD)/samples/common/sample.o \
+		$(BUILD)/samples/obj/%/kernels.fatbin.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(SAMPLE_LDLIBS)
+
+$(MKDATA): $(BUILD)/samples/data/mkdata.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@
+
+$(BUILD)/data/%.rec: $(MKDATA)
+	@mkdir -p $(dir $@)
+	$(Q)$(MKDATA) --kind $* --out $@
+
+# The CPU device's kernel libraries, made by the simcuda build's function
+# sim_kernel_lib (tests/simcuda/exec.mk, included before this fragment).
+BINS += $(SAMPLE_KERN_SOS)
+$(foreach s,$(SAMPLE_NAMES),$(eval $(call sim_kernel_lib,$(BUILD)/samples/$(s).kern.so,samples/$(s)/kernels.cu,$(BUILD)/samples/obj/$(s)/kernels.fatbin)))
+
+.PHONY: samples
+samples: $(SAMPLE_BINS) $(MKDATA) $(SAMPLE_DATA) $(SAMPLE_KERN_SOS)
