@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# bench/run.sh - what libddp's hooks cost per kernel launch, and per tracked
+# allocation.  Figures (median of 5 runs of M launches each):
+#   null driver (bench/nulldrv.c: every call returns at once): the hooks' own
+#     cost, without LD_PRELOAD, with it (logging off: DDP_LOG=warn), and at
+#     DDP_LOG=info;
+#   the CPU device (build/simcuda), for scale (its launch enqueues work);
+#   RSS per 1000 live tracked allocations (null driver).
+# Usage: BUILD=build bench/run.sh [M]   (after `make all`)
+set -eu
+B=${BUILD:-build}
+M=${1:-2000000}
+LR=$B/bench/launch_rate
+LIB=$B/lib/libddp.so
+for f in "$LR" "$LIB" "$B/bench/nulldrv/libcuda.so.1"; do
+	[ -e "$f" ] || { echo "bench/run.sh: $f is not built; run make all" >&2; exit 1; }
+done
+unset DDP_TRACE DDP_INSPECT
+median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+rate() { # label, env..., -- command
+	for _ in 1 2 3 4 5; do "$@" | awk '/ns_per_launch/ { print $2 }'; done | median
+}
+nd=$B/bench/nulldrv
+base=$(LD_LIBRARY_PATH=$nd rate "$LR" launches "$M")
+off=$(LD_LIBRARY_PATH=$nd LD_PRELOAD=$LIB DDP_LOG=warn rate "$LR" launches "$M")
+info=$(LD_LIBRARY_PATH=$nd LD_PRELOAD=$LIB DDP_LOG=info rate "$LR" launches "$M" 2>/dev/null)
+echo "null driver, $M launches: ${base} ns/launch without libddp"
+echo "  with libddp, logging off (DDP_LOG=warn): ${off} ns/launch, added $(awk -v a="$off" -v b="$base" 'BEGIN { printf "%.1f", a - b }') ns"
+echo "  with libddp, DDP_LOG=info:               ${info} ns/launch, added $(awk -v a="$info" -v b="$base" 'BEGIN { printf "%.1f", a - b }') ns"
+if [ -e "$B/simcuda/libcuda.so.1" ] && [ -e "$B/tests/e2e/interpose/progs/kernels.fatbin" ]; then
+	fb=$B/tests/e2e/interpose/progs/kernels.fatbin
+	export SIMCUDA_KERNELS=$B/tests/e2e/interpose/progs/kernels.kern.so
+	ms=$((M / 20))
+	sbase=$(LD_LIBRARY_PATH=$B/simcuda rate "$LR" launches "$ms" "$fb")
+	soff=$(LD_LIBRARY_PATH=$B/simcuda LD_PRELOAD=$LIB rate "$LR" launches "$ms" "$fb")
+	echo "CPU device, $ms launches: ${sbase} ns/launch without libddp, ${soff} with (its own cost dominates)"
+fi
+a0=$(LD_LIBRARY_PATH=$nd "$LR" allocs 200000 | awk '{ print $2 }')
+a1=$(LD_LIBRARY_PATH=$nd LD_PRELOAD=$LIB "$LR" allocs 200000 | awk '{ print $2 }')
+echo "memory per tracked allocation: $(awk -v a="$a1" -v b="$a0" 'BEGIN { printf "%.1f", (a - b) * 1024 / 1000 }') bytes (RSS, 200000 live allocations)"

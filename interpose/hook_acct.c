@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_acct.c - copy direction and size of the structured copies (2D, 3D,
+ * unified-address copies), for the generated copy hooks.
+ *
+ * Contract: called after a successful copy from the copying thread; reads
+ * the caller's descriptor and the allocation table (lock-free); no
+ * allocation.
+ */
+#include "hook_acct.h"
+#include "ddp_alloc.h"
+
+static int is_device(CUmemorytype t, CUdeviceptr dev)
+{
+	if (t == CU_MEMORYTYPE_DEVICE || t == CU_MEMORYTYPE_ARRAY)
+		return 1;
+	if (t == CU_MEMORYTYPE_UNIFIED)
+		return ddp_alloc_find((uint64_t)dev, NULL);
+	return 0;
+}
+
+static enum ddp_copy_dir dir_of(int dst_dev, int src_dev)
+{
+	if (dst_dev)
+		return src_dev ? DDP_COPY_DTOD : DDP_COPY_HTOD;
+	return src_dev ? DDP_COPY_DTOH : DDP_COPY_HTOH;
+}
+
+void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
+{
+	hook_acct_copy(f, dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL)), n);
+}
+
+void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p)
+{
+	if (!p)
+		return;
+	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
+				 is_device(p->srcMemoryType, p->srcDevice)),
+		       (uint64_t)p->WidthInBytes * p->Height);
+}
+
+void hook_acct_3d(struct hook_frame *f, const CUDA_MEMCPY3D *p)
+{
+	if (!p)
+		return;
+	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
+				 is_device(p->srcMemoryType, p->srcDevice)),
+		       (uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
+}
+
+void hook_acct_3d_peer(struct hook_frame *f, const CUDA_MEMCPY3D_PEER *p)
+{
+	if (!p)
+		return;
+	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
+				 is_device(p->srcMemoryType, p->srcDevice)),
+		       (uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
+}

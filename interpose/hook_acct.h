@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_acct.h - copy accounting shared by the generated copy/set hooks
+ * (hooks_gen.c) and the trace arguments (bytes) of a hook frame.
+ *
+ * Contract: called from a hook after a successful driver call, on the
+ * calling thread's own counters (hook_acct.c); no lock, no allocation.
+ */
+#ifndef DDP_HOOK_ACCT_H
+#define DDP_HOOK_ACCT_H
+
+#include "hook.h"
+
+/* Typed stubs for symbols the driver lacks (hooks_gen.c). */
+extern const union hook_real hook_missing_ HOOK_HIDDEN;
+
+static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uint64_t n)
+{
+	f->bytes = n;
+	if (f->st)
+		ddp_stats_copy(f->st, d, n);
+}
+
+/* cuMemcpy/cuMemcpyAsync (unified addressing): direction from the
+ * allocation table (an address no allocation holds counts as host). */
+void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;
+void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p) HOOK_HIDDEN;
+void hook_acct_3d(struct hook_frame *f, const CUDA_MEMCPY3D *p) HOOK_HIDDEN;
+void hook_acct_3d_peer(struct hook_frame *f, const CUDA_MEMCPY3D_PEER *p) HOOK_HIDDEN;
+
+#endif /* DDP_HOOK_ACCT_H */

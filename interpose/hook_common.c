@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_common.c - the slow half of a hook's exit (trace event, trace-level
+ * log line), the per-thread hook state and the clock.
+ *
+ * Contract: hook_end_slow runs only when tracing or trace-level logging is
+ * on; it formats on the stack and hands the event to ddp_trace (per-thread
+ * buffer) and the line to ddp_log (one write).
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include "hook.h"
+#include "ddp_trace.h"
+
+__thread struct hook_tls hook_tls_ __attribute__((tls_model("initial-exec")));
+
+uint64_t ddp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static const char *category(enum hook_id id)
+{
+	const char *n = hook_info_[id].name;
+	if (strncmp(n, "cuLaunch", 8) == 0)
+		return "launch";
+	if (strncmp(n, "cuMemcpy", 8) == 0 || strncmp(n, "cuMemset", 8) == 0)
+		return "copy";
+	if (strncmp(n, "cuMem", 5) == 0)
+		return "alloc";
+	if (strncmp(n, "cuModule", 8) == 0 || strncmp(n, "cuLibrary", 9) == 0 ||
+	    strncmp(n, "cuKernel", 8) == 0)
+		return "module";
+	if (strncmp(n, "cuGraph", 7) == 0 || strncmp(n, "cuStream", 8) == 0)
+		return "graph";
+	return "hook";
+}
+
+void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
+		   const uint64_t *argv, size_t argc)
+{
+	const struct hook_info *hi = &hook_info_[f->id];
+
+	if (f->trace && f->t0) {
+		struct ddp_trace_ev ev = {
+			.name = f->kname ? f->kname : hi->name,
+			.cat = category((enum hook_id)f->id),
+			.kernel = f->kname,
+			.ts_ns = f->t0,
+			.dur_ns = f->dur,
+			.bytes = f->bytes,
+			.addr = f->addr,
+			.result = result,
+		};
+		if (f->kname) {
+			memcpy(ev.grid, f->grid, sizeof ev.grid);
+			memcpy(ev.block, f->block, sizeof ev.block);
+		}
+		ddp_trace_event(&ev);
+	}
+	if (f->log && DDP_LOG_ON(DDP_LOG_TRACE, DDP_SUB_HOOK)) {
+		/* "name(a=0x1, b=2) = 0 (1.234 us)": argnames is "(a, b)" */
+		char buf[768];
+		size_t n = 0;
+		const char *p = argnames;
+		if (*p == '(')
+			p++;
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s(", hi->name);
+		for (size_t i = 0; i < argc && n < sizeof buf - 40; i++) {
+			size_t len = strcspn(p, ",)");
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%.*s=0x%llx", i ? ", " : "",
+					      (int)len, p, (unsigned long long)argv[i]);
+			p += len;
+			while (*p == ',' || *p == ' ')
+				p++;
+		}
+		if (n < sizeof buf)
+			snprintf(buf + n, sizeof buf - n, ")%s%s", f->kname ? " kernel " : "",
+				 f->kname ? f->kname : "");
+		DDP_TRACE(HOOK, "%s = %d (%llu.%03llu us)", buf, result,
+			  (unsigned long long)(f->dur / 1000), (unsigned long long)(f->dur % 1000));
+	}
+}

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_launch.c - kernel launch hooks: cuLaunchKernel, cuLaunchKernelEx,
+ * cuLaunchCooperativeKernel, each with its _ptsz twin.
+ *
+ * Per launch: look the handle up in the kernel registry (lock-free hash; a
+ * CUkernel cast to CUfunction is found the same way), count it on the
+ * kernel, and when an observer wants it (DDP_INSPECT, or DDP_LOG=debug for
+ * the launch subsystem) decode the arguments against the allocation table.
+ * An unknown handle is discovered once through the driver (name, parameter
+ * info).  NCCL's kernels (ncclDevKernel_*, ncclKernel_*) are not tracked.
+ * Inconsistent arguments (no kernelParams and no extra for a kernel with
+ * parameters, an extra without a buffer) are reported once per kernel; the
+ * launch always reaches the driver unchanged and its result is returned.
+ *
+ * Contract: the steady-state path (known kernel, no observer, no trace)
+ * takes no lock, allocates nothing, makes no syscall: hash probe, one atomic
+ * add, the real call.
+ */
+#include <stdlib.h>
+#include "hook.h"
+#include "hook_launch.h"
+#include "ddp_inspect.h"
+#include "ddp_kreg.h"
+#include "ddp_launch.h"
+
+int hook_launch_observe_ HOOK_HIDDEN;
+
+static __thread struct ddp_launch *tls_launch;
+
+static void warn_once(struct ddp_kfunc *k, const char *why)
+{
+	if (!__atomic_exchange_n(&k->warned, 1, __ATOMIC_RELAXED))
+		DDP_WARN("launch of %s: %s; passed to the driver unchanged (reported once per kernel)",
+			 k->demangled, why);
+}
+
+/* Decode and hand to the observers (slow path, only when asked for). */
+static void observe(struct ddp_kfunc *k, void **params, void **extra)
+{
+	struct ddp_launch *L = tls_launch;
+	struct ddp_launch_params p = { params, extra };
+
+	if (!L && !(L = tls_launch = malloc(sizeof *L)))
+		return;
+	ddp_result rc = ddp_launch_decode(k, &p, L);
+	if (rc == DDP_ERR_INVALID) {
+		warn_once(k, "arguments inconsistent with the kernel's parameter layout");
+		return;
+	}
+	if (rc != DDP_OK) {
+		DDP_DEBUG(LAUNCH, "launch %s: parameter layout unknown, arguments not decoded",
+			  k->demangled);
+		return;
+	}
+	if (DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_LAUNCH)) {
+		for (uint32_t i = 0; i < L->nargs; i++) {
+			const struct ddp_launch_arg *a = &L->args[i];
+			DDP_DEBUG(LAUNCH, "launch %s: param %u%s -> allocation #%u 0x%llx+%llu (offset %llu) %s",
+				  k->name, a->param, a->in_struct ? " (in struct)" : "", a->alloc.id,
+				  (unsigned long long)a->alloc.base, (unsigned long long)a->alloc.size,
+				  (unsigned long long)(a->value - a->alloc.base),
+				  ddp_access_name((enum ddp_access)a->access));
+		}
+	}
+	if (ddp_inspect_enabled())
+		ddp_inspect_launch(L);
+}
+
+static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction f,
+					       void **params, void **extra)
+{
+	struct ddp_kfunc *k = ddp_kreg_lookup(f);
+	if (__builtin_expect(!k, 0)) {
+		k = ddp_kreg_discover(f);
+		if (!k)
+			return NULL;
+	}
+	if (__builtin_expect(k->untracked, 0))
+		return NULL;
+	__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
+	fr->kname = k->demangled;
+	if (__builtin_expect(!params && !extra && k->layout_known && k->nparams, 0))
+		warn_once(k, "kernelParams and extra are both NULL");
+	else if (__builtin_expect(hook_launch_observe_, 0))
+		observe(k, params, extra);
+	return k;
+}
+
+static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, unsigned gz,
+			    unsigned bx, unsigned by, unsigned bz)
+{
+	fr->grid[0] = gx;
+	fr->grid[1] = gy;
+	fr->grid[2] = gz;
+	fr->block[0] = bx;
+	fr->block[1] = by;
+	fr->block[2] = bz;
+}
+
+#define LAUNCH_KERNEL(sym) \
+	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
+			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
+			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
+			    void **kernelParams, void **extra) \
+	{ \
+		struct hook_frame fr; \
+		if (!hook_begin(&fr, HOOK_ID_##sym)) \
+			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
+					      blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
+		launch_prepare(&fr, f, kernelParams, extra); \
+		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
+					    blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
+		if (__builtin_expect(fr.trace | fr.log, 0)) \
+			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
+		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
+				     sharedMemBytes, hStream, kernelParams, extra)); \
+		return r; \
+	}
+LAUNCH_KERNEL(cuLaunchKernel)
+LAUNCH_KERNEL(cuLaunchKernel_ptsz)
+
+#define LAUNCH_COOP(sym) \
+	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
+			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
+			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
+			    void **kernelParams) \
+	{ \
+		struct hook_frame fr; \
+		if (!hook_begin(&fr, HOOK_ID_##sym)) \
+			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
+					      blockDimZ, sharedMemBytes, hStream, kernelParams); \
+		launch_prepare(&fr, f, kernelParams, NULL); \
+		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
+					    blockDimZ, sharedMemBytes, hStream, kernelParams); \
+		if (__builtin_expect(fr.trace | fr.log, 0)) \
+			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
+		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
+				     sharedMemBytes, hStream, kernelParams)); \
+		return r; \
+	}
+LAUNCH_COOP(cuLaunchCooperativeKernel)
+LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
+
+#define LAUNCH_EX(sym) \
+	CUresult hook_##sym(const CUlaunchConfig *config, CUfunction f, void **kernelParams, \
+			    void **extra) \
+	{ \
+		struct hook_frame fr; \
+		if (!hook_begin(&fr, HOOK_ID_##sym)) \
+			return HOOK_REAL(sym)(config, f, kernelParams, extra); \
+		launch_prepare(&fr, f, kernelParams, extra); \
+		CUresult r = HOOK_REAL(sym)(config, f, kernelParams, extra); \
+		if (__builtin_expect(fr.trace | fr.log, 0) && config) \
+			set_dims(&fr, config->gridDimX, config->gridDimY, config->gridDimZ, \
+				 config->blockDimX, config->blockDimY, config->blockDimZ); \
+		HOOK_FINISH(&fr, r, (config, f, kernelParams, extra)); \
+		return r; \
+	}
+LAUNCH_EX(cuLaunchKernelEx)
+LAUNCH_EX(cuLaunchKernelEx_ptsz)

@@ -1,0 +1,478 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * report.c - `ddprun report DIR`: merges what each rank's libddp wrote with
+ * DDP_TRACE=DIR (or ddprun --trace DIR):
+ *   DIR/rank<k>.summary.json -> one table on stdout, one column per rank
+ *                               (calls per hooked function, kernels by launch
+ *                               count, allocations, bytes copied, hook time)
+ *   DIR/rank<k>.trace.json   -> DIR/combined.trace.json, one timeline with
+ *                               every rank's events (pid = rank)
+ * A missing or empty directory, and a file that is not valid JSON, are one
+ * clear error line naming the path; the exit status is then 1.
+ *
+ * Contract: a command of ddprun (single thread); allocates freely; reads the
+ * files whole.  Contains a small strict JSON reader (the files are ours).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "launch.h"
+
+/* ---- a small JSON reader: values keep their text span */
+enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
+struct jv {
+	enum jt t;
+	double num;
+	char *str;              /* J_STR: decoded; J_OBJ member key in keys[] */
+	size_t n;               /* items of J_ARR / J_OBJ */
+	struct jv *items;
+	char **keys;
+	const char *beg, *end;  /* raw text of the value */
+};
+struct jp {
+	const char *s, *p, *e;
+	const char *err;
+};
+
+static void jfree(struct jv *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		jfree(&v->items[i]);
+		if (v->keys)
+			free(v->keys[i]);
+	}
+	free(v->items);
+	free(v->keys);
+	free(v->str);
+}
+
+static void ws(struct jp *j)
+{
+	while (j->p < j->e && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+		j->p++;
+}
+
+static int jparse(struct jp *j, struct jv *v, int depth);
+
+static int jstring(struct jp *j, char **out)
+{
+	size_t cap = 16, n = 0;
+	char *s = malloc(cap);
+	if (!s || *j->p != '"')
+		return free(s), j->err = "expected a string", -1;
+	j->p++;
+	while (j->p < j->e && *j->p != '"') {
+		char c = *j->p++;
+		if ((unsigned char)c < 0x20)
+			return free(s), j->err = "control character in a string", -1;
+		if (c == '\\') {
+			if (j->p >= j->e)
+				break;
+			c = *j->p++;
+			switch (c) {
+			case 'n': c = '\n'; break;
+			case 't': c = '\t'; break;
+			case 'r': c = '\r'; break;
+			case 'b': c = '\b'; break;
+			case 'f': c = '\f'; break;
+			case 'u':
+				if (j->e - j->p < 4)
+					return free(s), j->err = "bad \\u escape", -1;
+				c = (char)strtol((char[5]){ j->p[0], j->p[1], j->p[2], j->p[3], 0 }, NULL, 16);
+				j->p += 4;
+				break;
+			case '"': case '\\': case '/': break;
+			default: return free(s), j->err = "bad escape", -1;
+			}
+		}
+		if (n + 2 > cap) {
+			char *t = realloc(s, cap *= 2);
+			if (!t)
+				return free(s), j->err = "out of memory", -1;
+			s = t;
+		}
+		s[n++] = c;
+	}
+	if (j->p >= j->e)
+		return free(s), j->err = "unterminated string", -1;
+	j->p++;
+	s[n] = '\0';
+	*out = s;
+	return 0;
+}
+
+static int jpush(struct jv *v, size_t *cap, int keyed)
+{
+	if (v->n < *cap)
+		return 0;
+	*cap = *cap ? *cap * 2 : 8;
+	struct jv *it = realloc(v->items, *cap * sizeof *it);
+	if (!it)
+		return -1;
+	v->items = it;
+	if (keyed) {
+		char **k = realloc(v->keys, *cap * sizeof *k);
+		if (!k)
+			return -1;
+		v->keys = k;
+	}
+	return 0;
+}
+
+static int jparse(struct jp *j, struct jv *v, int depth)
+{
+	memset(v, 0, sizeof *v);
+	ws(j);
+	v->beg = j->p;
+	if (depth > 64)
+		return j->err = "nested too deep", -1;
+	if (j->p >= j->e)
+		return j->err = "unexpected end of file", -1;
+	char c = *j->p;
+	if (c == '{' || c == '[') {
+		int obj = c == '{';
+		size_t cap = 0;
+		v->t = obj ? J_OBJ : J_ARR;
+		j->p++;
+		ws(j);
+		if (j->p < j->e && *j->p == (obj ? '}' : ']')) {
+			j->p++;
+			v->end = j->p;
+			return 0;
+		}
+		for (;;) {
+			char *key = NULL;
+			ws(j);
+			if (obj) {
+				if (jstring(j, &key))
+					return -1;
+				ws(j);
+				if (j->p >= j->e || *j->p != ':')
+					return free(key), j->err = "expected ':'", -1;
+				j->p++;
+			}
+			if (jpush(v, &cap, obj))
+				return free(key), j->err = "out of memory", -1;
+			if (obj)
+				v->keys[v->n] = key;
+			if (jparse(j, &v->items[v->n], depth + 1)) {
+				v->n++;
+				return -1;
+			}
+			v->n++;
+			ws(j);
+			if (j->p < j->e && *j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (j->p < j->e && *j->p == (obj ? '}' : ']')) {
+				j->p++;
+				break;
+			}
+			return j->err = obj ? "expected ',' or '}'" : "expected ',' or ']'", -1;
+		}
+	} else if (c == '"') {
+		v->t = J_STR;
+		if (jstring(j, &v->str))
+			return -1;
+	} else if (c == '-' || (c >= '0' && c <= '9')) {
+		char *end;
+		v->t = J_NUM;
+		v->num = strtod(j->p, &end);
+		if (end == j->p || end > j->e)
+			return j->err = "bad number", -1;
+		j->p = end;
+	} else if (j->e - j->p >= 4 && !strncmp(j->p, "true", 4)) {
+		v->t = J_BOOL, v->num = 1, j->p += 4;
+	} else if (j->e - j->p >= 5 && !strncmp(j->p, "false", 5)) {
+		v->t = J_BOOL, j->p += 5;
+	} else if (j->e - j->p >= 4 && !strncmp(j->p, "null", 4)) {
+		v->t = J_NULL, j->p += 4;
+	} else {
+		return j->err = "unexpected character", -1;
+	}
+	v->end = j->p;
+	return 0;
+}
+
+static const struct jv *jget(const struct jv *o, const char *key)
+{
+	if (!o || o->t != J_OBJ)
+		return NULL;
+	for (size_t i = 0; i < o->n; i++)
+		if (!strcmp(o->keys[i], key))
+			return &o->items[i];
+	return NULL;
+}
+
+static double jnum(const struct jv *o, const char *key)
+{
+	const struct jv *v = jget(o, key);
+	return v && v->t == J_NUM ? v->num : 0;
+}
+
+/* Reads and parses path; on error prints one line and returns -1. */
+static int load_json(const char *path, char **text, struct jv *v)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	if (!f) {
+		launch_msg("report: cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*text = malloc((size_t)n + 1);
+	if (!*text || fread(*text, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		launch_msg("report: cannot read %s", path);
+		return -1;
+	}
+	fclose(f);
+	(*text)[n] = '\0';
+	struct jp j = { *text, *text, *text + n, NULL };
+	if (jparse(&j, v, 0) == 0) {
+		ws(&j);
+		if (j.p != j.e)
+			j.err = "text after the JSON value";
+	}
+	if (j.err) {
+		launch_msg("report: %s is not valid JSON (byte %ld: %s); was the run cut short?", path,
+			   (long)(j.p - j.s), j.err);
+		jfree(v);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the merge */
+#define MAX_RANKS 4096
+
+struct row {
+	char *name;
+	double v[1];  /* per rank (allocated with nranks entries) */
+};
+
+struct table {
+	size_t n, cap, nranks;
+	struct row **rows;
+};
+
+static double *cell(struct table *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->rows[i]->name, name))
+			return t->rows[i]->v;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 32;
+		t->rows = realloc(t->rows, t->cap * sizeof *t->rows);
+	}
+	struct row *r = calloc(1, sizeof *r + t->nranks * sizeof(double));
+	r->name = strdup(name);
+	t->rows[t->n++] = r;
+	return r->v;
+}
+
+static double total(const struct row *r, size_t nranks)
+{
+	double s = 0;
+	for (size_t i = 0; i < nranks; i++)
+		s += r->v[i];
+	return s;
+}
+
+static size_t g_nranks;
+static int by_total(const void *a, const void *b)
+{
+	double x = total(*(struct row *const *)a, g_nranks), y = total(*(struct row *const *)b, g_nranks);
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_table(const char *title, struct table *t, const int *ranks, size_t nranks,
+			size_t limit, int sort)
+{
+	if (!t->n)
+		return;
+	g_nranks = nranks;
+	if (sort)
+		qsort(t->rows, t->n, sizeof *t->rows, by_total);
+	printf("\n%s\n%-44s", title, "");
+	for (size_t r = 0; r < nranks; r++) {
+		char h[32];
+		snprintf(h, sizeof h, "rank %d", ranks[r]);
+		printf(" %14s", h);
+	}
+	printf("\n");
+	for (size_t i = 0; i < t->n && i < limit; i++) {
+		const char *nm = t->rows[i]->name;
+		size_t len = strlen(nm);
+		if (len > 44)
+			printf("...%-41s", nm + len - 41);
+		else
+			printf("%-44s", nm);
+		for (size_t r = 0; r < nranks; r++)
+			printf(" %14.0f", t->rows[i]->v[r]);
+		printf("\n");
+	}
+	if (t->n > limit)
+		printf("(%zu more)\n", t->n - limit);
+}
+
+static void free_table(struct table *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->rows[i]->name);
+		free(t->rows[i]);
+	}
+	free(t->rows);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+	return *(const int *)a - *(const int *)b;
+}
+
+int launch_report_main(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int ranks[MAX_RANKS];
+	size_t nranks = 0;
+	int rc = 1;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: ddprun report DIR\n"
+			       "  merges DIR/rank<k>.summary.json into one table (stdout) and\n"
+			       "  DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto)\n");
+			return 0;
+		}
+		if (dir) {
+			launch_msg("report: one directory only; usage: ddprun report DIR");
+			return 2;
+		}
+		dir = argv[i];
+	}
+	if (!dir) {
+		launch_msg("report: no directory given; usage: ddprun report DIR");
+		return 2;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		launch_msg("report: cannot open %s: %s", dir, strerror(errno));
+		return 1;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		int k;
+		char tail[64];
+		if (sscanf(e->d_name, "rank%d.summary.jso%63s", &k, tail) == 2 && !strcmp(tail, "n") &&
+		    k >= 0 && nranks < MAX_RANKS)
+			ranks[nranks++] = k;
+	}
+	closedir(d);
+	if (!nranks) {
+		launch_msg("report: %s holds no rank<k>.summary.json; run the job with --trace %s "
+			   "(or DDP_TRACE=%s)", dir, dir, dir);
+		return 1;
+	}
+	qsort(ranks, nranks, sizeof *ranks, cmp_int);
+
+	struct table hooks = { .nranks = nranks }, kernels = { .nranks = nranks },
+		     mem = { .nranks = nranks };
+	char path[4096];
+	for (size_t r = 0; r < nranks; r++) {
+		char *text = NULL;
+		struct jv v;
+		snprintf(path, sizeof path, "%s/rank%d.summary.json", dir, ranks[r]);
+		if (load_json(path, &text, &v)) {
+			free(text);
+			goto out;
+		}
+		const struct jv *h = jget(&v, "hooks"), *k = jget(&v, "kernels"), *a = jget(&v, "alloc"),
+				*c = jget(&v, "copies");
+		if (!h || h->t != J_ARR || !k || k->t != J_ARR || !a || !c) {
+			launch_msg("report: %s is not a libddp summary (no hooks/kernels/alloc/copies)", path);
+			jfree(&v);
+			free(text);
+			goto out;
+		}
+		for (size_t i = 0; i < h->n; i++) {
+			const struct jv *nm = jget(&h->items[i], "name");
+			if (nm && nm->t == J_STR)
+				cell(&hooks, nm->str)[r] = jnum(&h->items[i], "calls");
+		}
+		for (size_t i = 0; i < k->n; i++) {
+			const struct jv *nm = jget(&k->items[i], "name");
+			if (nm && nm->t == J_STR)
+				cell(&kernels, nm->str)[r] = jnum(&k->items[i], "launches");
+		}
+		cell(&mem, "allocations made")[r] = jnum(a, "count");
+		cell(&mem, "bytes allocated")[r] = jnum(a, "bytes");
+		cell(&mem, "peak bytes allocated")[r] = jnum(a, "peak");
+		cell(&mem, "allocations live at exit")[r] = jnum(a, "live");
+		for (size_t i = 0; c->t == J_OBJ && i < c->n; i++) {
+			snprintf(path, sizeof path, "bytes copied %s", c->keys[i]);
+			cell(&mem, path)[r] = jnum(&c->items[i], "bytes");
+		}
+		cell(&mem, "time in hooked calls (us, estimated)")[r] = jnum(&v, "hook_time_ns") / 1000.0;
+		jfree(&v);
+		free(text);
+	}
+	printf("ddprun report: %s, %zu rank(s)\n", dir, nranks);
+	print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
+	print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
+	print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
+
+	/* the combined timeline */
+	snprintf(path, sizeof path, "%s/combined.trace.json", dir);
+	FILE *out = fopen(path, "w");
+	if (!out) {
+		launch_msg("report: cannot write %s: %s", path, strerror(errno));
+		goto out;
+	}
+	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+	size_t events = 0, traces = 0;
+	for (size_t r = 0; r < nranks; r++) {
+		char tpath[4096], *text = NULL;
+		struct jv v;
+		snprintf(tpath, sizeof tpath, "%s/rank%d.trace.json", dir, ranks[r]);
+		FILE *probe = fopen(tpath, "r");
+		if (!probe)
+			continue; /* a rank without a trace (summary only) */
+		fclose(probe);
+		if (load_json(tpath, &text, &v)) {
+			free(text);
+			fclose(out);
+			goto out;
+		}
+		const struct jv *ev = jget(&v, "traceEvents");
+		if (!ev || ev->t != J_ARR) {
+			launch_msg("report: %s has no traceEvents array", tpath);
+			jfree(&v);
+			free(text);
+			fclose(out);
+			goto out;
+		}
+		for (size_t i = 0; i < ev->n; i++, events++)
+			fprintf(out, "%s\n%.*s", events ? "," : "", (int)(ev->items[i].end - ev->items[i].beg),
+				ev->items[i].beg);
+		traces++;
+		jfree(&v);
+		free(text);
+	}
+	fprintf(out, "\n]}\n");
+	if (fclose(out) != 0) {
+		launch_msg("report: cannot write %s", path);
+		goto out;
+	}
+	printf("\ntimeline: %s (%zu events from %zu rank trace(s); open it in ui.perfetto.dev)\n", path,
+	       events, traces);
+	rc = 0;
+out:
+	free_table(&hooks);
+	free_table(&kernels);
+	free_table(&mem);
+	return rc;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_init.c - lazy initialisation and exit of libddp.so.
+ *
+ * Nothing happens when the library is loaded: no constructor does work, and
+ * dlsym never initialises.  The first hooked cu* call of the process (any
+ * thread) runs ddp_init under pthread_once: settings and log level, rank,
+ * the real driver's symbols, the allocation table, the kernel registry, the
+ * trace file, the inspector, and the exit handler.  Until it has finished,
+ * other threads wait in pthread_once; the initialising thread's own nested
+ * hook calls (if the driver calls back) are forwarded untracked.
+ *
+ * At exit (atexit, only when init ran): the inspector's report, the summary
+ * (stderr at info level; DIR/rank<k>.summary.json with DDP_TRACE=DIR) and the
+ * trace file's closing.
+ *
+ * Contract: ddp_ready_ is published (release) after every setting the fast
+ * path reads is final.  ddp_init_once is called by hook_begin and may be
+ * called by the file hooks.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "hook.h"
+#include "hook_launch.h"
+#include "hook_module.h"
+#include "hook_resolve.h"
+#include "ddp_alloc.h"
+#include "ddp_init.h"
+#include "ddp_inspect.h"
+#include "ddp_params.h"
+#include "ddp_summary.h"
+#include "ddp_trace.h"
+#ifdef DDP_HAVE_RANK
+#include "ddp_rank.h"
+#endif
+
+int ddp_ready_;
+int hook_timing_all_;
+int hook_tracing_;
+int hook_log_calls_;
+uint32_t hook_sample_mask_ = UINT32_MAX;
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static __thread int init_running;
+static int init_rank, init_world = 1;
+
+int ddp_init_rank(void)
+{
+	return init_rank;
+}
+
+int ddp_init_world_size(void)
+{
+	return init_world;
+}
+
+static void read_rank(void)
+{
+#ifdef DDP_HAVE_RANK
+	if (ddp_rank_init() == DDP_OK) {
+		const struct ddp_rank_info *ri = ddp_rank_get();
+		init_rank = ri->rank;
+		init_world = ri->world_size;
+		return;
+	}
+#endif
+	const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+	init_rank = r ? atoi(r) : 0;
+	init_world = w ? atoi(w) : 1;
+	if (init_rank < 0)
+		init_rank = 0;
+	if (init_world < 1)
+		init_world = 1;
+}
+
+static const char *hook_name_of(unsigned id)
+{
+	return id < HOOK_COUNT ? hook_info_[id].name : "?";
+}
+
+static void ddp_exit(void)
+{
+	hook_inside_enter();
+	ddp_inspect_write();
+	ddp_summary_emit(ddp_param_trace(), init_rank, init_world, hook_name_of, HOOK_COUNT);
+	ddp_trace_close();
+	hook_inside_leave();
+}
+
+static void ddp_init(void)
+{
+	init_running = 1;
+	hook_inside_enter();
+	ddp_log_init("libddp");
+	ddp_params_init();
+	read_rank();
+	if (init_world > 1 || getenv("RANK"))
+		ddp_log_set_rank(init_rank);
+	hook_resolve_all();
+	ddp_stats_init();
+	if (ddp_alloc_init((size_t)ddp_param_alloc_max()) != DDP_OK)
+		DDP_WARN("allocation table unavailable: allocations are not tracked");
+	hook_module_init();
+
+	long sample = ddp_param_hook_sample();
+	if (sample <= 0) {
+		hook_sample_mask_ = UINT32_MAX;
+	} else {
+		uint32_t p = 1;
+		while (p < (uint32_t)sample)
+			p <<= 1;
+		hook_sample_mask_ = p - 1;
+	}
+	const char *dir = ddp_param_trace();
+	if (dir && *dir && ddp_trace_open(dir, init_rank, (size_t)ddp_param_trace_buffer()) == DDP_OK)
+		hook_tracing_ = 1;
+	hook_log_calls_ = DDP_LOG_ON(DDP_LOG_TRACE, DDP_SUB_HOOK);
+	hook_timing_all_ = hook_tracing_ || hook_log_calls_;
+	ddp_inspect_init(ddp_param_inspect(), ddp_param_inspect_steps());
+	hook_launch_observe_ = ddp_inspect_enabled() || DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_LAUNCH);
+	atexit(ddp_exit);
+	DDP_INFO(INIT, "libddp ready: rank %d of %d, %d hooks, driver %s", init_rank, init_world,
+		 (int)HOOK_COUNT, ddp_param_cuda_lib());
+	hook_inside_leave();
+	init_running = 0;
+	__atomic_store_n(&ddp_ready_, 1, __ATOMIC_RELEASE);
+}
+
+void ddp_init_once(void)
+{
+	if (init_running)
+		return; /* a hook called back during init: forwarded untracked */
+	pthread_once(&init_once, ddp_init);
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_init.h - the library's lazy initialisation (ddp_init.c).
+ *
+ * Contract: ddp_init_once may be called from any hook (cu* or file) on any
+ * thread; it returns once the library is initialised (or at once when called
+ * back from inside the initialisation itself).
+ */
+#ifndef DDP_INIT_H
+#define DDP_INIT_H
+
+void ddp_init_once(void) __attribute__((visibility("hidden")));
+
+/* The rank and world size read at init (0 and 1 before). */
+int ddp_init_rank(void) __attribute__((visibility("hidden")));
+int ddp_init_world_size(void) __attribute__((visibility("hidden")));
+
+#endif /* DDP_INIT_H */

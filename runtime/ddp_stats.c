@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_stats.c - the list of per-thread counter blocks (see ddp_stats.h).
+ *
+ * Contract: stats_lock guards the list and the retired totals.  A block is
+ * written only by its thread; at thread exit the pthread-key destructor
+ * folds it into `retired` and frees it.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ddp_stats.h"
+
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ddp_stats_thread *stats_list;     /* live threads' blocks */
+static struct ddp_stats_thread retired;         /* exited threads' sums */
+static pthread_key_t stats_key;
+static int stats_key_ok;
+
+static void add_block(struct ddp_stats_thread *dst, const struct ddp_stats_thread *src)
+{
+	for (size_t i = 0; i < DDP_STATS_MAX_HOOKS; i++) {
+		dst->calls[i] += __atomic_load_n(&src->calls[i], __ATOMIC_RELAXED);
+		dst->errors[i] += __atomic_load_n(&src->errors[i], __ATOMIC_RELAXED);
+		dst->timed[i] += __atomic_load_n(&src->timed[i], __ATOMIC_RELAXED);
+		dst->time_ns[i] += __atomic_load_n(&src->time_ns[i], __ATOMIC_RELAXED);
+	}
+	for (size_t d = 0; d < DDP_COPY_NDIR; d++) {
+		dst->copy_bytes[d] += __atomic_load_n(&src->copy_bytes[d], __ATOMIC_RELAXED);
+		dst->copy_calls[d] += __atomic_load_n(&src->copy_calls[d], __ATOMIC_RELAXED);
+	}
+}
+
+static void thread_exit(void *p)
+{
+	struct ddp_stats_thread *st = p;
+
+	pthread_mutex_lock(&stats_lock);
+	add_block(&retired, st);
+	if (st->prev)
+		st->prev->next = st->next;
+	else
+		stats_list = st->next;
+	if (st->next)
+		st->next->prev = st->prev;
+	pthread_mutex_unlock(&stats_lock);
+	/* The thread's hook_tls_.stats still points here; a hook called from a
+	 * later TLS destructor would use freed memory, so keep the block
+	 * (zeroed) rather than free it: threads are few, blocks are 8 KB. */
+	memset(st, 0, sizeof *st);
+	pthread_mutex_lock(&stats_lock);
+	st->next = stats_list;
+	if (stats_list)
+		stats_list->prev = st;
+	stats_list = st;
+	pthread_mutex_unlock(&stats_lock);
+}
+
+ddp_result ddp_stats_init(void)
+{
+	if (pthread_key_create(&stats_key, thread_exit) == 0)
+		stats_key_ok = 1;
+	return DDP_OK;
+}
+
+struct ddp_stats_thread *ddp_stats_thread_new(void)
+{
+	struct ddp_stats_thread *st = calloc(1, sizeof *st);
+
+	if (!st)
+		return NULL;
+	pthread_mutex_lock(&stats_lock);
+	st->next = stats_list;
+	if (stats_list)
+		stats_list->prev = st;
+	stats_list = st;
+	pthread_mutex_unlock(&stats_lock);
+	if (stats_key_ok)
+		pthread_setspecific(stats_key, st);
+	return st;
+}
+
+void ddp_stats_total(struct ddp_stats_thread *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&stats_lock);
+	add_block(out, &retired);
+	for (struct ddp_stats_thread *st = stats_list; st; st = st->next)
+		add_block(out, st);
+	pthread_mutex_unlock(&stats_lock);
+	out->next = out->prev = NULL;
+}
+
+const char *ddp_copy_dir_name(enum ddp_copy_dir d)
+{
+	static const char *const names[DDP_COPY_NDIR] = { "htod", "dtoh", "dtod", "htoh", "memset" };
+	return (unsigned)d < DDP_COPY_NDIR ? names[d] : "?";
+}
