@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * launch.h - the pieces of ddprun (launcher/) and how they talk.
+ *
+ *   main.c       subcommand dispatch, the order of the steps below
+ *   options.c    options.def -> struct launch_opts (command line + DDPRUN_*)
+ *   devices.c    GPU detection (in a forked child) and per-rank devices
+ *   spawn.c      per-rank environment, fork/exec with exec-failure detection
+ *   output.c     the ranks' pipes -> prefixed whole lines, log files
+ *   supervise.c  the event loop: exits, signals, failure handling, timeouts
+ *   fallbacks.c  weak stand-ins for pieces other areas provide
+ *
+ * Contract: ddprun is single-threaded except for whatever the store server
+ * runs inside itself; every function here is called from the main thread.
+ */
+#ifndef LAUNCH_H
+#define LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "ddp_err.h"
+
+#define DDPRUN_VERSION "0.1.0"
+
+/* ---- options (options.c) ---- */
+enum launch_opt_type { LOPT_INT, LOPT_STR, LOPT_ENUM, LOPT_FLAG, LOPT_COUNT, LOPT_LIST, LOPT_ACTION };
+
+struct launch_list {
+	const char **v; /* values, in order given */
+	int n;
+};
+
+enum launch_opt_id {
+#define LAUNCH_OPT(field, lng, shrt, env, type, def, meta, lo, hi, help) LOPT_ID_##field,
+#include "options.def"
+#undef LAUNCH_OPT
+	LOPT_COUNT_
+};
+
+#define LOPT_FIELD_INT long
+#define LOPT_FIELD_STR const char *
+#define LOPT_FIELD_ENUM int
+#define LOPT_FIELD_FLAG int
+#define LOPT_FIELD_COUNT int
+#define LOPT_FIELD_LIST struct launch_list
+#define LOPT_FIELD_ACTION int
+
+struct launch_opts {
+#define LAUNCH_OPT(field, lng, shrt, env, type, def, meta, lo, hi, help) LOPT_FIELD_##type field;
+#include "options.def"
+#undef LAUNCH_OPT
+	unsigned char set[LOPT_COUNT_]; /* 1 env, 2 command line, 0 default */
+	char **prog_argv;               /* PROGRAM ARGS..., NULL-terminated  */
+};
+
+enum { LAUNCH_DEVICE_AUTO, LAUNCH_DEVICE_GPU, LAUNCH_DEVICE_CPU };
+enum { LAUNCH_BACKEND_AUTO, LAUNCH_BACKEND_NCCL, LAUNCH_BACKEND_HOST };
+
+/* Fills o from defaults, DDPRUN_* and argv (argv[0] is "ddprun").  Prints one
+ * `ddprun: ...` line per problem.  Returns DDP_ERR_INVALID on a bad option.
+ * *action is set to LOPT_ID_help or LOPT_ID_version when one was asked for
+ * (and -1 otherwise); the caller prints and exits. */
+ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action);
+/* Cross-option checks (multi-node needs, list syntax, ...). */
+ddp_result launch_options_validate(const struct launch_opts *o);
+void launch_options_help(int fd);
+
+/* Parses "0,2-3" into a bitmap of n entries (1 = listed).  Values must be
+ * < n.  Returns DDP_ERR_INVALID with a message naming `what` otherwise. */
+ddp_result launch_parse_rank_list(const char *what, const char *s, int n, unsigned char *out);
+
+/* ---- devices (devices.c) ---- */
+struct launch_devices {
+	int use_gpu;          /* 1: GPUs; 0: the CPU device                  */
+	int ngpus;            /* GPUs in the list below                       */
+	char **gpu_ids;       /* ids for CUDA_VISIBLE_DEVICES, one per GPU    */
+	char *simcuda_dir;    /* CPU device: dir holding libcuda.so.1         */
+};
+ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir,
+			       int no_preload, struct launch_devices *d /* OUT */);
+/* Number of GPUs the driver sees (0 when none or no driver); never
+ * initialises CUDA in this process. */
+int launch_devices_detect(void);
+
+/* ---- the job ---- */
+struct launch_rank {
+	int rank;          /* global rank                          */
+	int local_rank;
+	pid_t pid;         /* 0 before start; also its pgid        */
+	int running;       /* not yet reaped                       */
+	int status;        /* wait status once reaped              */
+	char **envp;       /* the rank's environment               */
+	int env_first_set; /* envp[env_first_set..]: set by ddprun */
+	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
+	/* progress watch (--timeout) */
+	uint64_t hb_counter;
+	double hb_changed;  /* monotonic time the counter last changed */
+	int hb_seen;
+};
+
+struct launch_job {
+	struct launch_opts *o;
+	int nranks;               /* ranks on this node            */
+	int world_size;
+	struct launch_rank *ranks;
+	struct launch_store *store; /* node 0 only                 */
+	int port;                 /* MASTER_PORT given to ranks    */
+	const char *master_addr;
+	char secret[65];
+	char *self_dir;           /* directory of the ddprun binary */
+	char *preload;            /* libddp.so path, NULL if none  */
+	struct launch_devices dev;
+	char *write_dir;
+	double grace;             /* seconds between SIGTERM and SIGKILL */
+};
+
+/* spawn.c */
+ddp_result launch_build_env(struct launch_job *job);
+/* Prints the plan of --dry-run. */
+void launch_print_plan(const struct launch_job *job);
+/* Starts every rank.  On exec failure of any rank, prints
+ * `ddprun: cannot run 'prog': reason`, kills the ones started and sets
+ * *exit_code to 127 (not found) or 126; returns DDP_ERR_INVALID. */
+ddp_result launch_spawn_all(struct launch_job *job, int *exit_code);
+
+/* output.c */
+ddp_result launch_output_init(const struct launch_job *job);
+/* Reads what is available on fd (non-blocking) of local rank idx.  Returns
+ * 0 at EOF or error (the caller closes fd), 1 when it would block, 2 when it
+ * stopped early (more may be waiting: call again to drain). */
+int launch_output_read(int idx, int is_err, int fd);
+/* Flushes a partial last line of each stream and closes log files. */
+void launch_output_finish(void);
+/* Prints the last stderr lines of rank (at most 10) as ddprun messages. */
+void launch_output_print_tail(int idx);
+
+/* supervise.c: runs the job until every rank and child is gone; returns
+ * ddprun's exit code. */
+int launch_supervise(struct launch_job *job, int sigfd);
+/* Kills (SIGKILL) every started rank group and reaps all children. */
+void launch_kill_all(struct launch_job *job);
+double launch_now(void);
+
+/* ddprun's own messages: "ddprun: ...\n" on stderr, one write. */
+void launch_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- provided by other areas (weak fallbacks in fallbacks.c) ---- */
+int launch_report_main(int argc, char **argv);
+int launch_inspect_main(int argc, char **argv);
+
+#if __has_include("store_server.h")
+#include "store_server.h"
+#else
+struct launch_store;
+ddp_result launch_store_start(const char *bind_addr, int port, const char *secret,
+			      struct launch_store **out);
+int launch_store_port(const struct launch_store *s);
+ddp_result launch_store_progress(struct launch_store *s, int rank, uint64_t *counter,
+				 double *age_seconds);
+void launch_store_stop(struct launch_store *s);
+#endif
+
+#endif /* LAUNCH_H */

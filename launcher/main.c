@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * main.c - ddprun: subcommand dispatch and the steps of a launch.
+ *
+ *   ddprun [options] [--] PROGRAM [ARGS...]   run a job (options.def)
+ *   ddprun report DIR                          launcher/report.c
+ *   ddprun inspect ...                         launcher/inspect.c
+ *
+ * A launch: options -> checks (everything that can be checked is checked
+ * before any rank starts) -> devices -> secret -> signals blocked and routed
+ * to a signalfd, subreaper on -> store (node 0) -> environments -> ranks ->
+ * supervise.c until no process of the job is left -> exit code.
+ *
+ * Contract: main thread; the store server runs its own thread, started after
+ * the signals are blocked so that it never receives one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "ddp_log.h"
+#include "launch.h"
+
+static char *self_dir(void)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return strdup(".");
+	buf[n] = '\0';
+	return strdup(dirname(buf));
+}
+
+/* mkdir -p */
+static ddp_result make_dir(const char *opt, const char *path)
+{
+	char buf[PATH_MAX];
+	if (strlen(path) >= sizeof buf) {
+		launch_msg("%s '%s' is too long", opt, path);
+		return DDP_ERR_INVALID;
+	}
+	strcpy(buf, path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || *p == '\0') {
+			char c = *p;
+			*p = '\0';
+			if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+				launch_msg("%s '%s': cannot create %s: %s", opt, path, buf, strerror(errno));
+				return DDP_ERR_INVALID;
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+		launch_msg("%s '%s' is not a directory", opt, path);
+		return DDP_ERR_INVALID;
+	}
+	return DDP_OK;
+}
+
+static ddp_result random_secret(char out[65])
+{
+	unsigned char b[32];
+	size_t got = 0;
+	while (got < sizeof b) {
+		ssize_t n = getrandom(b + got, sizeof b - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			launch_msg("cannot make the job secret: getrandom: %s", strerror(errno));
+			return DDP_ERR_SYS;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof b; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return DDP_OK;
+}
+
+/* Multi-node: every node needs the same secret, from DDPRUN_SECRET or
+ * --secret-file (mode 0600). */
+static ddp_result shared_secret(const struct launch_opts *o, char out[65])
+{
+	char buf[128] = "";
+	const char *src;
+
+	if (o->secret_file) {
+		struct stat st;
+		src = o->secret_file;
+		int fd = open(o->secret_file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) != 0) {
+			launch_msg("--secret-file '%s': %s", o->secret_file, strerror(errno));
+			if (fd >= 0)
+				close(fd);
+			return DDP_ERR_INVALID;
+		}
+		if (st.st_mode & 077) {
+			launch_msg("--secret-file '%s' is readable by others (mode %04o); "
+				   "chmod 600 it", o->secret_file, (unsigned)(st.st_mode & 07777));
+			close(fd);
+			return DDP_ERR_INVALID;
+		}
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		buf[n > 0 ? n : 0] = '\0';
+		buf[strcspn(buf, "\r\n")] = '\0';
+	} else {
+		src = "DDPRUN_SECRET";
+		const char *v = getenv("DDPRUN_SECRET");
+		if (!v || !*v) {
+			launch_msg("--nnodes %ld needs the job secret shared by every node: set "
+				   "DDPRUN_SECRET (e.g. to the output of `openssl rand -hex 32`) or "
+				   "use --secret-file PATH", o->nnodes);
+			return DDP_ERR_INVALID;
+		}
+		if (strlen(v) >= sizeof buf) {
+			launch_msg("DDPRUN_SECRET is too long (at most 64 characters)");
+			return DDP_ERR_INVALID;
+		}
+		strcpy(buf, v);
+	}
+	if (strlen(buf) < 16 || strlen(buf) > 64) {
+		launch_msg("the secret from %s must be 16 to 64 characters long", src);
+		return DDP_ERR_INVALID;
+	}
+	strcpy(out, buf);
+	return DDP_OK;
+}
+
+static ddp_result read_grace(double *grace)
+{
+	const char *v = getenv("DDPRUN_GRACE");
+	char *end;
+	*grace = 3.0;
+	if (!v || !*v)
+		return DDP_OK;
+	double g = strtod(v, &end);
+	if (*end || end == v || !(g >= 0 && g <= 600)) {
+		launch_msg("DDPRUN_GRACE='%s' is not a number of seconds (0..600)", v);
+		return DDP_ERR_INVALID;
+	}
+	*grace = g;
+	return DDP_OK;
+}
+
+static int run(int argc, char **argv)
+{
+	static struct launch_opts o;
+	struct launch_job job = { .o = &o };
+	int action, code = 0, no_preload;
+	char cwd[PATH_MAX];
+
+	if (launch_options_parse(argc, argv, &o, &action) != DDP_OK)
+		return 2;
+	if (action == LOPT_ID_help) {
+		launch_options_help(1);
+		return 0;
+	}
+	if (action == LOPT_ID_version) {
+		printf("ddprun %s\n", DDPRUN_VERSION);
+		return 0;
+	}
+	if (launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK)
+		return 2;
+	if (o.verbose > 0)
+		ddp_log_level_ = DDP_LOG_WARN + o.verbose;
+	ddp_log_init("ddprun");
+
+	job.self_dir = self_dir();
+	no_preload = getenv("DDPRUN_NO_PRELOAD") && strcmp(getenv("DDPRUN_NO_PRELOAD"), "1") == 0;
+	if (!no_preload) {
+		char path[PATH_MAX + 32];
+		snprintf(path, sizeof path, "%s/../lib/libddp.so", job.self_dir);
+		job.preload = realpath(path, NULL);
+		if (!job.preload) {
+			launch_msg("the library %s is missing; build it with `make` "
+				   "(DDPRUN_NO_PRELOAD=1 runs the ranks without it)", path);
+			return 1;
+		}
+	}
+	job.nranks = (int)o.nproc_per_node;
+	job.world_size = (int)(o.nproc_per_node * o.nnodes);
+	job.master_addr = o.nnodes > 1 ? o.master_addr : "127.0.0.1";
+	job.port = (int)o.master_port;
+	job.ranks = calloc((size_t)job.nranks, sizeof *job.ranks);
+	if (!job.ranks)
+		return 1;
+	for (int i = 0; i < job.nranks; i++) {
+		job.ranks[i].rank = (int)o.node_rank * job.nranks + i;
+		job.ranks[i].local_rank = i;
+		job.ranks[i].out_fd = job.ranks[i].err_fd = -1;
+	}
+	if (o.nnodes > 1) {
+		if (shared_secret(&o, job.secret) != DDP_OK)
+			return 2;
+	} else if (random_secret(job.secret) != DDP_OK) {
+		return 1;
+	}
+	if (!getcwd(cwd, sizeof cwd))
+		strcpy(cwd, ".");
+	if (o.log_dir) {
+		if (!o.dry_run && make_dir("--log-dir", o.log_dir) != DDP_OK)
+			return 2;
+		char *abs = realpath(o.log_dir, NULL);
+		if (asprintf(&job.write_dir, "%s", abs ? abs : o.log_dir) < 0)
+			return 1;
+		free(abs);
+	} else if (asprintf(&job.write_dir, "%s/.ddprun", cwd) < 0) {
+		return 1;
+	}
+	if (o.trace && !o.dry_run && make_dir("--trace", o.trace) != DDP_OK)
+		return 2;
+	if (launch_devices_plan(&o, job.self_dir, no_preload, &job.dev) != DDP_OK)
+		return 2;
+
+	if (o.dry_run) {
+		if (launch_build_env(&job) != DDP_OK)
+			return 1;
+		launch_print_plan(&job);
+		return 0;
+	}
+
+	/* signals: blocked everywhere in ddprun (the store thread inherits the
+	 * mask), read from a signalfd; the ranks unblock them */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	struct sigaction hup;
+	/* under nohup (SIGHUP ignored) a hangup must not stop the job */
+	if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
+		sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (sigfd < 0) {
+		launch_msg("signalfd: %s", strerror(errno));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
+		launch_msg("warning: cannot become a child subreaper (%s); orphans of the ranks "
+			   "may survive", strerror(errno));
+
+	if (o.node_rank == 0) {
+		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
+		if (launch_store_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
+			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
+				   "another --master-port)", bind, job.port);
+			return 1;
+		}
+		job.port = launch_store_port(job.store);
+		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job.port);
+	}
+	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
+		launch_store_stop(job.store);
+		return 1;
+	}
+	if (launch_spawn_all(&job, &code) != DDP_OK) {
+		launch_output_finish();
+		launch_store_stop(job.store);
+		return code;
+	}
+	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
+	code = launch_supervise(&job, sigfd);
+	launch_store_stop(job.store);
+	close(sigfd);
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "report") == 0)
+		return launch_report_main(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "inspect") == 0)
+		return launch_inspect_main(argc - 1, argv + 1);
+	return run(argc, argv);
+}

@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * options.c - ddprun's command line and DDPRUN_* environment, from options.def.
+ *
+ * Order: defaults (the table's text, parsed like any value), then DDPRUN_*
+ * variables, then the command line; the last one wins, except that a
+ * repeatable option (LIST) given on the command line replaces the
+ * environment's list instead of adding to it.  Options stop at the first
+ * word that is not an option, or after `--`: the rest is the program and its
+ * arguments, passed untouched.  Long options take `--name value` or
+ * `--name=value`; torchrun's underscores (--nproc_per_node) are accepted.
+ * Short options cluster (-vv, -n4).
+ *
+ * Contract: main thread, once, before anything starts.  Every problem is one
+ * line `ddprun: ...` on stderr; the caller exits 2.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+#include "launch.h"
+#if defined(LAUNCH_HAVE_SHARD_CHECK)
+#include "ddp_shard.h"
+#endif
+
+struct opt_desc {
+	const char *lng;
+	char shrt;
+	const char *env;
+	enum launch_opt_type type;
+	const char *def;
+	const char *meta;
+	long lo, hi;
+	const char *help;
+	size_t offset; /* of the field in struct launch_opts */
+};
+
+static const struct opt_desc opt_table[LOPT_COUNT_] = {
+#define LAUNCH_OPT(field, lng, shrt, env, type, def, meta, lo, hi, help) \
+	[LOPT_ID_##field] = { lng, shrt, env, LOPT_##type, def, meta, lo, hi, help, \
+			      offsetof(struct launch_opts, field) },
+#include "options.def"
+#undef LAUNCH_OPT
+};
+
+void launch_msg(const char *fmt, ...)
+{
+	char buf[2048];
+	int n = snprintf(buf, sizeof buf, "ddprun: ");
+	va_list ap;
+
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+	va_end(ap);
+	n = m < 0 ? n : (n + m > (int)sizeof buf - 2 ? (int)sizeof buf - 2 : n + m);
+	buf[n++] = '\n';
+	for (char *p = buf; n > 0;) {
+		ssize_t w = write(2, p, (size_t)n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		p += w;
+		n -= (int)w;
+	}
+}
+
+/* What a value came from, for messages: "--name 'v'" or "ENV='v'". */
+static void bad_value(const struct opt_desc *d, int from_env, const char *v, const char *what)
+{
+	if (from_env)
+		launch_msg("%s='%s' %s", d->env, v, what);
+	else
+		launch_msg("--%s '%s' %s", d->lng, v, what);
+}
+
+static ddp_result parse_long(const char *v, long lo, long hi, long *out, int *range_err)
+{
+	char *end;
+	*range_err = 0;
+	if (!*v || !(v[0] >= '0' && v[0] <= '9'))
+		return DDP_ERR_INVALID;
+	errno = 0;
+	long x = strtol(v, &end, 10);
+	if (*end)
+		return DDP_ERR_INVALID;
+	if (errno == ERANGE || x < lo || x > hi) {
+		*range_err = 1;
+		return DDP_ERR_INVALID;
+	}
+	*out = x;
+	return DDP_OK;
+}
+
+static ddp_result parse_bool(const char *v, int *out)
+{
+	static const char *const yes[] = { "1", "on", "true", "yes" };
+	static const char *const no[] = { "0", "off", "false", "no" };
+	for (size_t i = 0; i < 4; i++) {
+		if (strcasecmp(v, yes[i]) == 0) { *out = 1; return DDP_OK; }
+		if (strcasecmp(v, no[i]) == 0) { *out = 0; return DDP_OK; }
+	}
+	return DDP_ERR_INVALID;
+}
+
+static ddp_result list_add(struct launch_list *l, const char *v)
+{
+	const char **nv = realloc(l->v, sizeof *nv * (size_t)(l->n + 2));
+	if (!nv) {
+		launch_msg("out of memory");
+		return DDP_ERR_NOMEM;
+	}
+	nv[l->n++] = v;
+	nv[l->n] = NULL;
+	l->v = nv;
+	return DDP_OK;
+}
+
+/* Stores value v (text) into option id.  from: 0 default, 1 env, 2 argv. */
+static ddp_result set_value(struct launch_opts *o, int id, const char *v, int from)
+{
+	const struct opt_desc *d = &opt_table[id];
+	char *field = (char *)o + d->offset;
+	int from_env = (from == 1);
+	int range_err;
+
+	switch (d->type) {
+	case LOPT_INT: {
+		long x;
+		if (parse_long(v, d->lo, d->hi, &x, &range_err) != DDP_OK) {
+			char what[96];
+			long y = strtol(v, NULL, 10);
+			if (range_err && !(d->lo == 1 && y < 1))
+				snprintf(what, sizeof what, "is out of range (%ld..%ld)", d->lo, d->hi);
+			else
+				snprintf(what, sizeof what, "is not a %s integer",
+					 d->lo >= 1 ? "positive" : "non-negative");
+			bad_value(d, from_env, v, what);
+			return DDP_ERR_INVALID;
+		}
+		*(long *)field = x;
+		break;
+	}
+	case LOPT_STR:
+		if (!*v) {
+			bad_value(d, from_env, v, "is empty; give a value");
+			return DDP_ERR_INVALID;
+		}
+		*(const char **)field = v;
+		break;
+	case LOPT_ENUM: {
+		const char *p = d->meta;
+		for (int i = 0; *p; i++) {
+			size_t n = strcspn(p, "|");
+			if (strlen(v) == n && strncmp(v, p, n) == 0) {
+				*(int *)field = i;
+				goto done;
+			}
+			p += n + (p[n] == '|');
+		}
+		char what[128];
+		snprintf(what, sizeof what, "is not one of %s", d->meta);
+		for (char *q = what; *q; q++)
+			if (*q == '|')
+				*q = ',';
+		bad_value(d, from_env, v, what);
+		return DDP_ERR_INVALID;
+	}
+	case LOPT_FLAG:
+		if (parse_bool(v, (int *)field) != DDP_OK) {
+			bad_value(d, from_env, v, "is not a boolean; use 1/0, yes/no, true/false, on/off");
+			return DDP_ERR_INVALID;
+		}
+		break;
+	case LOPT_COUNT: {
+		long x;
+		if (parse_long(v, d->lo, d->hi, &x, &range_err) != DDP_OK) {
+			char what[96];
+			snprintf(what, sizeof what, "is not a number in %ld..%ld", d->lo, d->hi);
+			bad_value(d, from_env, v, what);
+			return DDP_ERR_INVALID;
+		}
+		*(int *)field = (int)x;
+		break;
+	}
+	case LOPT_LIST: {
+		struct launch_list *l = (struct launch_list *)field;
+		if (!*v) {
+			bad_value(d, from_env, v, "is empty; give a value");
+			return DDP_ERR_INVALID;
+		}
+		if (from_env) {
+			/* newline-separated; the strings are leaked on purpose
+			 * (they live as long as ddprun) */
+			char *copy = strdup(v);
+			if (!copy)
+				return DDP_ERR_NOMEM;
+			for (char *save = NULL, *t = strtok_r(copy, "\n", &save); t;
+			     t = strtok_r(NULL, "\n", &save))
+				DDP_CHECK(list_add(l, t));
+		} else {
+			DDP_CHECK(list_add(l, v));
+		}
+		break;
+	}
+	case LOPT_ACTION:
+		*(int *)field = 1;
+		break;
+	}
+done:
+	if (from > o->set[id])
+		o->set[id] = (unsigned char)from;
+	return DDP_OK;
+}
+
+static int find_long(const char *name, size_t len)
+{
+	char norm[64];
+	if (len >= sizeof norm)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		norm[i] = name[i] == '_' ? '-' : name[i];
+	norm[len] = '\0';
+	for (int i = 0; i < LOPT_COUNT_; i++)
+		if (strcmp(opt_table[i].lng, norm) == 0)
+			return i;
+	return -1;
+}
+
+static int find_short(char c)
+{
+	for (int i = 0; i < LOPT_COUNT_; i++)
+		if (opt_table[i].shrt && opt_table[i].shrt == c)
+			return i;
+	return -1;
+}
+
+static int takes_value(int id)
+{
+	enum launch_opt_type t = opt_table[id].type;
+	return t == LOPT_INT || t == LOPT_STR || t == LOPT_ENUM || t == LOPT_LIST;
+}
+
+/* A no-value option seen on the command line. */
+static ddp_result set_novalue(struct launch_opts *o, int id)
+{
+	const struct opt_desc *d = &opt_table[id];
+	if (d->type == LOPT_COUNT) {
+		int *f = (int *)((char *)o + d->offset);
+		if (o->set[id] < 2)
+			*f = 0; /* the command line replaces DDPRUN_VERBOSE */
+		if (*f < d->hi)
+			(*f)++;
+		o->set[id] = 2;
+		return DDP_OK;
+	}
+	return set_value(o, id, "1", 2);
+}
+
+ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action)
+{
+	ddp_result rc = DDP_OK;
+	int cmdline_list[LOPT_COUNT_] = { 0 };
+	int i;
+
+	memset(o, 0, sizeof *o);
+	*action = -1;
+	for (int id = 0; id < LOPT_COUNT_; id++)
+		if (opt_table[id].def && opt_table[id].type != LOPT_ACTION)
+			DDP_CHECK(set_value(o, id, opt_table[id].def, 0));
+	for (int id = 0; id < LOPT_COUNT_; id++) {
+		const char *v = getenv(opt_table[id].env);
+		if (!v || !*v || opt_table[id].type == LOPT_ACTION)
+			continue;
+		if (set_value(o, id, v, 1) != DDP_OK)
+			rc = DDP_ERR_INVALID;
+	}
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break;
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq ? (size_t)(eq - name) : strlen(name);
+			int id = find_long(name, len);
+			if (id < 0) {
+				launch_msg("unknown option '%.*s'; see ddprun --help", (int)(len + 2), a);
+				rc = DDP_ERR_INVALID;
+				continue;
+			}
+			if (!takes_value(id)) {
+				if (eq) {
+					launch_msg("--%s takes no value", opt_table[id].lng);
+					rc = DDP_ERR_INVALID;
+					continue;
+				}
+				if (set_novalue(o, id) != DDP_OK)
+					rc = DDP_ERR_INVALID;
+				continue;
+			}
+			const char *v = eq ? eq + 1 : NULL;
+			if (!v) {
+				if (i + 1 >= argc) {
+					launch_msg("--%s needs a value (%s)", opt_table[id].lng,
+						   opt_table[id].meta);
+					rc = DDP_ERR_INVALID;
+					continue;
+				}
+				v = argv[++i];
+			}
+			if (opt_table[id].type == LOPT_LIST && !cmdline_list[id]++) {
+				struct launch_list *l = (struct launch_list *)((char *)o + opt_table[id].offset);
+				l->n = 0;
+			}
+			if (set_value(o, id, v, 2) != DDP_OK)
+				rc = DDP_ERR_INVALID;
+			continue;
+		}
+		/* short options, possibly clustered */
+		for (const char *p = a + 1; *p; p++) {
+			int id = find_short(*p);
+			if (id < 0) {
+				launch_msg("unknown option '-%c'; see ddprun --help", *p);
+				rc = DDP_ERR_INVALID;
+				break;
+			}
+			if (!takes_value(id)) {
+				if (set_novalue(o, id) != DDP_OK)
+					rc = DDP_ERR_INVALID;
+				continue;
+			}
+			const char *v = p[1] ? p + 1 : NULL;
+			if (!v) {
+				if (i + 1 >= argc) {
+					launch_msg("-%c needs a value (%s)", *p, opt_table[id].meta);
+					rc = DDP_ERR_INVALID;
+					break;
+				}
+				v = argv[++i];
+			}
+			if (set_value(o, id, v, 2) != DDP_OK)
+				rc = DDP_ERR_INVALID;
+			break;
+		}
+	}
+	if (o->help)
+		*action = LOPT_ID_help;
+	else if (o->version)
+		*action = LOPT_ID_version;
+	if (*action >= 0)
+		return DDP_OK;
+	if (rc != DDP_OK)
+		return rc;
+	if (i >= argc) {
+		launch_msg("no program to run; usage: ddprun [options] [--] PROGRAM [ARGS...] "
+			   "(see ddprun --help)");
+		return DDP_ERR_INVALID;
+	}
+	o->prog_argv = argv + i;
+	return DDP_OK;
+}
+
+ddp_result launch_parse_rank_list(const char *what, const char *s, int n, unsigned char *out)
+{
+	const char *p = s;
+
+	memset(out, 0, (size_t)n);
+	if (!*s)
+		goto bad;
+	while (*p) {
+		char *end;
+		if (*p < '0' || *p > '9')
+			goto bad;
+		long a = strtol(p, &end, 10), b = a;
+		p = end;
+		if (*p == '-') {
+			p++;
+			if (*p < '0' || *p > '9')
+				goto bad;
+			b = strtol(p, &end, 10);
+			p = end;
+			if (b < a)
+				goto bad;
+		}
+		if (*p == ',') {
+			p++;
+			if (!*p)
+				goto bad;
+		} else if (*p) {
+			goto bad;
+		}
+		if (b >= n) {
+			launch_msg("%s '%s' names rank %ld but the job has %d rank%s", what, s, b, n,
+				   n == 1 ? "" : "s");
+			return DDP_ERR_INVALID;
+		}
+		for (long r = a; r <= b; r++)
+			out[r] = 1;
+	}
+	return DDP_OK;
+bad:
+	launch_msg("%s '%s' is not a list of ranks like 0 or 0,2-3", what, s);
+	return DDP_ERR_INVALID;
+}
+
+ddp_result launch_options_validate(const struct launch_opts *o)
+{
+	ddp_result rc = DDP_OK;
+	long world = o->nproc_per_node * o->nnodes;
+
+	if (o->node_rank >= o->nnodes) {
+		launch_msg("--node-rank %ld is not below --nnodes %ld", o->node_rank, o->nnodes);
+		rc = DDP_ERR_INVALID;
+	}
+	if (world > 65536) {
+		launch_msg("%ld ranks in all is too many (at most 65536)", world);
+		return DDP_ERR_INVALID;
+	}
+	if (o->nnodes > 1) {
+		if (!o->master_addr) {
+			launch_msg("--nnodes %ld needs --master-addr HOST (the address of node 0)",
+				   o->nnodes);
+			rc = DDP_ERR_INVALID;
+		}
+		if (o->master_port == 0) {
+			launch_msg("--nnodes %ld needs --master-port P (not 0: every node must know it)",
+				   o->nnodes);
+			rc = DDP_ERR_INVALID;
+		}
+	}
+	if (o->tee && !o->log_dir) {
+		launch_msg("--tee needs --log-dir DIR (where the log files go)");
+		rc = DDP_ERR_INVALID;
+	}
+	if (o->ranks_filter) {
+		unsigned char *bits = malloc((size_t)world);
+		if (!bits)
+			return DDP_ERR_NOMEM;
+		if (launch_parse_rank_list("--ranks-filter", o->ranks_filter, (int)world, bits) != DDP_OK)
+			rc = DDP_ERR_INVALID;
+		free(bits);
+	}
+	for (int i = 0; i < o->shard.n; i++) {
+		const char *spec = o->shard.v[i];
+		if (strchr(spec, '\n')) {
+			launch_msg("--shard '%s' contains a newline", spec);
+			rc = DDP_ERR_INVALID;
+			continue;
+		}
+#if defined(LAUNCH_HAVE_SHARD_CHECK)
+		char err[512] = "";
+		if (ddp_shard_check_spec(spec, (int)world, err, sizeof err) != DDP_OK) {
+			if (err[0])
+				launch_msg("%s", err);
+			else
+				launch_msg("--shard '%s' is not a valid shard spec", spec);
+			rc = DDP_ERR_INVALID;
+		}
+#endif
+	}
+	return rc;
+}
+
+void launch_options_help(int fd)
+{
+	dprintf(fd,
+		"usage: ddprun [options] [--] PROGRAM [ARGS...]\n"
+		"       ddprun report DIR       merge the per-rank summaries and traces in DIR\n"
+		"       ddprun inspect ...      look inside fatbins and programs (ddprun inspect --help)\n"
+		"\n"
+		"Runs PROGRAM as a data-parallel job: N ranks, each with libddp.so preloaded.\n"
+		"Each option can also be set by the environment variable shown; the command\n"
+		"line wins.\n\n");
+	for (int id = 0; id < LOPT_COUNT_; id++) {
+		const struct opt_desc *d = &opt_table[id];
+		char left[64];
+		int n = 0;
+		if (d->shrt)
+			n = snprintf(left, sizeof left, "-%c, ", d->shrt);
+		snprintf(left + n, sizeof left - n, "--%s%s%s", d->lng, *d->meta ? " " : "",
+			 d->type == LOPT_ENUM ? "WORD" : d->meta);
+		if (d->type == LOPT_ENUM)
+			snprintf(left + n, sizeof left - n, "--%s %s", d->lng, d->meta);
+		dprintf(fd, "  %-26s %s", left, d->help);
+		if (d->def && d->type != LOPT_FLAG && d->type != LOPT_COUNT && strcmp(d->def, "0") != 0)
+			dprintf(fd, " (default %s)", d->def);
+		if (d->type == LOPT_ACTION)
+			dprintf(fd, "\n");
+		else
+			dprintf(fd, "\n  %-26s   [%s]\n", "", d->env);
+	}
+	dprintf(fd,
+		"\nExit status: 0 when every rank exits 0; else the code of the first rank\n"
+		"that failed (128+N when it died on signal N); 124 when --timeout stopped\n"
+		"the job; 126/127 when PROGRAM cannot be run; 2 for a usage error.\n"
+		"See docs/launcher.md and `man -l docs/ddprun.1`.\n");
+}

@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * spawn.c - each rank's environment, and starting the ranks.
+ *
+ * A rank's environment is ddprun's own, with the variables of
+ * launch_build_env set or replaced (DESIGN.md sections 4 and 7): who it is
+ * (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), where the
+ * store is (MASTER_ADDR, MASTER_PORT) and the job secret (DDP_STORE_SECRET,
+ * only ever in the environment, shown as <hidden> by --dry-run), its device
+ * (CUDA_VISIBLE_DEVICES, or LD_LIBRARY_PATH for the CPU device), the
+ * library (LD_PRELOAD, appended), framework settings that keep tensors in
+ * their own allocations, and the DDP_* settings from ddprun's options.
+ *
+ * Each rank runs in its own process group (pgid = its pid), with stdin from
+ * /dev/null, stdout and stderr on pipes, SIGKILL as parent-death signal, and
+ * default signal dispositions.  exec failure travels back on a CLOEXEC pipe:
+ * EOF there means the exec worked.
+ *
+ * Contract: main thread.  The environment arrays are built before fork, so
+ * the child only calls async-signal-safe functions.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "launch.h"
+
+extern char **environ;
+
+struct env_vec {
+	char **v;
+	int n, cap;
+	int first_set; /* index of the first variable ddprun set */
+};
+
+static ddp_result env_push(struct env_vec *e, char *kv)
+{
+	if (e->n + 2 > e->cap) {
+		int cap = e->cap ? e->cap * 2 : 64;
+		char **nv = realloc(e->v, sizeof *nv * (size_t)cap);
+		if (!nv)
+			return DDP_ERR_NOMEM;
+		e->v = nv;
+		e->cap = cap;
+	}
+	e->v[e->n++] = kv;
+	e->v[e->n] = NULL;
+	return DDP_OK;
+}
+
+/* Sets name=value among the variables ddprun sets (after first_set),
+ * dropping an inherited one of the same name. */
+static ddp_result env_set(struct env_vec *e, const char *name, const char *value)
+{
+	size_t len = strlen(name);
+	char *kv;
+
+	for (int i = 0; i < e->first_set; i++) {
+		if (strncmp(e->v[i], name, len) == 0 && e->v[i][len] == '=') {
+			memmove(&e->v[i], &e->v[i + 1], sizeof *e->v * (size_t)(e->n - i));
+			e->n--;
+			e->first_set--;
+			break;
+		}
+	}
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return DDP_ERR_NOMEM;
+	return env_push(e, kv);
+}
+
+static ddp_result env_setf(struct env_vec *e, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static ddp_result env_setf(struct env_vec *e, const char *name, const char *fmt, ...)
+{
+	char buf[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	return env_set(e, name, buf);
+}
+
+static const char *const log_levels[] = { NULL, "info", "debug", "trace" };
+
+static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
+{
+	const struct launch_opts *o = job->o;
+	struct env_vec e = { 0 };
+	const char *v;
+
+	for (char **p = environ; *p; p++)
+		DDP_CHECK(env_push(&e, *p));
+	e.first_set = e.n;
+
+	DDP_CHECK(env_setf(&e, "RANK", "%d", r->rank));
+	DDP_CHECK(env_setf(&e, "WORLD_SIZE", "%d", job->world_size));
+	DDP_CHECK(env_setf(&e, "LOCAL_RANK", "%d", r->local_rank));
+	DDP_CHECK(env_setf(&e, "LOCAL_WORLD_SIZE", "%d", job->nranks));
+	DDP_CHECK(env_setf(&e, "GROUP_RANK", "%ld", o->node_rank));
+	DDP_CHECK(env_set(&e, "MASTER_ADDR", job->master_addr));
+	DDP_CHECK(env_setf(&e, "MASTER_PORT", "%d", job->port));
+	DDP_CHECK(env_set(&e, "DDP_STORE_SECRET", job->secret));
+	if (job->dev.use_gpu) {
+		DDP_CHECK(env_set(&e, "CUDA_VISIBLE_DEVICES",
+				  job->dev.gpu_ids[r->local_rank % job->dev.ngpus]));
+	} else {
+		v = getenv("LD_LIBRARY_PATH");
+		if (v && *v)
+			DDP_CHECK(env_setf(&e, "LD_LIBRARY_PATH", "%s:%s", job->dev.simcuda_dir, v));
+		else
+			DDP_CHECK(env_set(&e, "LD_LIBRARY_PATH", job->dev.simcuda_dir));
+	}
+	if (job->preload) {
+		v = getenv("LD_PRELOAD");
+		if (v && *v && !strstr(v, job->preload))
+			DDP_CHECK(env_setf(&e, "LD_PRELOAD", "%s:%s", v, job->preload));
+		else if (!(v && *v))
+			DDP_CHECK(env_set(&e, "LD_PRELOAD", job->preload));
+	}
+	/* one allocation per tensor (DESIGN.md section 4), unless the user chose */
+	if (!getenv("PYTORCH_NO_CUDA_MEMORY_CACHING"))
+		DDP_CHECK(env_set(&e, "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"));
+	if (!getenv("XLA_PYTHON_CLIENT_ALLOCATOR"))
+		DDP_CHECK(env_set(&e, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"));
+
+	if (o->backend != LAUNCH_BACKEND_AUTO)
+		DDP_CHECK(env_set(&e, "DDP_BACKEND", o->backend == LAUNCH_BACKEND_NCCL ? "nccl" : "host"));
+	if (o->shard.n) {
+		size_t len = 1;
+		for (int i = 0; i < o->shard.n; i++)
+			len += strlen(o->shard.v[i]) + 1;
+		char *s = calloc(1, len);
+		if (!s)
+			return DDP_ERR_NOMEM;
+		for (int i = 0; i < o->shard.n; i++) {
+			if (i)
+				strcat(s, "\n");
+			strcat(s, o->shard.v[i]);
+		}
+		DDP_CHECK(env_set(&e, "DDP_SHARD", s));
+		free(s);
+	}
+	DDP_CHECK(env_set(&e, "DDP_WRITE_DIR", job->write_dir));
+	if (o->all_ranks_write)
+		DDP_CHECK(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"));
+	if (o->trace) {
+		char *abs = realpath(o->trace, NULL);
+		DDP_CHECK(env_set(&e, "DDP_TRACE", abs ? abs : o->trace));
+		free(abs);
+	}
+	if (o->check)
+		DDP_CHECK(env_setf(&e, "DDP_CHECK", "%ld", o->check));
+	if (o->timeout)
+		DDP_CHECK(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout));
+	if (o->verbose > 0)
+		DDP_CHECK(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]));
+
+	r->envp = e.v;
+	r->env_first_set = e.first_set; /* for --dry-run */
+	return DDP_OK;
+}
+
+ddp_result launch_build_env(struct launch_job *job)
+{
+	for (int i = 0; i < job->nranks; i++)
+		DDP_CHECK(build_one(job, &job->ranks[i]));
+	return DDP_OK;
+}
+
+void launch_print_plan(const struct launch_job *job)
+{
+	const struct launch_opts *o = job->o;
+	printf("ddprun plan: %d rank%s on this node (node %ld of %ld), world size %d\n",
+	       job->nranks, job->nranks == 1 ? "" : "s", o->node_rank, o->nnodes, job->world_size);
+	printf("program:");
+	for (char **a = o->prog_argv; *a; a++)
+		printf(" %s", *a);
+	printf("\nstore: %s %s:", o->node_rank == 0 ? "started by this ddprun on" : "on node 0 at",
+	       o->nnodes > 1 ? (o->node_rank == 0 ? "0.0.0.0" : job->master_addr) : "127.0.0.1");
+	if (job->port)
+		printf("%d\n", job->port);
+	else
+		printf("<a free port>\n");
+	for (int i = 0; i < job->nranks; i++) {
+		const struct launch_rank *r = &job->ranks[i];
+		printf("rank %d: local rank %d, device %s%s\n", r->rank, r->local_rank,
+		       job->dev.use_gpu ? "GPU " : "cpu (tests/simcuda)",
+		       job->dev.use_gpu ? job->dev.gpu_ids[r->local_rank % job->dev.ngpus] : "");
+		for (char **p = r->envp + r->env_first_set; *p; p++) {
+			if (strncmp(*p, "DDP_STORE_SECRET=", 17) == 0)
+				printf("  DDP_STORE_SECRET=<hidden>\n");
+			else if (strncmp(*p, "MASTER_PORT=0", 13) == 0 && (*p)[13] == '\0')
+				printf("  MASTER_PORT=<picked at start>\n");
+			else
+				printf("  %s\n", *p);
+		}
+	}
+	fflush(stdout);
+}
+
+static void child_exec(const struct launch_job *job, const struct launch_rank *r, int out_w,
+		       int err_w, int fail_w, pid_t parent)
+{
+	sigset_t none;
+	int e, devnull;
+
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* ddprun ignores SIGPIPE, and a shell may have started it with SIGINT
+	 * ignored (a background job): the ranks get the defaults, so that what
+	 * ddprun forwards reaches them.  An ignored SIGHUP (nohup) is kept. */
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	devnull = open("/dev/null", O_RDONLY);
+	if (devnull >= 0 && devnull != 0) {
+		dup2(devnull, 0);
+		close(devnull);
+	}
+	if (dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
+		goto fail;
+	execvpe(job->o->prog_argv[0], job->o->prog_argv, r->envp);
+fail:
+	e = errno;
+	if (write(fail_w, &e, sizeof e) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static ddp_result spawn_one(struct launch_job *job, struct launch_rank *r, int *exec_errno)
+{
+	int out[2], err[2], fail[2];
+	pid_t parent = getpid(), pid;
+	ssize_t n;
+	int e = 0;
+
+	*exec_errno = 0;
+	if (pipe2(out, O_CLOEXEC) != 0)
+		goto sys;
+	if (pipe2(err, O_CLOEXEC) != 0)
+		goto sys_close_out;
+	if (pipe2(fail, O_CLOEXEC) != 0)
+		goto sys_close_err;
+	pid = fork();
+	if (pid < 0)
+		goto sys_close_fail;
+	if (pid == 0)
+		child_exec(job, r, out[1], err[1], fail[1], parent);
+	setpgid(pid, pid); /* also in the child: whichever runs first */
+	close(out[1]);
+	close(err[1]);
+	close(fail[1]);
+	r->pid = pid;
+	r->running = 1;
+	r->out_fd = out[0];
+	r->err_fd = err[0];
+	do
+		n = read(fail[0], &e, sizeof e);
+	while (n < 0 && errno == EINTR);
+	close(fail[0]);
+	fcntl(out[0], F_SETFL, O_NONBLOCK);
+	fcntl(err[0], F_SETFL, O_NONBLOCK);
+	if (n == (ssize_t)sizeof e) {
+		*exec_errno = e;
+		return DDP_ERR_INVALID;
+	}
+	return DDP_OK;
+
+sys_close_fail:
+	close(fail[0]);
+	close(fail[1]);
+sys_close_err:
+	close(err[0]);
+	close(err[1]);
+sys_close_out:
+	close(out[0]);
+	close(out[1]);
+sys:
+	launch_msg("cannot start rank %d: %s", r->rank, strerror(errno));
+	return DDP_ERR_SYS;
+}
+
+ddp_result launch_spawn_all(struct launch_job *job, int *exit_code)
+{
+	for (int i = 0; i < job->nranks; i++) {
+		int e;
+		ddp_result rc = spawn_one(job, &job->ranks[i], &e);
+		if (rc == DDP_OK)
+			continue;
+		if (rc == DDP_ERR_INVALID)
+			launch_msg("cannot run '%s': %s", job->o->prog_argv[0], strerror(e));
+		*exit_code = (rc == DDP_ERR_INVALID && (e == ENOENT || e == ENOTDIR)) ? 127
+			   : rc == DDP_ERR_INVALID ? 126 : 1;
+		launch_kill_all(job);
+		return rc;
+	}
+	return DDP_OK;
+}

@@ -1,0 +1,441 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * supervise.c - the event loop of a running job: output, exits, signals,
+ * failure handling and the progress watch.
+ *
+ * One poll(2) over a signalfd (SIGCHLD, SIGINT, SIGTERM, SIGHUP; blocked in
+ * ddprun, unblocked in the ranks) and the ranks' pipes.  ddprun is a child
+ * subreaper, so every descendant of a rank that outlives its parent becomes
+ * ddprun's child; that is how no process of the job survives ddprun.
+ *
+ * Rules:
+ *  - the first rank that exits non-zero or dies on a signal is reported
+ *    (`rank k (pid p) exited with code c` / `killed by signal SIGx`, plus its
+ *    last stderr lines); the others get SIGTERM in their process groups, then
+ *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 3);
+ *    ddprun exits with that rank's code (128+N for signal N);
+ *  - SIGTERM/SIGHUP to ddprun: forwarded to every rank's group, then the same
+ *    grace and SIGKILL; SIGINT: forwarded, and a second SIGINT sends SIGKILL
+ *    at once; ddprun then exits 128+signal;
+ *  - --timeout SEC (node 0, which holds the store): a rank whose heartbeat
+ *    counter has not moved for SEC seconds while another rank's has moved
+ *    since is named, and the job stops; exit 124;
+ *  - when every rank is gone, remaining descendants (daemons, orphans) get
+ *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child.
+ *
+ * Contract: main thread only.  Signals are consumed only through sigfd.
+ */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "launch.h"
+
+double launch_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static const char *sig_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* Sends sig to every rank's process group (also after the rank itself was
+ * reaped: its group may live on in its children). */
+static void signal_groups(struct launch_job *job, int sig)
+{
+	for (int i = 0; i < job->nranks; i++)
+		if (job->ranks[i].pid > 0)
+			kill(-job->ranks[i].pid, sig);
+}
+
+/* Sends sig to every direct child of ddprun that is not a running rank
+ * (reparented orphans).  Returns how many it found. */
+static int signal_orphans(struct launch_job *job, int sig)
+{
+	pid_t self = getpid();
+	int found = 0;
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char path[300], buf[512];
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof buf - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		char *close_paren = strrchr(buf, ')');
+		char state;
+		int ppid;
+		if (!close_paren || sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
+			continue;
+		if (ppid != self)
+			continue;
+		pid_t pid = (pid_t)atoi(e->d_name);
+		int is_rank = 0;
+		for (int i = 0; i < job->nranks; i++)
+			if (job->ranks[i].pid == pid && job->ranks[i].running)
+				is_rank = 1;
+		if (is_rank)
+			continue;
+		kill(pid, sig);
+		found++;
+	}
+	closedir(d);
+	return found;
+}
+
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* Reads everything a rank's pipes hold right now. */
+static void drain_rank(struct launch_job *job, int i)
+{
+	struct launch_rank *r = &job->ranks[i];
+	int *fds[2] = { &r->out_fd, &r->err_fd };
+	for (int k = 0; k < 2; k++) {
+		int rc = 2;
+		for (int rounds = 0; *fds[k] >= 0 && rc == 2 && rounds < 64; rounds++)
+			rc = launch_output_read(i, k, *fds[k]);
+		if (rc == 0)
+			close_fd(fds[k]);
+	}
+}
+
+/* Reaps what has exited; SIGKILLs everything left once deadline passes.
+ * Returns when ddprun has no child left or at give_up. */
+static void reap_all_until(struct launch_job *job, double give_up)
+{
+	for (;;) {
+		pid_t pid = waitpid(-1, NULL, WNOHANG);
+		if (pid > 0) {
+			for (int i = 0; i < job->nranks; i++)
+				if (job->ranks[i].pid == pid)
+					job->ranks[i].running = 0;
+			continue;
+		}
+		if (pid < 0 && errno == ECHILD)
+			return;
+		if (launch_now() >= give_up)
+			return;
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* After the ranks: no descendant survives.  SIGTERM, a short wait, then
+ * SIGKILL until no child is left. */
+static void sweep_descendants(struct launch_job *job, double grace)
+{
+	if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+		return;
+	signal_groups(job, SIGTERM);
+	signal_orphans(job, SIGTERM);
+	reap_all_until(job, launch_now() + (grace < 1.0 ? grace : 1.0));
+	for (int round = 0; round < 100; round++) {
+		signal_groups(job, SIGKILL);
+		signal_orphans(job, SIGKILL);
+		reap_all_until(job, launch_now() + 0.05);
+		if (waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+			return;
+	}
+	launch_msg("warning: some processes of the job could not be reaped");
+}
+
+void launch_kill_all(struct launch_job *job)
+{
+	signal_groups(job, SIGKILL);
+	signal_orphans(job, SIGKILL);
+	sweep_descendants(job, 0.0);
+}
+
+struct sup_state {
+	int first_fail;      /* local index of the first failed rank, -1 */
+	int stopping;        /* SIGTERM sent, waiting for the deadline    */
+	int killed;          /* SIGKILL sent                              */
+	double deadline;
+	int interrupted;     /* signal that stopped ddprun, 0 if none     */
+	int sigints;
+	int timed_out;
+	double term_at;      /* after an interrupt: when to send SIGTERM  */
+	/* --timeout: per global rank */
+	uint64_t *hb_counter;
+	double *hb_changed;
+	unsigned char *hb_seen;
+	double next_hb_check;
+};
+
+static void begin_stop(struct launch_job *job, struct sup_state *st, int sig)
+{
+	if (!st->stopping) {
+		st->stopping = 1;
+		st->deadline = launch_now() + job->grace;
+	}
+	signal_groups(job, sig);
+}
+
+static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int status)
+{
+	struct launch_rank *r = &job->ranks[i];
+	char name[32];
+
+	r->running = 0;
+	r->status = status;
+	drain_rank(job, i);
+	int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	if (failed && st->first_fail < 0 && !st->stopping && !st->interrupted) {
+		st->first_fail = i;
+		if (WIFEXITED(status))
+			launch_msg("rank %d (pid %d) exited with code %d", r->rank, (int)r->pid,
+				   WEXITSTATUS(status));
+		else
+			launch_msg("rank %d (pid %d) killed by signal %s", r->rank, (int)r->pid,
+				   sig_name(WTERMSIG(status), name, sizeof name));
+		launch_output_print_tail(i);
+		int alive = 0;
+		for (int k = 0; k < job->nranks; k++)
+			alive += job->ranks[k].running;
+		if (alive)
+			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s)", alive,
+				   alive == 1 ? "" : "s", job->grace);
+		begin_stop(job, st, SIGTERM);
+	} else if (st->interrupted && !st->stopping && st->term_at == 0) {
+		/* the others got the forwarded signal too: give them a moment to
+		 * act on it before SIGTERM */
+		st->term_at = launch_now() + (job->grace < 1.0 ? job->grace : 1.0);
+	}
+}
+
+static void reap(struct launch_job *job, struct sup_state *st)
+{
+	int status;
+	pid_t pid;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int i = 0; i < job->nranks; i++)
+			if (job->ranks[i].pid == pid && job->ranks[i].running)
+				rank_exited(job, st, i, status);
+		/* anything else: a reparented orphan, now reaped */
+	}
+}
+
+static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
+{
+	char name[32];
+	sig_name(sig, name, sizeof name);
+	if (sig == SIGINT) {
+		if (++st->sigints == 1) {
+			st->interrupted = st->interrupted ? st->interrupted : sig;
+			launch_msg("interrupted (%s); passing it to the ranks (again to kill them)", name);
+			signal_groups(job, SIGINT);
+		} else {
+			launch_msg("second %s; killing the ranks", name);
+			signal_groups(job, SIGKILL);
+			signal_orphans(job, SIGKILL);
+			st->stopping = st->killed = 1;
+			st->deadline = launch_now();
+		}
+		return;
+	}
+	st->interrupted = st->interrupted ? st->interrupted : sig;
+	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s)", name, job->grace);
+	begin_stop(job, st, sig);
+}
+
+static void check_progress(struct launch_job *job, struct sup_state *st)
+{
+	const struct launch_opts *o = job->o;
+	double now = launch_now();
+	int world = job->world_size;
+	int base = job->ranks[0].rank;
+
+	if (!o->timeout || !job->store || st->stopping || now < st->next_hb_check)
+		return;
+	st->next_hb_check = now + (o->timeout < 4 ? 0.25 : 1.0);
+	for (int g = 0; g < world; g++) {
+		uint64_t c;
+		double age;
+		if (launch_store_progress(job->store, g, &c, &age) != DDP_OK || age < 0)
+			continue; /* never reported */
+		if (!st->hb_seen[g] || c != st->hb_counter[g]) {
+			st->hb_seen[g] = 1;
+			st->hb_counter[g] = c;
+			st->hb_changed[g] = now;
+		}
+	}
+	int stuck = -1;
+	for (int g = 0; g < world; g++) {
+		int li = g - base;
+		if (li >= 0 && li < job->nranks && !job->ranks[li].running)
+			continue; /* finished here */
+		if (now - st->hb_changed[g] < (double)o->timeout)
+			continue;
+		int others = 0;
+		for (int h = 0; h < world; h++)
+			if (h != g && st->hb_seen[h] && st->hb_changed[h] > st->hb_changed[g])
+				others = 1;
+		if (others && (stuck < 0 || st->hb_changed[g] < st->hb_changed[stuck]))
+			stuck = g;
+	}
+	if (stuck < 0)
+		return;
+	launch_msg("rank %d made no progress for %ld s; stopping the job", stuck, o->timeout);
+	int li = stuck - base;
+	if (li >= 0 && li < job->nranks)
+		launch_output_print_tail(li);
+	st->timed_out = 1;
+	begin_stop(job, st, SIGTERM);
+}
+
+int launch_supervise(struct launch_job *job, int sigfd)
+{
+	struct sup_state st = { .first_fail = -1 };
+	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 1), sizeof *pfd);
+	int *who = calloc((size_t)(2 * job->nranks + 1), sizeof *who);
+	int code = 0;
+
+	if (!pfd || !who) {
+		launch_msg("out of memory");
+		launch_kill_all(job);
+		return 1;
+	}
+	if (job->o->timeout && job->store) {
+		st.hb_counter = calloc((size_t)job->world_size, sizeof *st.hb_counter);
+		st.hb_changed = calloc((size_t)job->world_size, sizeof *st.hb_changed);
+		st.hb_seen = calloc((size_t)job->world_size, 1);
+		if (!st.hb_counter || !st.hb_changed || !st.hb_seen) {
+			launch_kill_all(job);
+			return 1;
+		}
+		for (int g = 0; g < job->world_size; g++)
+			st.hb_changed[g] = launch_now();
+	}
+
+	for (;;) {
+		int alive = 0, n = 0;
+		for (int i = 0; i < job->nranks; i++)
+			alive += job->ranks[i].running;
+		if (!alive)
+			break;
+		pfd[n].fd = sigfd;
+		pfd[n].events = POLLIN;
+		who[n++] = -1;
+		for (int i = 0; i < job->nranks; i++) {
+			if (job->ranks[i].out_fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = job->ranks[i].out_fd, .events = POLLIN };
+				who[n++] = 2 * i;
+			}
+			if (job->ranks[i].err_fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = job->ranks[i].err_fd, .events = POLLIN };
+				who[n++] = 2 * i + 1;
+			}
+		}
+		int ms = -1;
+		if (st.stopping && !st.killed) {
+			double left = st.deadline - launch_now();
+			ms = left <= 0 ? 0 : (int)(left * 1000) + 1;
+		} else if (st.killed) {
+			ms = 100;
+		}
+		if (st.term_at > 0 && !st.stopping) {
+			double left = st.term_at - launch_now();
+			int t = left <= 0 ? 0 : (int)(left * 1000) + 1;
+			if (ms < 0 || ms > t)
+				ms = t;
+		}
+		if (job->o->timeout && job->store && !st.stopping) {
+			int hb_ms = job->o->timeout < 4 ? 250 : 1000;
+			if (ms < 0 || ms > hb_ms)
+				ms = hb_ms;
+		}
+		int ready = poll(pfd, (nfds_t)n, ms);
+		if (ready < 0 && errno != EINTR) {
+			launch_msg("poll failed: %s", strerror(errno));
+			break;
+		}
+		for (int k = 0; ready > 0 && k < n; k++) {
+			if (!pfd[k].revents)
+				continue;
+			if (who[k] < 0) {
+				struct signalfd_siginfo si;
+				while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
+					if (si.ssi_signo == SIGCHLD)
+						continue;
+					on_signal(job, &st, (int)si.ssi_signo);
+				}
+				continue;
+			}
+			int i = who[k] / 2, is_err = who[k] % 2;
+			int *fd = is_err ? &job->ranks[i].err_fd : &job->ranks[i].out_fd;
+			if (*fd >= 0 && launch_output_read(i, is_err, *fd) == 0)
+				close_fd(fd);
+		}
+		reap(job, &st);
+		if (st.term_at > 0 && !st.stopping && launch_now() >= st.term_at)
+			begin_stop(job, &st, SIGTERM);
+		if (st.stopping && !st.killed && launch_now() >= st.deadline) {
+			int left = 0;
+			for (int i = 0; i < job->nranks; i++)
+				left += job->ranks[i].running;
+			if (left)
+				launch_msg("%d rank%s still running after %.1f s; sending SIGKILL", left,
+					   left == 1 ? "" : "s", job->grace);
+			signal_groups(job, SIGKILL);
+			signal_orphans(job, SIGKILL);
+			st.killed = 1;
+		}
+		check_progress(job, &st);
+	}
+
+	/* every rank is gone: what is left of the job goes too */
+	for (int i = 0; i < job->nranks; i++)
+		drain_rank(job, i);
+	sweep_descendants(job, st.killed ? 0.0 : job->grace);
+	for (int i = 0; i < job->nranks; i++) {
+		drain_rank(job, i);
+		close_fd(&job->ranks[i].out_fd);
+		close_fd(&job->ranks[i].err_fd);
+	}
+	launch_output_finish();
+
+	if (st.first_fail >= 0) {
+		int s = job->ranks[st.first_fail].status;
+		code = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+	} else if (st.timed_out) {
+		code = 124;
+	} else if (st.interrupted) {
+		code = 128 + st.interrupted;
+	}
+	free(pfd);
+	free(who);
+	free(st.hb_counter);
+	free(st.hb_changed);
+	free(st.hb_seen);
+	return code;
+}

@@ -1,0 +1,16 @@
+# tests/e2e/launcher: end-to-end tests of ddprun itself (launcher/).
+# The scripts run ddprun with DDPRUN_NO_PRELOAD=1 or with a stub libddp.so,
+# so they do not depend on the real library or on a GPU.
+LAUNCH_PROGS_DIR := $(BUILD)/tests/e2e/progs
+LAUNCH_TEST_PROGS := $(LAUNCH_PROGS_DIR)/rankprog $(LAUNCH_PROGS_DIR)/libstub_preload.so
+
+$(LAUNCH_PROGS_DIR)/rankprog: $(BUILD)/tests/e2e/progs/rankprog.o $(DDP_COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS)
+
+$(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
+
+BINS += $(LAUNCH_TEST_PROGS)
+TESTS += $(filter-out tests/e2e/launcher/lib.sh,$(sort $(wildcard tests/e2e/launcher/*.sh)))
