@@ -2,13 +2,15 @@
  *
  * ddp_params.c - storage, parsing and printing of the settings in params.def.
  *
- * Contract: values are written only by ddp_params_init (one thread, early) and
- * read afterwards by any thread without locks.
+ * Contract: values are written once, by the first ddp_params_init (pthread_once;
+ * later calls return the first result), and read afterwards by any thread
+ * without locks.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
 #include <unistd.h>
 #include "ddp_log.h"
 #include "ddp_params.h"
@@ -73,11 +75,20 @@ __attribute__((unused)) static ddp_result parse_enum(const char *env, const char
 	return DDP_ERR_INVALID;
 }
 
-ddp_result ddp_params_init(void)
+/* Out of line so the log line points here, not into params.def. */
+static void log_set_by_env(const char *env, const char *v)
+{
+	DDP_INFO(INIT, "%s=%s set by environment", env, v);
+}
+
+static ddp_result params_rc;
+static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+
+static void params_read(void)
 {
 	ddp_result rc = DDP_OK;
 	const char *v;
-#define SET_BY_ENV(env) DDP_INFO(INIT, "%s=%s set by environment", env, v)
+#define SET_BY_ENV(env) log_set_by_env(env, v)
 #define DDP_PARAM_INT(name, env, def, lo, hi, help) \
 	if ((v = getenv(env)) && *v) { \
 		if (parse_int(env, v, lo, hi, &param_##name) == DDP_OK) SET_BY_ENV(env); \
@@ -101,7 +112,13 @@ ddp_result ddp_params_init(void)
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
 #undef SET_BY_ENV
-	return rc;
+	params_rc = rc;
+}
+
+ddp_result ddp_params_init(void)
+{
+	pthread_once(&params_once, params_read);
+	return params_rc;
 }
 
 void ddp_params_print(int fd, int md)

@@ -8,9 +8,11 @@
  * returns DDP_ERR_INVALID and the default stays.  The getters after that are
  * plain loads.
  *
- * Contract: ddp_params_init runs once, from one thread, before the getters
- * are used (the getters return defaults before it).  Never call it from a
- * constructor or from inside dlsym.
+ * Contract: ddp_params_init may be called from any thread, any number of
+ * times: the first call reads the environment (pthread_once), later calls
+ * return its result.  The getters return defaults before it.  It only reads
+ * the environment and logs (write(2)), so it is safe inside a hook; never call
+ * it from a constructor or from inside dlsym.
  */
 #ifndef DDP_PARAMS_H
 #define DDP_PARAMS_H
