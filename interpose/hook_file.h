@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_file.h - what the libc hooks of libddp.so (interpose/hook_file*.c,
+ * hook_write.c) share: the real libc functions, lazy initialisation, the
+ * per-fd table of sharded views and the write-redirection mapping.
+ *
+ * Contract: internal to libddp.so (hidden).  hook_file_init() is cheap once
+ * done and safe from any thread; a call that re-enters it from inside the
+ * initialisation (same thread) returns at once with hook_file_ready() false,
+ * and the caller then passes through to libc.  The real-function pointers are
+ * resolved with dlvsym(RTLD_NEXT, name, version), never dlsym (the CUDA half
+ * of libddp.so overrides dlsym).
+ */
+#ifndef HOOK_FILE_H
+#define HOOK_FILE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include "ddp_shard.h"
+
+#ifndef HOOK_HIDDEN
+#define HOOK_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
+/* Makes the compiler forget that libc declared a pointer nonnull: programs
+ * do pass NULL, and the real function must see it to fail properly. */
+#define HOOK_LAUNDER(p) __asm__("" : "+r"(p))
+
+/* fds at or above this are never sharded (a warning says so). */
+#define HOOK_FD_MAX 65536
+
+/* The real libc functions (64-bit variants; on x86_64 and aarch64 they are
+ * the same code as the plain names). */
+struct hook_libc_fns {
+	int (*open64)(const char *, int, ...);
+	int (*openat64)(int, const char *, int, ...);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*pread64)(int, void *, size_t, off64_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
+	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
+	off64_t (*lseek64)(int, off64_t, int);
+	int (*close)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*close_range)(unsigned, unsigned, int);
+	void (*closefrom)(int);
+	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
+	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned);
+	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
+	ssize_t (*splice)(int, off64_t *, int, off64_t *, size_t, unsigned);
+	FILE *(*fopen64)(const char *, const char *);
+	FILE *(*fdopen)(int, const char *);
+	FILE *(*freopen64)(const char *, const char *, FILE *);
+	int (*fstat64)(int, struct stat64 *);
+	int (*fstatat64)(int, const char *, struct stat64 *, int);
+	int (*fxstat64)(int, int, struct stat64 *);
+	int (*fxstatat64)(int, int, const char *, struct stat64 *, int);
+	int (*statx)(int, const char *, int, unsigned, struct statx *);
+	int (*rename)(const char *, const char *);
+	int (*renameat)(int, const char *, int, const char *);
+	int (*renameat2)(int, const char *, int, const char *, unsigned);
+	int (*unlink)(const char *);
+	int (*unlinkat)(int, const char *, int);
+	int (*remove)(const char *);
+	int (*access)(const char *, int);
+};
+
+extern struct hook_libc_fns hook_libc HOOK_HIDDEN;
+
+/* Resolves every real function (once). */
+void hook_file_resolve(void) HOOK_HIDDEN;
+
+/* fstatat through the real libc (fstatat64, or __fxstatat64 before 2.33). */
+int hook_real_fstatat(int dirfd, const char *path, struct stat64 *st, int flags) HOOK_HIDDEN;
+
+/* Lazy initialisation: rank, DDP_SHARD, write redirection. */
+void hook_file_init(void) HOOK_HIDDEN;
+int hook_file_ready(void) HOOK_HIDDEN;
+
+/* One open sharded file description (shared by dup'ed fds). */
+struct hook_shard_open {
+	int refs;                  /* fds pointing here (atomic)           */
+	int file;                  /* index in the sharded-file table      */
+	pthread_mutex_t lock;      /* guards pos                           */
+	uint64_t pos;              /* the virtual file position            */
+	struct ddp_shard_view view;
+	unsigned char *header;     /* rewritten header, NULL: read the real one */
+};
+
+/* The view behind fd, or NULL (the fast check of every fd hook). */
+struct hook_shard_open *hook_shard_get(int fd) HOOK_HIDDEN;
+
+/* Whether any --shard file exists (a plain load). */
+int hook_shard_active(void) HOOK_HIDDEN;
+
+/* After a successful real open of path (flags as given) returned fd: clears
+ * a stale table entry and attaches a view when path is a sharded file.
+ * Returns fd, or -1 (fd closed, errno set) when the file cannot be shown. */
+int hook_shard_after_open(int fd, const char *path, int flags) HOOK_HIDDEN;
+
+/* Virtual read/seek/close at the fd level (used by the stdio cookie). */
+ssize_t hook_shard_read(int fd, void *buf, size_t n) HOOK_HIDDEN;
+off64_t hook_shard_lseek(int fd, off64_t off, int whence) HOOK_HIDDEN;
+int hook_shard_close(int fd) HOOK_HIDDEN;
+
+/* When st describes a sharded file, replaces its size by the rank's view
+ * size.  fd >= 0 when st came from fstat(fd). */
+void hook_shard_patch_stat(int fd, struct stat64 *st) HOOK_HIDDEN;
+void hook_shard_patch_statx(int fd, struct statx *stx) HOOK_HIDDEN;
+
+/* Whether path's name could be a sharded file (no syscall). */
+int hook_shard_candidate(const char *path) HOOK_HIDDEN;
+
+/* ---- write redirection (hook_write.c) ------------------------------ */
+
+/* Sets the redirection up from the rank info and the environment. */
+void hook_write_setup(void) HOOK_HIDDEN;
+
+/* Whether this rank redirects (rank != 0 under a launcher). */
+int hook_write_active(void) HOOK_HIDDEN;
+
+/* The path an open with flags should use: path itself, or buf holding the
+ * rank's side copy (created with its directories, copied up when the open
+ * keeps existing content).  Reads use the side copy when it exists. */
+const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf,
+				size_t len) HOOK_HIDDEN;
+
+/* The path a stat-like lookup should use (side copy when it exists). */
+const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len) HOOK_HIDDEN;
+
+/* Open flags for an fopen mode string ("r", "w+", "ab", "re"...). */
+int hook_file_mode_flags(const char *mode) HOOK_HIDDEN;
+
+#endif /* HOOK_FILE_H */

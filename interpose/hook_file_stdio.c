@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * hook_file_stdio.c - stdio entry points of libddp.so's file hooks.
+ *
+ * glibc's stdio reads through internal calls that no preload can see, so a
+ * FILE for a sharded file cannot be an ordinary FILE over the real fd: fopen
+ * and fdopen of a sharded file return a FILE made by fopencookie whose read,
+ * seek and close go to the fd's view (hook_file.c).  fread, fgets, fgetc,
+ * fseek, ftell, rewind, feof... then work unchanged; fileno() of such a FILE
+ * is -1 (docs/sharding.md).  On ranks other than 0, fopen/freopen for
+ * writing use the rank's side folder (hook_write.c).
+ *
+ * Contract: any thread; allocation only inside fopen (glibc's own).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "ddp_log.h"
+#if __has_include("ddp_export.h")
+#include "ddp_export.h"
+#endif
+#ifndef DDP_EXPORT
+#define DDP_EXPORT __attribute__((visibility("default")))
+#endif
+#include "hook_file.h"
+
+int hook_file_mode_flags(const char *mode)
+{
+	int flags, plus = strchr(mode, '+') != NULL;
+
+	switch (mode[0]) {
+	case 'r': flags = plus ? O_RDWR : O_RDONLY; break;
+	case 'w': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC; break;
+	case 'a': flags = (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND; break;
+	default: return O_RDONLY;
+	}
+	if (strchr(mode, 'e'))
+		flags |= O_CLOEXEC;
+	if (strchr(mode, 'x'))
+		flags |= O_EXCL;
+	return flags;
+}
+
+static ssize_t cookie_read(void *c, char *buf, size_t n)
+{
+	return hook_shard_read((int)(intptr_t)c, buf, n);
+}
+
+static int cookie_seek(void *c, off64_t *off, int whence)
+{
+	off64_t r = hook_shard_lseek((int)(intptr_t)c, *off, whence);
+
+	if (r < 0)
+		return -1;
+	*off = r;
+	return 0;
+}
+
+static int cookie_close(void *c)
+{
+	return hook_shard_close((int)(intptr_t)c);
+}
+
+static const cookie_io_functions_t shard_io = {
+	.read = cookie_read, .write = NULL, .seek = cookie_seek, .close = cookie_close,
+};
+
+/* A FILE over fd's view; closes fd when that fails. */
+static FILE *cookie_file(int fd)
+{
+	FILE *f = fopencookie((void *)(intptr_t)fd, "r", shard_io);
+
+	if (!f) {
+		int e = errno;
+		hook_shard_close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+static FILE *do_fopen(const char *path, const char *mode)
+{
+	char buf[PATH_MAX];
+	const char *p;
+	int flags, fd;
+	FILE *f;
+
+	HOOK_LAUNDER(path);
+	HOOK_LAUNDER(mode);
+	p = path;
+	hook_file_init();
+	hook_file_resolve();
+	if (!path || !mode || !hook_file_ready())
+		return hook_libc.fopen64(path, mode);
+	flags = hook_file_mode_flags(mode);
+	if (hook_write_active())
+		p = hook_write_map_open(AT_FDCWD, path, flags, buf, sizeof buf);
+	if ((flags & O_ACCMODE) != O_RDONLY || !hook_shard_candidate(path))
+		return hook_libc.fopen64(p, mode);
+	fd = hook_libc.open64(p, O_RDONLY | (flags & O_CLOEXEC));
+	fd = hook_shard_after_open(fd, path, O_RDONLY);
+	if (fd < 0)
+		return NULL;
+	if (hook_shard_get(fd))
+		return cookie_file(fd);
+	f = hook_libc.fdopen(fd, mode);
+	if (!f) {
+		int e = errno;
+		hook_libc.close(fd);
+		errno = e;
+	}
+	return f;
+}
+
+DDP_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
+{
+	return do_fopen(path, mode);
+}
+
+DDP_EXPORT FILE *fopen64(const char *restrict path, const char *restrict mode)
+{
+	return do_fopen(path, mode);
+}
+
+DDP_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	HOOK_LAUNDER(mode);
+	hook_file_resolve();
+	if (mode && hook_shard_get(fd)) {
+		if ((hook_file_mode_flags(mode) & O_ACCMODE) != O_RDONLY) {
+			errno = EINVAL; /* the fd is read-only */
+			return NULL;
+		}
+		return cookie_file(fd);
+	}
+	return hook_libc.fdopen(fd, mode);
+}
+
+/* freopen: write redirection only (a sharded path reopened this way reads
+ * the whole file; docs/sharding.md). */
+static FILE *do_freopen(const char *path, const char *mode, FILE *stream)
+{
+	char buf[PATH_MAX];
+	const char *p;
+
+	HOOK_LAUNDER(path);
+	HOOK_LAUNDER(mode);
+	p = path;
+	hook_file_init();
+	hook_file_resolve();
+	if (path && mode && hook_file_ready() && hook_write_active())
+		p = hook_write_map_open(AT_FDCWD, path, hook_file_mode_flags(mode), buf, sizeof buf);
+	return hook_libc.freopen64(p, mode, stream);
+}
+
+DDP_EXPORT FILE *freopen(const char *restrict path, const char *restrict mode, FILE *restrict stream)
+{
+	return do_freopen(path, mode, stream);
+}
+
+DDP_EXPORT FILE *freopen64(const char *restrict path, const char *restrict mode, FILE *restrict stream)
+{
+	return do_freopen(path, mode, stream);
+}
