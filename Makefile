@@ -90,7 +90,7 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 # Fragments: one per area, found by name so a new area needs no edit here.
 # The shared ones first: they define functions (unit_test, fuzz_target,
 # sim_kernel_lib) that the others call.
-FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/module.mk tests/simcuda/exec.mk
+FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/exec.mk tests/simcuda/module.mk
 include $(FIRST_FRAGMENTS)
 include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk tests/*/module.mk tests/*/*.mk)))
 
