@@ -55,7 +55,9 @@ static int wr_rank;
 static int wr_tmp;                 /* DDP_REDIRECT_TMP: redirect temp too */
 static char wr_base[PATH_MAX];     /* absolute $DDP_WRITE_DIR             */
 static char wr_root[PATH_MAX];     /* wr_base/rank<k>                     */
-static char wr_tmpdir[PATH_MAX];   /* absolute $TMPDIR or ""             */
+#define WR_MAX_TEMP 8
+static char wr_temp[WR_MAX_TEMP][PATH_MAX]; /* DDP_TEMP_DIRS + $TMPDIR, absolute */
+static int wr_ntemp;
 static uint64_t logged[1024];      /* hashes of paths logged (atomic)     */
 
 /* Collapses "//", "." and ".." of the absolute path p in place. */
@@ -138,18 +140,14 @@ static int under(const char *abs, const char *dir)
 static int excluded(const char *abs)
 {
 	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
-	static const char *const temp[] = { "/tmp", "/var/tmp" };
 
 	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
 		if (under(abs, always[i]))
 			return 1;
-	if (!wr_tmp) {
-		for (size_t i = 0; i < sizeof temp / sizeof temp[0]; i++)
-			if (under(abs, temp[i]))
+	if (!wr_tmp)
+		for (int i = 0; i < wr_ntemp; i++)
+			if (under(abs, wr_temp[i]))
 				return 1;
-		if (wr_tmpdir[0] && under(abs, wr_tmpdir))
-			return 1;
-	}
 	return under(abs, wr_base);
 }
 
@@ -250,6 +248,24 @@ static void log_once(const char *what, const char *path, const char *side)
 	DDP_INFO(HOOK, "rank %d %s %s to %s", wr_rank, what, path, side);
 }
 
+/* Fills wr_temp from the colon-separated list plus $TMPDIR (absolute). */
+static void temp_dirs_setup(const char *list, const char *tmpdir)
+{
+	char buf[4096];
+	char *save = NULL;
+
+	wr_ntemp = 0;
+	if (snprintf(buf, sizeof buf, "%s:%s", list ? list : "", tmpdir ? tmpdir : "") >=
+	    (int)sizeof buf) {
+		DDP_WARN("DDP_TEMP_DIRS is too long; only /tmp and /var/tmp count as temporary");
+		snprintf(buf, sizeof buf, "/tmp:/var/tmp");
+	}
+	for (char *d = strtok_r(buf, ":", &save); d && wr_ntemp < WR_MAX_TEMP;
+	     d = strtok_r(NULL, ":", &save))
+		if (*d && abs_path(AT_FDCWD, d, wr_temp[wr_ntemp], sizeof wr_temp[0]) == 0)
+			wr_ntemp++;
+}
+
 void hook_write_setup(void)
 {
 	const struct ddp_rank_info *ri = ddp_rank_get();
@@ -270,8 +286,7 @@ void hook_write_setup(void)
 			  "files in place", dir, ri->rank);
 		return;
 	}
-	if (tmp && *tmp && abs_path(AT_FDCWD, tmp, wr_tmpdir, sizeof wr_tmpdir) != 0)
-		wr_tmpdir[0] = '\0';
+	temp_dirs_setup(ddp_param_temp_dirs(), tmp);
 	wr_tmp = ddp_param_redirect_tmp();
 	wr_rank = ri->rank;
 	__atomic_store_n(&wr_active, 1, __ATOMIC_RELEASE);

@@ -18,7 +18,10 @@ case $lib in /*) ;; *) lib=$root/$lib ;; esac
 ckpt=$root/$BUILD/tests/shard/ckpt
 [ -f "$lib" ] && [ -x "$ckpt" ] || { echo "not ok - $lib or $ckpt missing"; exit 1; }
 tmp=$(mktemp -d /tmp/ddp_write.XXXXXX)
-# the job folder must not be under /tmp (temporary files are not redirected)
+# Temporary folders are never redirected.  When this checkout itself lives in
+# one (a CI clone under /tmp), only $tmp counts as temporary for these runs.
+export DDP_TEMP_DIRS=$tmp TMPDIR=$tmp
+# the job folder must not be a temporary folder (their files are not redirected)
 job=$(mktemp -d "$root/$BUILD/tests/shard/job.XXXXXX")
 trap 'rm -rf "$tmp" "$job"' EXIT
 fails=0
