@@ -92,7 +92,7 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 # sim_kernel_lib) that the others call.
 FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/exec.mk tests/simcuda/module.mk
 include $(FIRST_FRAGMENTS)
-include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk tests/*/module.mk tests/*/*.mk)))
+include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk tests/*/module.mk tests/*/*.mk bench/*.mk)))
 
 build-all: $(BINS) $(TESTS)
 

@@ -17,3 +17,9 @@ $(DDP_COMMON_LIB): $(RUNTIME_COMMON_OBJS)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 BINS += $(DDP_COMMON_LIB)
+
+# The collectives: compiled into libddp.so and the collectives' tests, not
+# into libddpcommon.a.  Defined here, in the first fragment, so every other
+# fragment may use the lists in its prerequisites.
+DDP_COLL_SRCS := runtime/ddp_coll.c runtime/ddp_coll_host.c runtime/ddp_coll_nccl.c runtime/ddp_dtype.c
+DDP_COLL_OBJS = $(DDP_COLL_SRCS:%.c=$(BUILD)/%.o)

@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_coll.c - the backend-neutral half of the collectives: configuration,
+ * communicator set-up (agreeing on the backend through the store), argument
+ * checks, the cross-rank signature check, dispatch, statistics and the
+ * error-line bookkeeping.  ddp_coll.h documents the API.
+ *
+ * Store keys (n = the communicator's number in the job, from the counter
+ * "coll/comms"):
+ *   coll/<n>/nccl_ok           counter: ranks that could load NCCL (auto)
+ *   coll/<n>/sig/<k>/<rank>    "kind: sig" of signature check k
+ *   coll/<n>/sigv/<k>          rank 0's verdict of check k: 'O' ok,
+ *                              'M' + message (mismatch), 'T' + message
+ *   (backends add their own: coll/<n>/shm, coll/<n>/nccl_id, ...)
+ *
+ * Contract: one thread at a time per comm (ddp_coll.h).  No global state
+ * except nothing: everything lives in struct ddp_comm.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "ddp_coll_backend.h"
+#include "ddp_log.h"
+#include "ddp_params.h"
+#include "ddp_store.h"
+
+#define SIG_MAX (16u * 1024)
+
+static const char *const backend_names[] = { "auto", "host", "nccl" };
+
+double coll_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+ddp_result coll_fail(struct ddp_comm *c, ddp_result rc, int loud, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(c->err, sizeof c->err, "libddp: ");
+	va_start(ap, fmt);
+	vsnprintf(c->err + n, sizeof c->err - (size_t)n, fmt, ap);
+	va_end(ap);
+	c->broken = 1;
+	/* the log line names the program already: log without "libddp: " */
+	if (loud)
+		DDP_ERROR("%s", c->err + n);
+	else
+		DDP_INFO(COLL, "%s", c->err + n);
+	return rc;
+}
+
+const char *coll_cu_name(const struct ddp_comm *c, CUresult e)
+{
+	static __thread char buf[32];
+	const char *name = NULL;
+	if (c->cfg.driver && c->cfg.driver->getErrorName && c->cfg.driver->getErrorName(e, &name) == CUDA_SUCCESS &&
+	    name)
+		return name;
+	snprintf(buf, sizeof buf, "CUresult %d", (int)e);
+	return buf;
+}
+
+void ddp_coll_config_default(struct ddp_coll_config *cfg)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->backend = (enum ddp_coll_backend)ddp_param_backend();
+	cfg->timeout_s = (double)ddp_param_coll_timeout();
+	cfg->shm_dir = ddp_param_shm_dir();
+	cfg->nccl_lib = ddp_param_nccl_lib();
+}
+
+/* Auto: NCCL only when the buffers are on a real GPU and every rank can load
+ * it; the ranks agree through a counter so that nobody picks alone. */
+static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *out)
+{
+	enum ddp_coll_backend want = c->cfg.backend;
+	if (want == DDP_COLL_HOST || want == DDP_COLL_NCCL) {
+		*out = want;
+		return DDP_OK;
+	}
+	if (!c->cfg.real_gpu || c->world == 1) {
+		*out = DDP_COLL_HOST;
+		return DDP_OK;
+	}
+	int version = 0;
+	char msg[256];
+	int ok = ddp_coll_nccl_probe(c->cfg.nccl_lib, &version, msg, sizeof msg) == DDP_OK && version >= 21000;
+	if (!ok)
+		DDP_INFO(COLL, "DDP_BACKEND=auto: NCCL not usable on rank %d (%s)", c->rank,
+			 version ? "older than 2.10" : msg);
+	char key[64], bar[64];
+	snprintf(key, sizeof key, "coll/%d/nccl_ok", c->gen);
+	snprintf(bar, sizeof bar, "coll/%d/pick", c->gen);
+	int64_t total = 0;
+	DDP_CHECK(ddp_store_add(c->store, key, ok ? 1 : 0, NULL));
+	DDP_CHECK(ddp_store_barrier(c->store, bar, c->world, c->cfg.timeout_s));
+	DDP_CHECK(ddp_store_add(c->store, key, 0, &total));
+	*out = total == c->world ? DDP_COLL_NCCL : DDP_COLL_HOST;
+	DDP_INFO(COLL, "DDP_BACKEND=auto: %s (%lld of %d ranks can load NCCL)", backend_names[*out],
+		 (long long)total, c->world);
+	return DDP_OK;
+}
+
+ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local_rank, int local_world,
+			 const struct ddp_coll_config *cfg, struct ddp_comm **out)
+{
+	ddp_result rc = DDP_OK;
+	*out = NULL;
+	if (world < 1 || rank < 0 || rank >= world || local_world < 1 || local_rank < 0 ||
+	    local_rank >= local_world || local_world > world || (!store && world > 1)) {
+		DDP_ERROR("bad communicator: rank %d of %d, local rank %d of %d%s", rank, world, local_rank,
+			  local_world, store ? "" : ", no store");
+		return DDP_ERR_INVALID;
+	}
+	struct ddp_comm *c = calloc(1, sizeof *c);
+	if (!c)
+		return DDP_ERR_NOMEM;
+	c->store = store;
+	c->rank = rank;
+	c->world = world;
+	c->local_rank = local_rank;
+	c->local_world = local_world;
+	if (cfg)
+		c->cfg = *cfg;
+	else
+		ddp_coll_config_default(&c->cfg);
+	if (c->cfg.timeout_s <= 0)
+		c->cfg.timeout_s = 300;
+	if (!c->cfg.shm_dir || !*c->cfg.shm_dir)
+		c->cfg.shm_dir = "/dev/shm";
+	if (!c->cfg.nccl_lib || !*c->cfg.nccl_lib)
+		c->cfg.nccl_lib = "libnccl.so.2";
+	if ((unsigned)c->cfg.backend > DDP_COLL_NCCL) {
+		rc = coll_fail(c, DDP_ERR_INVALID, 1, "unknown collectives backend %d", (int)c->cfg.backend);
+		goto out_free;
+	}
+	if (store) {
+		int64_t total;
+		DDP_CHECK_GOTO(ddp_store_add(store, "coll/comms", 1, &total), rc, out_free);
+		c->gen = (int)((total - 1) / world);
+	}
+	DDP_CHECK_GOTO(coll_pick_backend(c, &c->backend), rc, out_free);
+	if (c->backend == DDP_COLL_NCCL)
+		DDP_CHECK_GOTO(coll_nccl_init(c), rc, out_free);
+	else
+		DDP_CHECK_GOTO(coll_host_init(c), rc, out_free);
+	c->err[0] = 0;
+	c->broken = 0;
+	DDP_INFO(COLL, "communicator %d: rank %d of %d (local %d of %d), backend %s, timeout %.0f s", c->gen, rank,
+		 world, local_rank, local_world, backend_names[c->backend], c->cfg.timeout_s);
+	*out = c;
+	return DDP_OK;
+
+out_free:
+	if (!c->err[0])
+		DDP_WARN("collectives init failed on rank %d: %s", rank, ddp_strerror(rc));
+	coll_host_destroy(c);
+	coll_nccl_destroy(c);
+	free(c);
+	return rc;
+}
+
+static ddp_result coll_check_args(struct ddp_comm *c, const char *what, const void *buf, size_t bytes,
+				  int dev)
+{
+	if (c->broken)
+		return DDP_ERR_REMOTE;
+	if (!buf && bytes)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "%s #%" PRIu64 ": NULL buffer", what, c->seq);
+	if (dev && (!c->cfg.driver || !c->cfg.driver->memcpyDtoHAsync || !c->cfg.driver->memcpyHtoDAsync ||
+		    !c->cfg.driver->streamSynchronize || !c->cfg.driver->memAllocHost))
+		if (c->backend == DDP_COLL_HOST)
+			return coll_fail(c, DDP_ERR_INVALID, 1,
+					 "%s #%" PRIu64 ": device buffer but no driver table (internal error)", what,
+					 c->seq);
+	if (!dev && c->backend == DDP_COLL_NCCL)
+		return coll_fail(c, DDP_ERR_INVALID, 1,
+				 "%s #%" PRIu64 ": NCCL backend needs device buffers; use DDP_BACKEND=host", what,
+				 c->seq);
+	return DDP_OK;
+}
+
+static void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes, double t0)
+{
+	double dt = coll_now() - t0;
+	c->stats.calls[k]++;
+	c->stats.bytes[k] += bytes;
+	c->stats.ns[k] += (uint64_t)(dt * 1e9);
+	c->seq++;
+}
+
+ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype, int buf_is_device,
+			     CUstream stream)
+{
+	size_t es = ddp_dtype_size(dtype);
+	if (!es)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": unknown dtype %d", c->seq, (int)dtype);
+	if (count > SIZE_MAX / es)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": count %zu too large", c->seq, count);
+	DDP_CHECK(coll_check_args(c, "allreduce", buf, count * es, buf_is_device));
+	double t0 = coll_now();
+	ddp_result rc;
+	if (c->world == 1)
+		rc = DDP_OK; /* the mean of one buffer is itself */
+	else if (c->backend == DDP_COLL_NCCL)
+		rc = coll_nccl_allreduce(c, buf, count, dtype, stream);
+	else
+		rc = coll_host_allreduce(c, buf, count, dtype, buf_is_device, stream);
+	if (rc != DDP_OK)
+		return rc;
+	coll_account(c, DDP_COLL_ALLREDUCE, count * es, t0);
+	DDP_DEBUG(COLL, "allreduce #%" PRIu64 " %s count=%zu %s: %.3f ms", c->seq - 1, ddp_dtype_name(dtype), count,
+		  buf_is_device ? "device" : "host", (coll_now() - t0) * 1e3);
+	return DDP_OK;
+}
+
+ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int buf_is_device,
+			 CUstream stream)
+{
+	if (root < 0 || root >= c->world)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "broadcast #%" PRIu64 ": root %d is not a rank (world %d)",
+				 c->seq, root, c->world);
+	DDP_CHECK(coll_check_args(c, "broadcast", buf, bytes, buf_is_device));
+	double t0 = coll_now();
+	ddp_result rc;
+	if (c->world == 1)
+		rc = DDP_OK;
+	else if (c->backend == DDP_COLL_NCCL)
+		rc = coll_nccl_broadcast(c, buf, bytes, root, stream);
+	else
+		rc = coll_host_broadcast(c, buf, bytes, root, buf_is_device, stream);
+	if (rc != DDP_OK)
+		return rc;
+	coll_account(c, DDP_COLL_BROADCAST, bytes, t0);
+	DDP_DEBUG(COLL, "broadcast #%" PRIu64 " bytes=%zu root=%d: %.3f ms", c->seq - 1, bytes, root,
+		  (coll_now() - t0) * 1e3);
+	return DDP_OK;
+}
+
+/* ---- signature check */
+
+/* Copies word `idx`-th whitespace-separated word that differs between a and b
+ * into wa/wb (truncated). */
+static void sig_first_difference(const char *a, const char *b, char *wa, char *wb, size_t len)
+{
+	for (;;) {
+		a += strspn(a, " \t");
+		b += strspn(b, " \t");
+		size_t na = strcspn(a, " \t"), nb = strcspn(b, " \t");
+		if (na != nb || memcmp(a, b, na) != 0 || (!na && !nb)) {
+			snprintf(wa, len, "%.*s%s", (int)(na < len - 4 ? na : len - 4), a, na < len - 4 ? "" : "...");
+			snprintf(wb, len, "%.*s%s", (int)(nb < len - 4 ? nb : len - 4), b, nb < len - 4 ? "" : "...");
+			if (!na)
+				snprintf(wa, len, "(nothing)");
+			if (!nb)
+				snprintf(wb, len, "(nothing)");
+			return;
+		}
+		a += na;
+		b += nb;
+	}
+}
+
+/* Appends ",r" (or "r") to a rank list, with "..." once the list is full. */
+static void rank_list_add(char *list, size_t len, int r)
+{
+	size_t n = strlen(list);
+	if (n + 16 >= len) {
+		if (n + 4 < len && (n < 3 || strcmp(list + n - 3, "...") != 0))
+			strcat(list, "...");
+		return;
+	}
+	snprintf(list + n, len - n, "%s%d", n ? "," : "", r);
+}
+
+/* Rank 0: reads every rank's signature and writes the verdict. */
+static ddp_result sig_judge(struct ddp_comm *c, uint64_t k, const char *mine, char *verdict, size_t vlen)
+{
+	double deadline = coll_now() + c->cfg.timeout_s;
+	char missing[128] = "", differ[128] = "";
+	char wa[80], wb[80];
+	int first_diff = -1;
+	for (int q = 1; q < c->world; q++) {
+		char key[96];
+		void *val = NULL;
+		size_t len = 0;
+		snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k, q);
+		double left = deadline - coll_now();
+		ddp_result rc = ddp_store_get(c->store, key, &val, &len, missing[0] || left < 0 ? 0 : left);
+		if (rc == DDP_ERR_TIMEOUT) {
+			rank_list_add(missing, sizeof missing, q);
+			continue;
+		}
+		if (rc != DDP_OK)
+			return rc;
+		if (len != strlen(mine) || memcmp(val, mine, len) != 0) {
+			rank_list_add(differ, sizeof differ, q);
+			if (first_diff < 0) {
+				char *theirs = malloc(len + 1);
+				if (!theirs) {
+					free(val);
+					return DDP_ERR_NOMEM;
+				}
+				memcpy(theirs, val, len);
+				theirs[len] = 0;
+				first_diff = q;
+				sig_first_difference(theirs, mine, wa, wb, sizeof wa);
+				DDP_INFO(COLL, "signature of rank %d: %s", q, theirs);
+				DDP_INFO(COLL, "signature of rank 0: %s", mine);
+				free(theirs);
+			}
+		}
+		free(val);
+	}
+	if (missing[0])
+		snprintf(verdict, vlen,
+			 "Tcollective check #%" PRIu64 " timed out after %.0f s: rank(s) %s never posted a signature "
+			 "(dead, hung, or not issuing this collective)",
+			 k, c->cfg.timeout_s, missing);
+	else if (first_diff >= 0)
+		snprintf(verdict, vlen,
+			 "Mcollectives differ between ranks at check #%" PRIu64 ": rank %d has '%s' where rank 0 has "
+			 "'%s' (ranks differing from rank 0: %s); the programs must issue identical collectives",
+			 k, first_diff, wa, wb, differ);
+	else
+		snprintf(verdict, vlen, "O");
+	return DDP_OK;
+}
+
+ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char *sig)
+{
+	ddp_result rc = DDP_OK;
+	if (c->broken)
+		return DDP_ERR_REMOTE;
+	if (c->world == 1 || !c->store)
+		return DDP_OK;
+	size_t n = strlen(kind) + strlen(sig) + 3;
+	if (n > SIG_MAX)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "collective signature longer than %u bytes", SIG_MAX);
+	uint64_t k = c->checks++;
+	char *mine = malloc(n);
+	char verdict[COLL_ERR_LEN];
+	char key[96];
+	if (!mine)
+		return DDP_ERR_NOMEM;
+	snprintf(mine, n, "%s: %s", kind, sig);
+	if (c->rank != 0) {
+		snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k, c->rank);
+		DDP_CHECK_GOTO(ddp_store_set(c->store, key, mine, strlen(mine)), rc, out_free);
+		if (k >= 2) { /* everyone read check k-2 before posting k-1 */
+			snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k - 2, c->rank);
+			ddp_store_delete(c->store, key);
+		}
+		void *val = NULL;
+		size_t len = 0;
+		snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k);
+		rc = ddp_store_get(c->store, key, &val, &len, c->cfg.timeout_s + 5);
+		if (rc == DDP_ERR_TIMEOUT) {
+			rc = coll_fail(c, DDP_ERR_TIMEOUT, 1,
+				       "collective check #%" PRIu64 " on rank %d: rank 0 gave no verdict within %.0f s "
+				       "(rank 0 dead, hung, or not issuing this collective)",
+				       k, c->rank, c->cfg.timeout_s + 5);
+			goto out_free;
+		}
+		if (rc != DDP_OK) {
+			rc = coll_fail(c, rc, 1, "collective check #%" PRIu64 " on rank %d: store failed: %s", k, c->rank,
+				       ddp_store_last_error(c->store));
+			goto out_free;
+		}
+		len = len < sizeof verdict - 1 ? len : sizeof verdict - 1;
+		memcpy(verdict, val, len);
+		verdict[len] = 0;
+		free(val);
+	} else {
+		DDP_CHECK_GOTO(sig_judge(c, k, mine, verdict, sizeof verdict), rc, out_free);
+		snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k);
+		DDP_CHECK_GOTO(ddp_store_set(c->store, key, verdict, strlen(verdict)), rc, out_free);
+		if (k >= 2) {
+			snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k - 2);
+			ddp_store_delete(c->store, key);
+		}
+	}
+	if (verdict[0] == 'M')
+		rc = coll_fail(c, DDP_ERR_REMOTE, c->rank == 0, "%s", verdict + 1);
+	else if (verdict[0] == 'T')
+		rc = coll_fail(c, DDP_ERR_TIMEOUT, c->rank == 0, "%s", verdict + 1);
+	else if (verdict[0] != 'O')
+		rc = coll_fail(c, DDP_ERR_INTERNAL, 1, "collective check #%" PRIu64 ": bad verdict", k);
+out_free:
+	free(mine);
+	return rc;
+}
+
+/* ---- accessors */
+
+enum ddp_coll_backend ddp_comm_backend(const struct ddp_comm *c)
+{
+	return c->backend;
+}
+
+const char *ddp_comm_backend_name(const struct ddp_comm *c)
+{
+	return backend_names[c->backend];
+}
+
+const char *ddp_coll_last_error(const struct ddp_comm *c)
+{
+	return c ? c->err : "";
+}
+
+void ddp_coll_get_stats(const struct ddp_comm *c, struct ddp_coll_stats *out)
+{
+	*out = c->stats;
+}
+
+int ddp_comm_nccl_version(const struct ddp_comm *c)
+{
+	return coll_nccl_version(c);
+}
+
+void ddp_comm_destroy(struct ddp_comm *c)
+{
+	if (!c)
+		return;
+	coll_host_destroy(c);
+	coll_nccl_destroy(c);
+	free(c);
+}

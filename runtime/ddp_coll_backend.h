@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_coll_backend.h - what ddp_coll.c (dispatch, checks, stats) shares with
+ * the backends ddp_coll_host.c and ddp_coll_nccl.c.  Internal to the
+ * collectives; nothing outside runtime/ddp_coll*.c includes it.
+ *
+ * Contract: the struct ddp_comm is owned by the thread that calls the API
+ * (one at a time); backends keep their state behind comm->host / comm->nccl.
+ */
+#ifndef DDP_COLL_BACKEND_H
+#define DDP_COLL_BACKEND_H
+
+#include <stdarg.h>
+#include "ddp_coll.h"
+
+#define COLL_ERR_LEN 512
+
+struct coll_host;
+struct coll_nccl;
+
+struct ddp_comm {
+	struct ddp_store *store;      /* rendezvous; used only by this comm's thread */
+	int rank, world, local_rank, local_world;
+	int gen;                      /* which communicator of the job (store keys) */
+	enum ddp_coll_backend backend;/* resolved: HOST or NCCL                     */
+	struct ddp_coll_config cfg;   /* copy; cfg.driver points to the caller's   */
+	uint64_t seq;                 /* collectives issued so far                 */
+	uint64_t checks;              /* signature checks so far                   */
+	int broken;                   /* an error happened: everything fails       */
+	struct coll_host *host;       /* host backend state (NULL for NCCL)         */
+	struct coll_nccl *nccl;       /* NCCL state (NULL for host)                 */
+	struct ddp_coll_stats stats;
+	char err[COLL_ERR_LEN];       /* last error line ("" none)                 */
+};
+
+/* Records the error line (printf format, "libddp: " prepended), logs it at
+ * ERROR when loud, else at INFO(COLL); marks the comm broken; returns rc. */
+ddp_result coll_fail(struct ddp_comm *c, ddp_result rc, int loud, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Monotonic seconds. */
+double coll_now(void);
+
+/* Text for a CUresult ("CUDA_ERROR_x" when the table has getErrorName). */
+const char *coll_cu_name(const struct ddp_comm *c, CUresult e);
+
+/* ---- host backend (ddp_coll_host.c) */
+ddp_result coll_host_init(struct ddp_comm *c);
+ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
+			       int dev, CUstream s);
+ddp_result coll_host_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int dev,
+			       CUstream s);
+/* Posts an abort (reason already in c->err) so that peers stop waiting. */
+void coll_host_abort(struct ddp_comm *c);
+void coll_host_destroy(struct ddp_comm *c);
+
+/* ---- NCCL backend (ddp_coll_nccl.c) */
+ddp_result coll_nccl_init(struct ddp_comm *c);
+ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
+			       CUstream s);
+ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s);
+void coll_nccl_abort(struct ddp_comm *c);
+void coll_nccl_destroy(struct ddp_comm *c);
+int coll_nccl_version(const struct ddp_comm *c);
+
+#endif /* DDP_COLL_BACKEND_H */

@@ -1,0 +1,41 @@
+# tests/unit/coll.mk - the collectives (helper G): runtime/ddp_coll*.c and
+# runtime/ddp_dtype.c and their tests (the allreduce
+# bandwidth benchmark is bench/coll.mk).
+#
+# DDP_COLL_SRCS / DDP_COLL_OBJS (runtime/module.mk) are what libddp.so
+# compiles in; these files are NOT in libddpcommon.a.
+
+# The averaging kernels must vectorise at any -O level.
+$(BUILD)/runtime/ddp_dtype.o: CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+
+# Where the tests look for NCCL (they skip, saying so, when it is absent).
+COLL_TEST_NCCL_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so.2 $(CUDA_HOME)/lib64/libnccl.so.2 \
+	/usr/lib/x86_64-linux-gnu/libnccl.so.2 /usr/local/lib/libnccl.so.2))
+COLL_TEST_DIR := $(BUILD)/tests/unit
+
+# Pure unit test of the element types and kernels (also under ASan).
+$(eval $(call unit_test,test_coll_dtype,tests/unit/test_coll_dtype.c runtime/ddp_dtype.c,-lm))
+
+# Multi-process tests (fork + in-process store server): TESTS only.
+$(COLL_TEST_DIR)/test_coll: $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_coll_harness.o \
+		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
+
+$(COLL_TEST_DIR)/test_coll_device: $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_harness.o \
+		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB) $(SIMCUDA_DIR)/libcuda.so
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) $(DDP_COMMON_LIBS) -lm
+
+$(COLL_TEST_DIR)/test_coll_nccl: $(BUILD)/tests/unit/test_coll_nccl.o $(BUILD)/tests/unit/test_coll_harness.o \
+		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
+
+$(BUILD)/tests/unit/test_coll_dtype.o $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_nccl.o \
+	$(BUILD)/tests/unit/test_coll_harness.o: CPPFLAGS += -Itests -Ilauncher
+$(BUILD)/tests/unit/test_coll_nccl.o: CPPFLAGS += -DCOLL_TEST_NCCL_LIB='"$(COLL_TEST_NCCL_LIB)"'
+
+TESTS += $(COLL_TEST_DIR)/test_coll $(COLL_TEST_DIR)/test_coll_device $(COLL_TEST_DIR)/test_coll_nccl
+
+# The benchmark (not a test).
