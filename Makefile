@@ -85,7 +85,9 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 		"$${sym}_len:" ".quad $${sym}_end - $$sym" '.section .note.GNU-stack,"",@progbits' \
 	| $(CC) -c -x assembler - -o $@
 
-.SECONDARY:
+# Keep generated fatbins and registries (they are intermediate in pattern
+# chains); unlike a bare .SECONDARY this still rebuilds a deleted library.
+.PRECIOUS: $(BUILD)/%.fatbin $(BUILD)/%.fatbin.o
 
 # Fragments: one per area, found by name so a new area needs no edit here.
 # The shared ones first: they define functions (unit_test, fuzz_target,

@@ -7,13 +7,16 @@
 #
 #   $(eval $(call sim_kernel_lib,OUT.kern.so,SRC.cu,FATBIN))
 #       OUT.kern.so: SRC.cu compiled by g++ with sim_kernel.h forced in, plus
-#       the registry generated from FATBIN (the Makefile's $(BUILD)/X.fatbin),
-#       linked against $(BUILD)/simcuda/libcuda.so.1 (DT_NEEDED libcuda.so.1).
+#       the registry generated from FATBIN (the Makefile's $(BUILD)/X.fatbin).
+#       It imports nothing from libcuda.so.1 and does not link it (kernel ABI
+#       2, sim_kernel_abi.h: the driver binds it at load), so it works however
+#       the program loads libcuda.so.1.  Building it also builds
+#       $(BUILD)/simcuda/libcuda.so.1 (order-only: the programs that use the
+#       library need the CPU device) unless a 4th argument `nolibcuda` is
+#       given (tests that link the scheduler into the executable).
 #       Name it <program>.kern.so next to the program and the CPU device finds
 #       it; else list it in SIMCUDA_KERNELS.  The build fails when g++ does
-#       not define a kernel under nvcc's mangled name.  A 4th argument
-#       `nolibcuda` leaves the runtime symbols unresolved (tests that link
-#       the scheduler into the executable).
+#       not define a kernel under nvcc's mangled name.
 #
 # The execution tests are TESTS, not UNIT_TESTS: fibers switch stacks, which
 # ASan does not follow.
@@ -42,9 +45,9 @@ $(patsubst %.kern.so,%.reg.o,$(1)): $(patsubst %.kern.so,%.reg.cpp,$(1)) $(2)
 	$$(Q)$$(CXX) $$(SIM_KERN_CXXFLAGS) -c $$< -o $$@
 $(patsubst %.kern.so,%.dynsh.o,$(1)): $(patsubst %.kern.so,%.reg.o,$(1))
 	$$(Q)tests/simcuda/kernreg/dynshared.sh $$< $$(SIM_DYN_SHARED_BYTES) | $$(CC) -c -x assembler - -o $$@
-$(1): $(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1)) $(if $(4),,$$(SIM_LIBCUDA_SO)) $$(SIM_KERNREG)
-	$$(Q)$$(CXX) $$(LDFLAGS) -shared -o $$@ $(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1)) \
-		$(if $(4),,-Wl$$(comma)-z$$(comma)defs $$(SIM_LIBCUDA_SO))
+$(1): $(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1)) $$(SIM_KERNREG) $(if $(4),,| $$(SIM_LIBCUDA_SO))
+	$$(Q)$$(CXX) $$(LDFLAGS) -shared -Wl$$(comma)-z$$(comma)defs -o $$@ \
+		$(patsubst %.kern.so,%.reg.o,$(1)) $(patsubst %.kern.so,%.dynsh.o,$(1))
 	$$(Q)tests/simcuda/kernreg/check_names.sh $$(SIM_KERNREG) $(3) $$@ || { rm -f $$@; exit 1; }
 endef
 
@@ -60,6 +63,12 @@ $(BUILD)/tests/simcuda/test_exec: $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) $(BUIL
 	$(Q)$(CC) $(LDFLAGS) -rdynamic $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) -o $@ $(DDP_COMMON_LIBS)
 
 $(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_exec.kern.so,tests/simcuda/kernels/exec_kernels.cu,$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin,nolibcuda))
+
+# The driver tests' kernel libraries (module.mk's test_launch, test_loader; that fragment
+# is included before this one, so it cannot call sim_kernel_lib itself).
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_launch.kern.so,tests/simcuda/kernels/test_kernels.cu,$(BUILD)/tests/simcuda/kernels/test_kernels.fatbin))
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_loader.kern.so,tests/simcuda/kernels/test_kernels.cu,$(BUILD)/tests/simcuda/kernels/test_kernels.fatbin))
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_mismatch.kern.so,tests/simcuda/kernels/test_mismatch_host.cu,$(BUILD)/tests/simcuda/kernels/test_mismatch_host.fatbin))
 
 SIM_EXEC_ORDERS := forward reverse random
 $(BUILD)/tests/simcuda/run-test_exec-%.sh: $(BUILD)/tests/simcuda/test_exec

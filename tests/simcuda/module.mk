@@ -5,9 +5,13 @@
 # kernel-execution half described in exec.mk), linked with libddpcommon.a,
 # and the driver tests.
 #
-# Only the cu* entry points (and the kernel runtime symbols, SIM_EXPORT) are
-# exported: -fvisibility=hidden, and libddpcommon.a's symbols are hidden with
-# --exclude-libs.  Two tables are generated from the installed cuda.h by
+# Only the cu* entry points are exported (kernel libraries get the scheduler
+# through sim_kernel_table.bind, sim_kernel_abi.h): -fvisibility=hidden, and
+# libddpcommon.a's symbols are hidden with --exclude-libs.  -Bsymbolic-functions binds every reference to its own
+# functions inside the library (the cuGetProcAddress table, the stub table,
+# calls between entry points): an LD_PRELOADed library exporting cu* names
+# (libddp.so) is never handed out or called by the driver, as with the real
+# libcuda.  Two tables are generated from the installed cuda.h by
 # sim_gen.sh: the CUresult names (sim_errors.inc) and the stubs for every
 # entry point sim_api.def does not implement (sim_unsupported.inc).
 #
@@ -36,7 +40,7 @@ $(BUILD)/tests/simcuda/sim_unsupported.o: $(SIMCUDA_GEN)/sim_unsupported.inc
 
 $(SIMCUDA_LIB): $(SIMCUDA_OBJS) $(DDP_COMMON_LIB)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -Wl,--exclude-libs,ALL \
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -Wl,--exclude-libs,ALL -Wl,-Bsymbolic-functions \
 		-o $@ $(SIMCUDA_OBJS) $(DDP_COMMON_LIB) $(DDP_COMMON_LIBS)
 
 $(SIMCUDA_DIR)/libcuda.so: $(SIMCUDA_LIB)
@@ -54,13 +58,27 @@ $(BUILD)/tests/simcuda/test_driver: $(BUILD)/tests/simcuda/test_driver.o $(SIMCU
 $(BUILD)/tests/simcuda/test_fault: $(BUILD)/tests/simcuda/test_fault.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH)
 
-$(BUILD)/tests/simcuda/test_loader: $(BUILD)/tests/simcuda/test_loader.o $(SIMCUDA_LIB)
+$(BUILD)/tests/simcuda/test_loader: $(BUILD)/tests/simcuda/test_loader.o \
+		$(BUILD)/tests/simcuda/kernels/test_kernels.fatbin.o $(SIMCUDA_LIB) $(BUILD)/tests/simcuda/test_loader.kern.so
+	$(Q)$(CC) $(LDFLAGS) $< $(BUILD)/tests/simcuda/kernels/test_kernels.fatbin.o -o $@ $(SIMCUDA_RPATH) -ldl
+
+# test_preload re-executes itself with libsim_preload_probe.so (next to it)
+# in LD_PRELOAD and checks that cuGetProcAddress answers libcuda's own
+# functions, not the preloaded ones (libcuda.so.1 is linked with
+# -Bsymbolic-functions, as the real driver binds its own table).
+$(BUILD)/tests/simcuda/libsim_preload_probe.so: tests/simcuda/test_preload_probe.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -shared $< -o $@
+
+$(BUILD)/tests/simcuda/test_preload: $(BUILD)/tests/simcuda/test_preload.o $(SIMCUDA_LIB) \
+		$(BUILD)/tests/simcuda/libsim_preload_probe.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(SIMCUDA_RPATH) -ldl
 
-$(BUILD)/tests/simcuda/test_driver.o $(BUILD)/tests/simcuda/test_fault.o $(BUILD)/tests/simcuda/test_loader.o: \
-	CPPFLAGS += -Itests
+$(BUILD)/tests/simcuda/test_driver.o $(BUILD)/tests/simcuda/test_fault.o $(BUILD)/tests/simcuda/test_loader.o \
+	$(BUILD)/tests/simcuda/test_preload.o: CPPFLAGS += -Itests
 
-TESTS += $(BUILD)/tests/simcuda/test_driver $(BUILD)/tests/simcuda/test_fault $(BUILD)/tests/simcuda/test_loader
+TESTS += $(BUILD)/tests/simcuda/test_driver $(BUILD)/tests/simcuda/test_fault $(BUILD)/tests/simcuda/test_loader \
+	$(BUILD)/tests/simcuda/test_preload
 
 # ---- launch tests: kernels from real nvcc fatbins (embedded), host code in
 # test_launch.kern.so next to the executable (exec.mk's sim_kernel_lib), and
@@ -75,7 +93,7 @@ $(BUILD)/tests/simcuda/test_launch: $(SIMCUDA_LAUNCH_OBJS) $(SIMCUDA_DIR)/libcud
 		$(BUILD)/tests/simcuda/test_launch.kern.so $(BUILD)/tests/simcuda/test_mismatch.kern.so
 	$(Q)$(CC) $(LDFLAGS) $(SIMCUDA_LAUNCH_OBJS) -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
 
-$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_launch.kern.so,tests/simcuda/kernels/test_kernels.cu,$(SIMCUDA_KDIR)/test_kernels.fatbin))
-$(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_mismatch.kern.so,tests/simcuda/kernels/test_mismatch_host.cu,$(SIMCUDA_KDIR)/test_mismatch_host.fatbin))
+# Their kernel libraries are made in exec.mk: the top Makefile includes this
+# fragment before exec.mk, so sim_kernel_lib is not defined yet here.
 
 TESTS += $(BUILD)/tests/simcuda/test_launch

@@ -37,14 +37,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- exported runtime state ------------------------------------------- */
+/* ---- runtime state ----------------------------------------------------- */
 
-SIM_EXPORT __thread struct sim_thread_state sim_exec_tls;
-
-SIM_EXPORT struct sim_thread_state *sim_exec_state(void)
-{
-	return &sim_exec_tls;
-}
+/* The running launch's kernel-library thread state (threadIdx & co. of the
+ * library that defines the kernel, entry->thread_state()) and block.  Both
+ * are this file's own: the kernel library reaches the scheduler only through
+ * sim_exec_runtime (handed over by sim_kernels.c at load). */
+static __thread struct sim_thread_state *ts;
+static __thread struct sim_block *cur_block;
 
 /* ---- settings ---------------------------------------------------------- */
 
@@ -193,10 +193,12 @@ static void shuffle(struct sim_worker *w, uint16_t *a, unsigned n)
 
 static inline void set_tid(const struct sim_block *b, unsigned t)
 {
+	struct sim_thread_state *s = ts;
+
 	cur_tid = t;
-	sim_exec_tls.thread_idx.x = t % b->bdim.x;
-	sim_exec_tls.thread_idx.y = (t / b->bdim.x) % b->bdim.y;
-	sim_exec_tls.thread_idx.z = t / (b->bdim.x * b->bdim.y);
+	s->thread_idx.x = t % b->bdim.x;
+	s->thread_idx.y = (t / b->bdim.x) % b->bdim.y;
+	s->thread_idx.z = t / (b->bdim.x * b->bdim.y);
 }
 
 /* ---- fiber bodies ------------------------------------------------------- */
@@ -207,14 +209,15 @@ static void runner_fn(void *arg)
 	struct sim_block *b = arg;
 	void (*const tramp)(void *const *) = b->k->trampoline;
 	void *const *const args = b->args;
+	struct sim_thread_state *const s = ts;
 
 	if (settings.order == ORDER_FORWARD) {
 		unsigned x = 0, y = 0, z = 0;
 		for (unsigned t = 0; t < b->nthreads; t++) {
 			cur_tid = t;
-			sim_exec_tls.thread_idx.x = x;
-			sim_exec_tls.thread_idx.y = y;
-			sim_exec_tls.thread_idx.z = z;
+			s->thread_idx.x = x;
+			s->thread_idx.y = y;
+			s->thread_idx.z = z;
 			b->loop_pos = t;
 			tramp(args);
 			if (b->mode != MODE_LOOP)
@@ -250,7 +253,7 @@ static void thread_fn(void *arg)
 
 static struct sim_block *current_block(const char *what)
 {
-	struct sim_block *b = sim_exec_tls.block_ctx;
+	struct sim_block *b = cur_block;
 
 	if (!b || !sim_fiber_current()) {
 		fprintf(stderr, "simcuda: %s called outside a kernel launch\n", what);
@@ -278,12 +281,12 @@ static void barrier_wait(struct sim_block *b, int st)
 	sim_fiber_yield();
 }
 
-SIM_EXPORT void sim_syncthreads(void)
+static void sim_syncthreads(void)
 {
 	barrier_wait(current_block("__syncthreads"), TH_AT_BLOCK);
 }
 
-SIM_EXPORT int sim_syncthreads_op(int pred, int op)
+static int sim_syncthreads_op(int pred, int op)
 {
 	struct sim_block *b = current_block("__syncthreads_count/and/or");
 	unsigned g = b->bar_gen & 1, c, n;
@@ -300,19 +303,19 @@ SIM_EXPORT int sim_syncthreads_op(int pred, int op)
 	}
 }
 
-SIM_EXPORT void sim_syncwarp(void)
+static void sim_syncwarp(void)
 {
 	barrier_wait(current_block("__syncwarp"), TH_AT_WARP);
 }
 
-SIM_EXPORT unsigned long long *sim_warp_slots(void)
+static unsigned long long *sim_warp_slots(void)
 {
 	return current_block("a warp function")->slots;
 }
 
 /* Ballot: low 32 bits the lanes whose predicate is true, high 32 bits the
  * lanes that took part (live threads of the warp). */
-SIM_EXPORT unsigned long long sim_warp_vote(int pred)
+static unsigned long long sim_warp_vote(int pred)
 {
 	struct sim_block *b = current_block("a warp vote");
 	unsigned t = cur_tid, w0 = t & ~31u, ballot = 0, part = 0;
@@ -328,14 +331,14 @@ SIM_EXPORT unsigned long long sim_warp_vote(int pred)
 	return (unsigned long long)part << 32 | ballot;
 }
 
-SIM_EXPORT unsigned sim_linear_tid(void)
+static unsigned sim_linear_tid(void)
 {
 	return cur_tid;
 }
 
-SIM_EXPORT void sim_trap(const char *why)
+static void sim_trap(const char *why)
 {
-	struct sim_block *b = sim_exec_tls.block_ctx;
+	struct sim_block *b = cur_block;
 
 	if (!b || !sim_fiber_current()) {
 		fprintf(stderr, "simcuda: %s outside a kernel launch\n", why);
@@ -343,9 +346,22 @@ SIM_EXPORT void sim_trap(const char *why)
 	}
 	b->trapped = 1;
 	b->trap_why = why;
-	b->trap_tid = sim_exec_tls.thread_idx;
+	b->trap_tid = ts->thread_idx;
 	sim_fiber_exit();
 }
+
+/* What sim_kernels.c hands each kernel library (sim_kernel_table.bind). */
+const struct sim_runtime sim_exec_runtime = {
+	.abi_version = SIM_KERNEL_ABI_VERSION,
+	.size = sizeof(struct sim_runtime),
+	.syncthreads = sim_syncthreads,
+	.syncthreads_op = sim_syncthreads_op,
+	.syncwarp = sim_syncwarp,
+	.warp_slots = sim_warp_slots,
+	.warp_vote = sim_warp_vote,
+	.linear_tid = sim_linear_tid,
+	.trap = sim_trap,
+};
 
 /* ---- the block scheduler ------------------------------------------------ */
 
@@ -498,13 +514,12 @@ static int dims_ok(const struct sim_kernel_entry *k, struct sim_dim3 g, struct s
 	return 1;
 }
 
-SIM_EXPORT int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3 grid,
-			       struct sim_dim3 block, unsigned dyn_shared_bytes,
-			       void *const *args)
+int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3 grid,
+		    struct sim_dim3 block, unsigned dyn_shared_bytes,
+		    void *const *args)
 {
 	struct sim_worker *w;
 	struct sim_block *b;
-	struct sim_thread_state saved = sim_exec_tls;
 	int rc = 0;
 
 	pthread_once(&settings_once, settings_read);
@@ -512,7 +527,7 @@ SIM_EXPORT int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3
 		fprintf(stderr, "simcuda: launch refused because of the invalid setting above\n");
 		return 1;
 	}
-	if (!k || !k->trampoline) {
+	if (!k || !k->trampoline || !k->thread_state) {
 		fprintf(stderr, "simcuda: launch of a kernel without host code\n");
 		return 1;
 	}
@@ -536,14 +551,18 @@ SIM_EXPORT int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3
 	for (unsigned i = 0; i < b->nthreads; i++)
 		b->order[i] = (uint16_t)(settings.order == ORDER_REVERSE ? b->nthreads - 1 - i : i);
 
-	sim_exec_tls.block_dim = block;
-	sim_exec_tls.grid_dim = grid;
-	sim_exec_tls.dyn_shared = NULL;
-	sim_exec_tls.block_ctx = b;
+	/* The kernel library's threadIdx & co. for this OS thread: the same
+	 * address for every fiber of the launch (fibers share the thread). */
+	ts = k->thread_state();
+	ts->block_dim = block;
+	ts->grid_dim = grid;
+	ts->dyn_shared = NULL;
+	ts->block_ctx = b;
+	cur_block = b;
 	for (unsigned z = 0; z < grid.z && !rc; z++)
 		for (unsigned y = 0; y < grid.y && !rc; y++)
 			for (unsigned x = 0; x < grid.x && !rc; x++) {
-				sim_exec_tls.block_idx = (struct sim_dim3){x, y, z};
+				ts->block_idx = (struct sim_dim3){x, y, z};
 				if (block_run(w, b) != 0) {
 					fprintf(stderr, "simcuda: kernel %s stopped: %s in block (%u,%u,%u) "
 						"thread (%u,%u,%u)\n",
@@ -554,6 +573,7 @@ SIM_EXPORT int sim_exec_launch(const struct sim_kernel_entry *k, struct sim_dim3
 					rc = 1;
 				}
 			}
-	sim_exec_tls = saved;
+	cur_block = NULL;
+	ts = NULL;
 	return rc;
 }

@@ -8,12 +8,11 @@
  * and thread scheduler, the runtime entry points the kernel header calls) and
  * sim_fiber.c (fibers).
  *
- * Runtime symbols a kernel library needs from libcuda.so.1 (declared in
- * tests/simcuda/include/sim_kernel.h, defined in sim_exec.c, exported):
- *     __thread struct sim_thread_state sim_exec_tls;  threadIdx & co.
- *     struct sim_thread_state *sim_exec_state(void);   same, as a function
- *     void sim_syncthreads(void);                      __syncthreads()
- *     void sim_trap(const char *why);                  __trap(), bad use
+ * A kernel library imports no symbol from libcuda.so.1 (sim_kernel_abi.h,
+ * ABI 2): sim_kernels.c hands it sim_exec_runtime (barriers, warp functions,
+ * trap) through its table's bind() right after dlopen, and the scheduler
+ * writes the library's own threadIdx & co., found through each entry's
+ * thread_state().  Nothing here is exported from libcuda.so.1.
  *
  * Contract: sim_exec_launch runs on the calling OS thread (a stream worker)
  * and returns when the whole grid is done; several OS threads may launch at
@@ -28,9 +27,8 @@
 extern "C" {
 #endif
 
-#ifndef SIM_EXPORT
-#define SIM_EXPORT __attribute__((visibility("default")))
-#endif
+/* The scheduler's entry points for kernel libraries (sim_exec.c). */
+extern const struct sim_runtime sim_exec_runtime;
 
 /*
  * Finds a kernel by its mangled name (the cubin's symbol; extern "C" kernels

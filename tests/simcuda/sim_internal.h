@@ -121,7 +121,9 @@ struct CUstream_st {
 	uint64_t done_seq;              /* last seq finished (sim_done_mu)     */
 	int quit;                       /* worker must exit when queue empty   */
 	pthread_t worker;
-	struct CUstream_st *next_all;   /* every live stream (sim_streams_mu)  */
+	struct CUstream_st *next_all;   /* every live stream, or the pool of
+					   destroyed ones (sim_streams_mu)      */
+	uint16_t gen;                   /* incarnation, in the handle's top bits */
 };
 
 extern pthread_mutex_t sim_done_mu;     /* guards every done_seq and event completion */
@@ -146,8 +148,11 @@ CUresult sim_stream_create(struct CUctx_st *ctx, unsigned flags, int priority, i
 CUresult sim_ctx_sync_streams(struct CUctx_st *ctx);
 /* Waits for every stream of every context (used by cuMemFree). */
 void sim_sync_all(void);
-/* Drains and stops the stream's worker and marks the handle dead (the
- * struct is never freed, so a stale handle fails cleanly). */
+/* Drains and stops the stream's worker (joined) and marks the stream dead;
+ * the struct goes to a pool for the next stream, under a new generation.
+ * Programs hold generation-tagged handles (sim_stream.c), so a stale handle
+ * fails cleanly with CUDA_ERROR_INVALID_HANDLE, and the memory kept is the
+ * peak number of streams alive at once, not the number ever created. */
 void sim_stream_destroy(struct CUstream_st *s);
 /* Destroys every stream of ctx, the legacy one included. */
 void sim_ctx_destroy_streams(struct CUctx_st *ctx);

@@ -4,7 +4,9 @@
  * and finds kernels in them by mangled name.
  *
  * A kernel library (X.kern.so, built by exec.mk's sim_kernel_lib from the
- * same .cu as the program's fatbin) exports `sim_kernel_table`.  Looked at,
+ * same .cu as the program's fatbin) exports `sim_kernel_table`; right after
+ * loading it the driver binds it to the scheduler (table.bind(&sim_exec_runtime),
+ * sim_kernel_abi.h ABI 2).  Looked at,
  * once, on first use: "<realpath of /proc/self/exe>.kern.so" if it exists,
  * then each file of SIMCUDA_KERNELS (colon-separated; a missing file there is
  * reported).  All entries go into one array sorted by mangled name; a name
@@ -78,6 +80,14 @@ static void load_one(const char *path, int must_exist)
 		searched_add(path, "wrong ABI version");
 		return;
 	}
+	if (!t->bind || (t->count && !t->entries)) {
+		fprintf(stderr, "simcuda: %s has a malformed sim_kernel_table; rebuild it with exec.mk's sim_kernel_lib\n", path);
+		searched_add(path, "malformed sim_kernel_table");
+		return;
+	}
+	/* The library's only link to the scheduler: no symbol lookups, so it
+	 * works the same whether libcuda.so.1 is RTLD_GLOBAL or RTLD_LOCAL. */
+	t->bind(&sim_exec_runtime);
 	grown = realloc(index_, (nindex + t->count) * sizeof(*index_));
 	if (!grown && nindex + t->count) {
 		fprintf(stderr, "simcuda: out of memory loading %s\n", path);
@@ -120,7 +130,7 @@ static void load_all(void)
 	}
 }
 
-SIM_EXPORT const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
+const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 {
 	size_t lo = 0, hi;
 
@@ -139,7 +149,7 @@ SIM_EXPORT const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 	return NULL;
 }
 
-SIM_EXPORT const char *sim_kernels_searched(void)
+const char *sim_kernels_searched(void)
 {
 	pthread_once(&load_once, load_all);
 	return searched;

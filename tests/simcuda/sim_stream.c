@@ -22,9 +22,23 @@
  *    CU_STREAM_PER_THREAD everywhere) is one per host thread, created on
  *    first use, a blocking stream, drained and stopped when its thread exits.
  *
+ * Handles and memory: a destroyed stream's worker is joined and its queue is
+ * empty; the struct goes to a pool (sim_stream_pool) and the next stream
+ * created reuses it under a new generation.  A program's CUstream is the
+ * struct's address with the generation in bits 48..63 (SIM_GEN_SHIFT; user
+ * addresses on x86-64 fit in 47 bits), so a stale handle - its struct dead,
+ * pooled or reused - fails with CUDA_ERROR_INVALID_HANDLE instead of reaching
+ * another stream.  Struct memory is never returned to malloc, so internal
+ * references that outlive a stream stay safe: enq_seq/done_seq carry on
+ * across incarnations (never reset), so a dependency (stream, seq) taken
+ * before the destroy, which drained the stream, is already satisfied.  The
+ * cost is one struct (~190 bytes) per stream alive at the PEAK, whatever the
+ * number created.  (A generation repeats after 65535 reuses of one struct: a
+ * handle that stale could alias a live stream.)  Using a handle on one thread
+ * while another destroys it is a program error, as with the driver.
+ *
  * Contract: any thread may call.  Locks in order: ctx->mu, sim_streams_mu,
- * stream->mu, sim_done_mu; none is held while an item runs.  Destroyed
- * streams are marked dead and kept (never freed).
+ * stream->mu, sim_done_mu; none is held while an item runs.
  */
 #include "sim_internal.h"
 
@@ -38,7 +52,30 @@ pthread_cond_t sim_done_cv = PTHREAD_COND_INITIALIZER;
 
 static pthread_mutex_t sim_streams_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct CUstream_st *sim_streams;  /* every live stream (sim_streams_mu) */
+static struct CUstream_st *sim_stream_pool; /* destroyed, reusable (sim_streams_mu) */
 static atomic_ullong sim_stream_ids = 1;
+
+/* ---- handles: struct address | generation << SIM_GEN_SHIFT */
+
+#define SIM_GEN_SHIFT 48
+#define SIM_ADDR_MASK ((UINT64_C(1) << SIM_GEN_SHIFT) - 1)
+
+static CUstream sim_stream_handle(const struct CUstream_st *s)
+{
+	return (CUstream)((uintptr_t)s | (uintptr_t)s->gen << SIM_GEN_SHIFT);
+}
+
+/* The live stream of kind `kind` that handle h names, or NULL (a stale or
+ * foreign handle).  Reading a dead struct is safe: they are never freed. */
+static struct CUstream_st *sim_stream_of_handle(CUstream h, int kind)
+{
+	struct CUstream_st *s = (struct CUstream_st *)((uintptr_t)h & SIM_ADDR_MASK);
+
+	if (!s || s->magic != SIM_MAGIC_STREAM || s->kind != kind ||
+	    s->gen != (uint16_t)((uintptr_t)h >> SIM_GEN_SHIFT))
+		return NULL;
+	return s;
+}
 
 void sim_set_sticky(CUresult rc)
 {
@@ -210,27 +247,64 @@ CUresult sim_stream_enqueue(struct CUstream_st *s, struct sim_work *w, uint64_t 
 
 /* ---- creation and destruction */
 
+/* A struct for a new stream: a pooled one (its generation moves on, its
+ * sequence numbers carry on) or a fresh one. */
+static struct CUstream_st *sim_stream_struct(void)
+{
+	pthread_mutex_lock(&sim_streams_mu);
+	struct CUstream_st *s = sim_stream_pool;
+	if (s)
+		sim_stream_pool = s->next_all;
+	pthread_mutex_unlock(&sim_streams_mu);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s)
+			return NULL;
+		if ((uintptr_t)s & ~SIM_ADDR_MASK) {
+			/* Cannot happen with 4-level paging; refuse rather than
+			 * hand out an ambiguous handle. */
+			sim_msg("stream struct above 2^48; cannot tag its handle");
+			free(s);
+			return NULL;
+		}
+		pthread_mutex_init(&s->mu, NULL);
+		pthread_cond_init(&s->cv, NULL);
+	}
+	if (++s->gen == 0)
+		s->gen = 1;
+	s->head = s->tail = NULL;
+	s->quit = 0;
+	s->next_all = NULL;
+	return s;
+}
+
+static void sim_stream_pool_put(struct CUstream_st *s)
+{
+	pthread_mutex_lock(&sim_streams_mu);
+	s->next_all = sim_stream_pool;
+	sim_stream_pool = s;
+	pthread_mutex_unlock(&sim_streams_mu);
+}
+
 CUresult sim_stream_create(struct CUctx_st *ctx, unsigned flags, int priority, int kind,
 			   struct CUstream_st **out)
 {
-	struct CUstream_st *s = calloc(1, sizeof(*s));
+	struct CUstream_st *s = sim_stream_struct();
 	if (!s)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	s->magic = SIM_MAGIC_STREAM;
 	s->flags = flags;
 	s->priority = priority;
 	s->kind = kind;
 	s->id = atomic_fetch_add(&sim_stream_ids, 1);
 	s->ctx = ctx;
-	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
 	int err = pthread_create(&s->worker, NULL, sim_worker, s);
 	if (err) {
 		sim_msg("cannot start a stream worker thread: %s", strerror(err));
-		free(s);
+		sim_stream_pool_put(s);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_lock(&sim_streams_mu);
+	s->magic = SIM_MAGIC_STREAM;
 	s->next_all = sim_streams;
 	sim_streams = s;
 	pthread_mutex_unlock(&sim_streams_mu);
@@ -252,11 +326,15 @@ void sim_stream_destroy(struct CUstream_st *s)
 	s->quit = 1;
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
-	if (!pthread_equal(pthread_self(), s->worker))
-		pthread_join(s->worker, NULL);
-	else
-		pthread_detach(s->worker);
 	s->magic = SIM_MAGIC_DEAD;
+	if (!pthread_equal(pthread_self(), s->worker)) {
+		pthread_join(s->worker, NULL);
+		sim_stream_pool_put(s);
+	} else {
+		/* Destroyed from its own worker (a host function): the worker
+		 * still runs its loop, so this struct is never reused. */
+		pthread_detach(s->worker);
+	}
 }
 
 void sim_ctx_destroy_streams(struct CUctx_st *ctx)
@@ -286,8 +364,9 @@ static void sim_sync_matching(struct CUctx_st *ctx)
 		if (!ctx || t->ctx == ctx)
 			deps[n++] = (struct sim_dep){ t, sim_enq_seq(t) };
 	pthread_mutex_unlock(&sim_streams_mu);
-	/* Streams are never freed, so waiting outside the lock is safe; a
-	 * stream destroyed meanwhile was drained first. */
+	/* Stream structs are never freed, so waiting outside the lock is safe;
+	 * a stream destroyed meanwhile was drained first, and a reused struct's
+	 * sequence numbers only grow. */
 	for (size_t i = 0; i < n; i++)
 		sim_wait_done(deps[i].s, deps[i].seq);
 	free(deps);
@@ -307,14 +386,16 @@ void sim_sync_all(void)
 
 /* ---- the per-thread default stream */
 
-static __thread struct CUstream_st *sim_ptds;
+/* This thread's per-thread stream, as a tagged handle: the struct may have
+ * been destroyed (cuCtxDestroy) and reused since. */
+static __thread CUstream sim_ptds;
 static pthread_key_t sim_ptds_key;
 static pthread_once_t sim_ptds_once = PTHREAD_ONCE_INIT;
 
 static void sim_ptds_exit(void *p)
 {
-	struct CUstream_st *s = p;
-	if (s && s->magic == SIM_MAGIC_STREAM) {
+	struct CUstream_st *s = sim_stream_of_handle(p, 2);
+	if (s) {
 		sim_wait_done(s, sim_enq_seq(s));
 		sim_stream_destroy(s);
 	}
@@ -327,19 +408,21 @@ static void sim_ptds_key_make(void)
 
 static CUresult sim_ptds_get(struct CUctx_st *c, struct CUstream_st **out)
 {
-	if (sim_ptds && sim_ptds->magic == SIM_MAGIC_STREAM && sim_ptds->ctx == c) {
-		*out = sim_ptds;
+	struct CUstream_st *s = sim_stream_of_handle(sim_ptds, 2);
+	if (s && s->ctx == c) {
+		*out = s;
 		return CUDA_SUCCESS;
 	}
-	if (sim_ptds && sim_ptds->magic == SIM_MAGIC_STREAM)
+	if (s)
 		sim_ptds_exit(sim_ptds);
 	sim_ptds = NULL;
-	CUresult rc = sim_stream_create(c, CU_STREAM_DEFAULT, 0, 2, &sim_ptds);
+	CUresult rc = sim_stream_create(c, CU_STREAM_DEFAULT, 0, 2, &s);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	sim_ptds = sim_stream_handle(s);
 	pthread_once(&sim_ptds_once, sim_ptds_key_make);
 	pthread_setspecific(sim_ptds_key, sim_ptds);
-	*out = sim_ptds;
+	*out = s;
 	return CUDA_SUCCESS;
 }
 
@@ -349,9 +432,10 @@ CUresult sim_stream_resolve(CUstream h, enum sim_ds ds, struct CUstream_st **out
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	if (h && h != CU_STREAM_LEGACY && h != CU_STREAM_PER_THREAD) {
-		if (h->magic != SIM_MAGIC_STREAM || !sim_ctx_valid(h->ctx))
+		struct CUstream_st *s = sim_stream_of_handle(h, 0);
+		if (!s || !sim_ctx_valid(s->ctx))
 			return CUDA_ERROR_INVALID_HANDLE;
-		*out = h;
+		*out = s;
 		return CUDA_SUCCESS;
 	}
 	struct CUctx_st *c;
@@ -381,7 +465,11 @@ static CUresult sim_stream_new(CUstream *phStream, unsigned int flags, int prior
 		priority = 0;
 	if (priority < -5)
 		priority = -5;
-	return sim_stream_create(c, flags, priority, 0, phStream);
+	struct CUstream_st *s;
+	rc = sim_stream_create(c, flags, priority, 0, &s);
+	if (rc == CUDA_SUCCESS)
+		*phStream = sim_stream_handle(s);
+	return rc;
 }
 
 SIM_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
@@ -401,12 +489,13 @@ SIM_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream)
 		rc = CUDA_SUCCESS; /* destroying is allowed after a sticky error */
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ||
-	    hStream->magic != SIM_MAGIC_STREAM || hStream->kind != 0)
+	struct CUstream_st *s = hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ?
+		NULL : sim_stream_of_handle(hStream, 0);
+	if (!s)
 		return CUDA_ERROR_INVALID_HANDLE;
 	/* The driver lets queued work finish before releasing the stream. */
-	sim_wait_done(hStream, sim_enq_seq(hStream));
-	sim_stream_destroy(hStream);
+	sim_wait_done(s, sim_enq_seq(s));
+	sim_stream_destroy(s);
 	return CUDA_SUCCESS;
 }
 

@@ -24,8 +24,13 @@ void sim_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int sim_unsup_say(const char *name, int *said)
 {
+	/* Stream capture and graphs get a hint: a program may have a path
+	 * without them (cudart's graph APIs end up here too). */
+	int graphs = !strncmp(name, "cuGraph", 7) || strstr(name, "Capture") != NULL;
+
 	if (!__atomic_exchange_n(said, 1, __ATOMIC_RELAXED))
-		sim_msg("%s is not implemented by the CPU device; returning CUDA_ERROR_NOT_SUPPORTED", name);
+		sim_msg("%s is not implemented by the CPU device; returning CUDA_ERROR_NOT_SUPPORTED%s", name,
+			graphs ? " (stream capture and CUDA graphs are not emulated: run without them)" : "");
 	return SIM_NOT_SUPPORTED;
 }
 

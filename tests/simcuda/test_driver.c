@@ -16,6 +16,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -605,6 +606,57 @@ struct worker_arg {
 	int failures;
 };
 
+/* Destroyed streams cost no memory per stream ever created (their structs
+ * are reused under a new generation), yet stale handles still fail cleanly,
+ * also once their struct serves another stream.  Before, every destroyed
+ * stream kept its ~176-byte struct: 1000 streams grew the heap ~176 KB. */
+TEST(destroyed_streams_are_recycled_and_stale_handles_fail)
+{
+	setup();
+	CUstream first, s;
+	CU_OK(cuStreamCreate(&first, 0));
+	CU_OK(cuStreamDestroy(first));
+	CU_OK(cuStreamCreate(&s, 0));                   /* most likely first's struct */
+	CHECK(s != first);
+	CHECK_EQ_INT(cuStreamQuery(first), CUDA_ERROR_INVALID_HANDLE);
+	CHECK_EQ_INT(cuStreamSynchronize(first), CUDA_ERROR_INVALID_HANDLE);
+	CHECK_EQ_INT(cuStreamDestroy(first), CUDA_ERROR_INVALID_HANDLE);
+	unsigned long long id_first = 0, id_s = 0;
+	CHECK_EQ_INT(cuStreamGetId(first, &id_first), CUDA_ERROR_INVALID_HANDLE);
+	CU_OK(cuStreamGetId(s, &id_s));
+	CHECK(id_s != 0);
+	/* s is intact: work queued on it runs. */
+	CUdeviceptr d;
+	uint32_t v = 0;
+	CU_OK(cuMemAlloc(&d, sizeof(v)));
+	CU_OK(cuMemsetD32Async(d, 0xabcd, 1, s));
+	CU_OK(cuStreamSynchronize(s));
+	CU_OK(cuMemcpyDtoH(&v, d, sizeof(v)));
+	CHECK_EQ_INT(v, 0xabcd);
+	CU_OK(cuStreamDestroy(s));
+	CU_OK(cuMemFree(d));
+
+	/* 1000 create/destroy cycles: the heap in use must not grow with the
+	 * count (mallinfo2: bytes in use by malloc; thread stacks are mmapped
+	 * and cached by glibc). */
+	CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	CU_OK(cuStreamDestroy(s));
+	size_t before = mallinfo2().uordblks;
+	CUstream seen[3] = {0, 0, 0};
+	for (int i = 0; i < 1000; i++) {
+		CU_OK(cuStreamCreate(&s, (unsigned)i & CU_STREAM_NON_BLOCKING));
+		if (i < 3)
+			seen[i] = s;
+		CU_OK(cuStreamDestroy(s));
+	}
+	size_t after = mallinfo2().uordblks;
+	printf("# heap in use: %zu before, %zu after 1000 streams\n", before, after);
+	CHECK(after < before + 16 * 1024);
+	CHECK(seen[0] != seen[1] && seen[1] != seen[2] && seen[0] != seen[2]);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_INT(cuStreamQuery(seen[i]), CUDA_ERROR_INVALID_HANDLE);
+}
+
 static void *alloc_worker(void *p)
 {
 	struct worker_arg *w = p;
@@ -723,6 +775,16 @@ TEST(unimplemented_entry_points_fail)
 	REQUIRE(d != NULL);
 	CHECK_EQ_INT(d(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
 	CHECK_EQ_INT(cuMemAllocManaged(NULL, 16, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+	/* Stream capture: refused, and nothing is captured (the stream still
+	 * runs work at once). */
+	CUstream s;
+	CU_OK(cuStreamCreate(&s, 0));
+	CHECK_EQ_INT(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+	CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+	CU_OK(cuStreamIsCapturing(s, &cs));
+	CHECK_EQ_INT(cs, CU_STREAM_CAPTURE_STATUS_NONE);
+	CHECK_EQ_INT(cuStreamEndCapture(s, &g), CUDA_ERROR_NOT_SUPPORTED);
+	CU_OK(cuStreamDestroy(s));
 }
 
 TEST(error_names_and_strings)

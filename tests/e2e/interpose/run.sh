@@ -91,7 +91,7 @@ if [ -s "$T/tl/rank0.summary.json" ]; then
 		[ "$want" = "$got" ] || fail="$fail $s=$got(want $want)"
 	done
 	ptsz=$(calls_of "$T/tl/rank0.summary.json" cuLaunchKernel_ptsz)
-	[ -z "$fail" ] && [ "$ptsz" = 1 ] && ok procaddr_calls_reach_hooks || bad procaddr_calls_reach_hooks "$fail ptsz=$ptsz"
+	[ -z "$fail" ] && [ "$ptsz" = 1 ] && [ "$(grep -c '^flags [012]: h\[5\] = 10$' "$T/c1")" = 3 ] && ok procaddr_calls_reach_hooks || bad procaddr_calls_reach_hooks "$fail ptsz=$ptsz $(grep 'h\[5\]' "$T/c1" | tr '\n' ' ')"
 else bad procaddr_calls_reach_hooks "no summary" "$(tail -3 "$T/c1.err")"; fi
 
 # ---- 4. dlsym from the program

@@ -5,8 +5,8 @@
  * Force-included (g++ -std=c++17 -x c++ -include sim_kernel.h
  * -I tests/simcuda/include) when exec.mk's sim_kernel_lib compiles a .cu into
  * <program>.kern.so.  It defines the CUDA qualifiers away, maps threadIdx &
- * co. to per-OS-thread state the scheduler (sim_exec.c, in libcuda.so.1)
- * sets before resuming each fiber, turns __shared__ into thread_local (one
+ * co. to this library's per-OS-thread state, which the scheduler
+ * (sim_exec.c, in libcuda.so.1) sets before resuming each fiber, turns __shared__ into thread_local (one
  * copy per worker thread = per running block; the fibers of a block share
  * it), and provides __syncthreads, warp functions, atomics, fences and the
  * common intrinsics.  The second half is the kernel registry: the typed
@@ -18,8 +18,11 @@
  * 64-aligned thread-local array.  Kernels that declare several extern
  * __shared__ arrays get separate ones (on a GPU they alias).
  *
- * Contract: header only; everything here is inline or declared; the runtime
- * symbols (sim_exec_tls, sim_syncthreads, ...) come from libcuda.so.1.
+ * Contract: header only, compiled into ONE translation unit per library
+ * (sim-kernreg's X.reg.cpp #includes the .cu); the library imports nothing
+ * from libcuda.so.1: the runtime arrives through sim_kernel_table.bind() and
+ * threadIdx & co. live in this library's own thread-local state
+ * (sim_kernel_abi.h, ABI 2).
  */
 #ifndef SIM_KERNEL_H
 #define SIM_KERNEL_H
@@ -100,29 +103,37 @@ struct dim3 {
 };
 
 /* ---- built-in variables ------------------------------------------------- */
-/* sim_exec_tls is libcuda's `struct sim_thread_state` (sim_kernel_abi.h),
- * seen here with CUDA's member types; the layouts are identical. */
+/* This library's threadIdx & co.: a hidden thread-local struct laid out as
+ * sim_kernel_abi.h's `struct sim_thread_state` (seen here with CUDA's member
+ * types).  The scheduler gets its address through each table entry's
+ * thread_state accessor and writes it; nothing is resolved by symbol name,
+ * so the library works however libcuda.so.1 was loaded (RTLD_LOCAL too). */
 struct sim_kernel_tls {
 	::uint3 thread_idx, block_idx, block_dim, grid_dim;
 	void *dyn_shared;
 	void *block_ctx;
 };
 static_assert(sizeof(sim_kernel_tls) == sizeof(sim_thread_state), "sim_kernel_tls layout");
-extern "C" {
-extern __thread struct sim_kernel_tls sim_exec_tls;
-void sim_syncthreads(void);
-int sim_syncthreads_op(int pred, int op);
-void sim_syncwarp(void);
-unsigned long long *sim_warp_slots(void);
-unsigned long long sim_warp_vote(int pred);
-unsigned sim_linear_tid(void);
-__attribute__((noreturn)) void sim_trap(const char *why);
+static thread_local sim_kernel_tls sim_kernel_state;
+/* The scheduler's entry points, handed over by the driver (table.bind). */
+static const struct sim_runtime *sim_rt;
+
+static inline void sim_syncthreads(void) { sim_rt->syncthreads(); }
+static inline int sim_syncthreads_op(int pred, int op) { return sim_rt->syncthreads_op(pred, op); }
+static inline void sim_syncwarp(void) { sim_rt->syncwarp(); }
+static inline unsigned long long *sim_warp_slots(void) { return sim_rt->warp_slots(); }
+static inline unsigned long long sim_warp_vote(int pred) { return sim_rt->warp_vote(pred); }
+static inline unsigned sim_linear_tid(void) { return sim_rt->linear_tid(); }
+[[noreturn]] static inline void sim_trap(const char *why)
+{
+	sim_rt->trap(why);
+	std::abort(); /* not reached: the runtime's trap leaves the fiber */
 }
 
-#define threadIdx (static_cast<const ::uint3 &>(sim_exec_tls.thread_idx))
-#define blockIdx  (static_cast<const ::uint3 &>(sim_exec_tls.block_idx))
-#define blockDim  (static_cast<const ::uint3 &>(sim_exec_tls.block_dim))
-#define gridDim   (static_cast<const ::uint3 &>(sim_exec_tls.grid_dim))
+#define threadIdx (static_cast<const ::uint3 &>(sim_kernel_state.thread_idx))
+#define blockIdx  (static_cast<const ::uint3 &>(sim_kernel_state.block_idx))
+#define blockDim  (static_cast<const ::uint3 &>(sim_kernel_state.block_dim))
+#define gridDim   (static_cast<const ::uint3 &>(sim_kernel_state.grid_dim))
 #define warpSize  32
 
 /* ---- barriers, fences, traps ------------------------------------------- */
@@ -371,6 +382,15 @@ static inline unsigned __sad(int a, int b, unsigned c) { return c + (unsigned)(a
 
 /* ---- the kernel registry (used by sim-kernreg's X.reg.cpp) -------------- */
 namespace sim_reg {
+static inline sim_thread_state *thread_state()
+{
+	return reinterpret_cast<sim_thread_state *>(&sim_kernel_state);
+}
+static inline void bind(const struct sim_runtime *rt)
+{
+	sim_rt = rt;
+}
+
 template <class... A, std::size_t... I>
 static inline void invoke(void (*f)(A...), void *const *args, std::index_sequence<I...>)
 {
@@ -393,6 +413,7 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 	e.mangled = mangled;
 	e.signature = sig;
 	e.trampoline = &trampoline<F>;
+	e.thread_state = &thread_state;
 	e.nparams = sizeof...(A);
 	std::size_t i = 0;
 	((e.param_size[i] = sizeof(A), e.param_align[i] = alignof(A), ++i), ...);
@@ -407,9 +428,9 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 /* The exported table over a non-empty array of SIM_KERNEL entries. */
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
-		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr) }
+		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr), &::sim_reg::bind, 0, nullptr }
 #define SIM_KERNEL_TABLE_EMPTY() \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
-		{ SIM_KERNEL_ABI_VERSION, 0, nullptr }
+		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }
 
 #endif /* SIM_KERNEL_H */

@@ -68,3 +68,20 @@ extern "C" __global__ void trap_if(int x)
 	if (x)
 		__trap();
 }
+
+// Reverses each block's slice of `in` through shared memory (wrong without
+// the barrier) and adds the sum of the reversed values over the warp (a
+// shuffle reduction): needs the scheduler's runtime (barriers, warp
+// exchange) and threadIdx, whatever way libcuda.so.1 was loaded.
+__global__ void block_reverse_warp_sum(const int *in, int *out)
+{
+	__shared__ int s[1024];
+	unsigned t = threadIdx.x, base = blockIdx.x * blockDim.x;
+	s[t] = in[base + t];
+	__syncthreads();
+	int v = s[blockDim.x - 1 - t];
+	int w = v;
+	for (int o = 16; o; o >>= 1)
+		w += __shfl_xor_sync(0xffffffffu, w, o);
+	out[base + t] = v + 1000 * w;
+}
