@@ -126,6 +126,11 @@ void hook_write_setup(void) HOOK_HIDDEN;
 /* Whether this rank redirects (rank != 0 under a launcher). */
 int hook_write_active(void) HOOK_HIDDEN;
 
+/* Nonzero while the calling thread runs libddp's own code (its "inside ddp"
+ * flag, interpose/hook_common.c): the library's own files are neither
+ * redirected nor sharded.  Weak: absent in the file-hooks-only test library. */
+int hook_file_bypass(void) __attribute__((weak)) HOOK_HIDDEN;
+
 /* The path an open with flags should use: path itself, or buf holding the
  * rank's side copy (created with its directories, copied up when the open
  * keeps existing content).  Reads use the side copy when it exists. */

@@ -295,7 +295,9 @@ void hook_write_setup(void)
 
 int hook_write_active(void)
 {
-	return __atomic_load_n(&wr_active, __ATOMIC_ACQUIRE);
+	/* The library's own files (traces, summaries) are never redirected. */
+	return __atomic_load_n(&wr_active, __ATOMIC_ACQUIRE) &&
+	       !(hook_file_bypass && hook_file_bypass());
 }
 
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len)

@@ -160,6 +160,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		DDP_CHECK(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout));
 	if (o->verbose > 0)
 		DDP_CHECK(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]));
+	/* ddprun prefixes every output line with [rank k] itself */
+	DDP_CHECK(env_set(&e, "DDP_LOG_RANK_PREFIX", "0"));
 
 	r->envp = e.v;
 	r->env_first_set = e.first_set; /* for --dry-run */

@@ -18,6 +18,7 @@ unsigned ddp_log_mask_ = DDP_SUB_ALL;
 
 static const char *log_prog = "libddp";
 static int log_rank = -1;
+static int log_rank_prefix = 1;   /* DDP_LOG_RANK_PREFIX */
 static char last_warning[512];
 static int last_warning_lock;
 
@@ -109,6 +110,17 @@ ddp_result ddp_log_init(const char *prog)
 			ddp_log_level_ = lvl;
 		}
 	}
+	v = getenv("DDP_LOG_RANK_PREFIX");
+	if (v && *v) {
+		if (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0) {
+			log_rank_prefix = 0;
+		} else if (strcmp(v, "1") == 0 || strcasecmp(v, "on") == 0) {
+			log_rank_prefix = 1;
+		} else {
+			DDP_ERROR("DDP_LOG_RANK_PREFIX='%s' is not a boolean; use 1/on or 0/off", v);
+			rc = DDP_ERR_INVALID;
+		}
+	}
 	v = getenv("DDP_LOG_SUBSYS");
 	if (v && *v) {
 		unsigned m;
@@ -151,7 +163,7 @@ void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
 	(void)subsys;
 	if (level < DDP_LOG_ERROR || level > DDP_LOG_TRACE)
 		level = DDP_LOG_ERROR;
-	if (log_rank >= 0)
+	if (log_rank >= 0 && log_rank_prefix)
 		n = snprintf(buf, sizeof buf, "[rank %d] ", log_rank);
 	n += snprintf(buf + n, sizeof buf - n, "%s %s %s:%d ", log_prog, tags[level],
 		      base_name(file), line);

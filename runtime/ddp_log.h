@@ -13,6 +13,8 @@
  *   DDP_LOG=error|warn|info|debug|trace         (default warn)
  *   DDP_LOG_SUBSYS=hook,alloc,kreg,grad,coll,rdzv,launch,shard,sim,all
  *                                               (default all; '^' prefix negates)
+ *   DDP_LOG_RANK_PREFIX=1|0                     (default 1; ddprun sets 0 because it
+ *                                               prefixes every output line itself)
  *
  * Contract: any thread may log at any time, also before ddp_log_init (the
  * defaults apply).  ddp_log_init is called once, from one thread, before the

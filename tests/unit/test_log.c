@@ -45,4 +45,21 @@ TEST(rank_prefix_and_last_warning)
 	ddp_log_set_rank(-1);
 }
 
+TEST(rank_prefix_can_be_turned_off)
+{
+	ddp_log_set_rank(2);
+	setenv("DDP_LOG_RANK_PREFIX", "0", 1);
+	CHECK(ddp_log_init("test") == DDP_OK);
+	DDP_WARN("no prefix");
+	CHECK(strncmp(ddp_log_last_warning(), "test WARN", 9) == 0);
+	setenv("DDP_LOG_RANK_PREFIX", "maybe", 1);
+	CHECK(ddp_log_init("test") == DDP_ERR_INVALID);
+	setenv("DDP_LOG_RANK_PREFIX", "1", 1);
+	CHECK(ddp_log_init("test") == DDP_OK);
+	DDP_WARN("prefix again");
+	CHECK(strncmp(ddp_log_last_warning(), "[rank 2] test WARN", 18) == 0);
+	unsetenv("DDP_LOG_RANK_PREFIX");
+	ddp_log_set_rank(-1);
+}
+
 int main(int argc, char **argv) { return check_main(argc, argv); }

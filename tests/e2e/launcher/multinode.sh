@@ -16,18 +16,22 @@ done_ok=0
 for attempt in 1 2 3; do
 	port=$((20000 + (RANDOM * 7 + $$) % 40000))
 	common="--nnodes 2 --master-addr 127.0.0.1 --master-port $port -n 2"
-	"$DDPRUN" $common --node-rank 0 sh -c '"$0" env RANK WORLD_SIZE LOCAL_RANK GROUP_RANK MASTER_PORT MASTER_ADDR && "$0" barrier' "$PROG" >"$o0" 2>"$o0.err" &
+	# node 0's ranks stay up (and with them its store) until the test has
+	# looked at the listening socket: no race with a fast job on a busy machine
+	flag=$o0.seen; rm -f "$flag"
+	"$DDPRUN" $common --node-rank 0 sh -c '"$0" env RANK WORLD_SIZE LOCAL_RANK GROUP_RANK MASTER_PORT MASTER_ADDR && "$0" barrier && for _ in $(seq 200); do [ -e "$1" ] && break; sleep 0.05; done' "$PROG" "$flag" >"$o0" 2>"$o0.err" &
 	p0=$!
 	"$DDPRUN" $common --node-rank 1 sh -c '"$0" env RANK WORLD_SIZE LOCAL_RANK GROUP_RANK MASTER_PORT MASTER_ADDR && "$0" barrier' "$PROG" >"$o1" 2>"$o1.err" &
 	p1=$!
 	# while node 0 runs: is its store on 0.0.0.0?
 	hexport=$(printf '%04X' $port)
 	bound=""
-	for _ in $(seq 40); do
+	for _ in $(seq 200); do
 		bound=$(listening | grep ":$hexport$" | head -1)
 		[ -n "$bound" ] && break
 		sleep 0.05
 	done
+	touch "$flag"
 	wait $p0; r0=$?
 	wait $p1; r1=$?
 	if grep -q 'cannot start the rendezvous store' "$o0.err"; then
