@@ -13,9 +13,13 @@
  * parameters, an extra without a buffer) are reported once per kernel; the
  * launch always reaches the driver unchanged and its result is returned.
  *
- * Contract: the steady-state path (known kernel, no observer, no trace)
- * takes no lock, allocates nothing, makes no syscall: hash probe, one atomic
- * add, the real call.
+ * With gradient synchronisation on (ddp_sync_on_, world size > 1) every
+ * launch is first handed to ddp_sync_launch (runtime/ddp_sync.c), which may
+ * reduce gradients or broadcast parameters before the launch goes out.
+ *
+ * Contract: the steady-state path (known kernel, no observer, no trace,
+ * sync off) takes no lock, allocates nothing, makes no syscall: hash probe,
+ * one atomic add, one branch on ddp_sync_on_, the real call.
  */
 #include <stdlib.h>
 #include "hook.h"
@@ -23,6 +27,7 @@
 #include "ddp_inspect.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
+#include "ddp_sync.h"
 
 int hook_launch_observe_ HOOK_HIDDEN;
 
@@ -98,7 +103,7 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 	fr->block[2] = bz;
 }
 
-#define LAUNCH_KERNEL(sym) \
+#define LAUNCH_KERNEL(sym, kind) \
 	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
 			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
 			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
@@ -108,7 +113,13 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 		if (!hook_begin(&fr, HOOK_ID_##sym)) \
 			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					      blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
-		launch_prepare(&fr, f, kernelParams, extra); \
+		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
+		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
+			struct ddp_sync_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
+				kernelParams, extra, NULL }; \
+			ddp_sync_launch(k_, &c_); \
+		} \
 		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					    blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
 		if (__builtin_expect(fr.trace | fr.log, 0)) \
@@ -117,10 +128,10 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 				     sharedMemBytes, hStream, kernelParams, extra)); \
 		return r; \
 	}
-LAUNCH_KERNEL(cuLaunchKernel)
-LAUNCH_KERNEL(cuLaunchKernel_ptsz)
+LAUNCH_KERNEL(cuLaunchKernel, DDP_CALL_LAUNCH)
+LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_CALL_LAUNCH_PTSZ)
 
-#define LAUNCH_COOP(sym) \
+#define LAUNCH_COOP(sym, kind) \
 	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
 			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
 			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
@@ -130,7 +141,13 @@ LAUNCH_KERNEL(cuLaunchKernel_ptsz)
 		if (!hook_begin(&fr, HOOK_ID_##sym)) \
 			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					      blockDimZ, sharedMemBytes, hStream, kernelParams); \
-		launch_prepare(&fr, f, kernelParams, NULL); \
+		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, NULL); \
+		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
+			struct ddp_sync_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
+				kernelParams, NULL, NULL }; \
+			ddp_sync_launch(k_, &c_); \
+		} \
 		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					    blockDimZ, sharedMemBytes, hStream, kernelParams); \
 		if (__builtin_expect(fr.trace | fr.log, 0)) \
@@ -139,17 +156,24 @@ LAUNCH_KERNEL(cuLaunchKernel_ptsz)
 				     sharedMemBytes, hStream, kernelParams)); \
 		return r; \
 	}
-LAUNCH_COOP(cuLaunchCooperativeKernel)
-LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
+LAUNCH_COOP(cuLaunchCooperativeKernel, DDP_CALL_COOP)
+LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_CALL_COOP_PTSZ)
 
-#define LAUNCH_EX(sym) \
+#define LAUNCH_EX(sym, kind) \
 	CUresult hook_##sym(const CUlaunchConfig *config, CUfunction f, void **kernelParams, \
 			    void **extra) \
 	{ \
 		struct hook_frame fr; \
 		if (!hook_begin(&fr, HOOK_ID_##sym)) \
 			return HOOK_REAL(sym)(config, f, kernelParams, extra); \
-		launch_prepare(&fr, f, kernelParams, extra); \
+		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
+		if (__builtin_expect(ddp_sync_on_, 0) && k_ && config) { \
+			struct ddp_sync_call c_ = { kind, f, { config->gridDimX, config->gridDimY, \
+				config->gridDimZ }, { config->blockDimX, config->blockDimY, \
+				config->blockDimZ }, config->sharedMemBytes, config->hStream, \
+				kernelParams, extra, config }; \
+			ddp_sync_launch(k_, &c_); \
+		} \
 		CUresult r = HOOK_REAL(sym)(config, f, kernelParams, extra); \
 		if (__builtin_expect(fr.trace | fr.log, 0) && config) \
 			set_dims(&fr, config->gridDimX, config->gridDimY, config->gridDimZ, \
@@ -157,5 +181,5 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz)
 		HOOK_FINISH(&fr, r, (config, f, kernelParams, extra)); \
 		return r; \
 	}
-LAUNCH_EX(cuLaunchKernelEx)
-LAUNCH_EX(cuLaunchKernelEx_ptsz)
+LAUNCH_EX(cuLaunchKernelEx, DDP_CALL_EX)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, DDP_CALL_EX_PTSZ)

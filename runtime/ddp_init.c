@@ -32,6 +32,7 @@
 #include "ddp_inspect.h"
 #include "ddp_params.h"
 #include "ddp_summary.h"
+#include "ddp_sync.h"
 #include "ddp_trace.h"
 #ifdef DDP_HAVE_RANK
 #include "ddp_rank.h"
@@ -84,6 +85,7 @@ static const char *hook_name_of(unsigned id)
 static void ddp_exit(void)
 {
 	hook_inside_enter();
+	ddp_sync_exit(ddp_param_trace(), init_rank);
 	ddp_inspect_write();
 	ddp_summary_emit(ddp_param_trace(), init_rank, init_world, hook_name_of, HOOK_COUNT);
 	ddp_trace_close();
@@ -122,6 +124,8 @@ static void ddp_init(void)
 	ddp_inspect_init(ddp_param_inspect(), ddp_param_inspect_steps());
 	hook_launch_observe_ = ddp_inspect_enabled() || DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_LAUNCH);
 	atexit(ddp_exit);
+	/* gradient synchronisation (world > 1): joins the job, may exit */
+	ddp_sync_init(init_rank, init_world);
 	DDP_INFO(INIT, "libddp ready: rank %d of %d, %d hooks, driver %s", init_rank, init_world,
 		 (int)HOOK_COUNT, ddp_param_cuda_lib());
 	hook_inside_leave();

@@ -61,6 +61,7 @@ struct ddp_kfunc {
 	uint8_t template_dtype;      /* enum ddp_dtype of the first template arg */
 	uint8_t optimizer;           /* name matches an optimizer pattern      */
 	uint8_t warned;              /* a bad launch was reported (atomic)     */
+	uint8_t sync_class;          /* ddp_sync: 0 unknown, else 1 + enum ddp_grad_kclass (atomic) */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
 	uint64_t launches;           /* atomic                                 */
 	struct ddp_kfunc *next;      /* all records, registration order        */

@@ -107,6 +107,8 @@ static void write_events(const struct trace_buf *b, size_t n)
 			fprintf(f, ",\"bytes\":%llu", (unsigned long long)e->bytes);
 		if (e->addr)
 			fprintf(f, ",\"addr\":\"0x%llx\"", (unsigned long long)e->addr);
+		if (e->step)
+			fprintf(f, ",\"step\":%llu", (unsigned long long)e->step);
 		fputs("}}", f);
 	}
 }

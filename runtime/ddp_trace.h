@@ -31,6 +31,7 @@ struct ddp_trace_ev {
 	uint64_t addr;           /* address (0: none)                     */
 	uint32_t grid[3], block[3]; /* grid[0] == 0: none                  */
 	int32_t result;          /* CUresult                              */
+	uint64_t step;           /* optimizer step (0: none)               */
 };
 
 /* Opens DIR/rank<rank>.trace.json (DIR is created if missing). events_per_

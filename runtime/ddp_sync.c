@@ -1,0 +1,578 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync.c - gradient synchronisation glue (see ddp_sync.h).
+ *
+ * Per launch (sync on): classify the kernel once by name (optimizer /
+ * gradient reader / other; DDP_OPT_KERNELS, DDP_GRAD_READER_KERNELS; cached
+ * on the kernel record), decode its arguments against the allocation table
+ * (ddp_launch.h), hand them to the tracker (ddp_grad.h), and carry out what
+ * it asks: allreduce-average of gradients, broadcast of parameters from rank
+ * 0, synchronous copies and a relaunch for calibration, and at step ends the
+ * `--check N` hash comparison.  "Other" kernels are not even decoded until a
+ * gradient is known.
+ *
+ * Before a collective whose composition (kind, buffers, counts, dtypes) was
+ * never issued, the ranks compare its signature through the store
+ * (ddp_check_signature): a program that diverges between ranks stops with a
+ * message instead of hanging or corrupting.  Every error on this path is
+ * fatal: one `libddp:` line, then _exit(1), and ddprun stops the job.
+ *
+ * Contract: sync_lock serialises everything below the launch hooks; the
+ * library's own driver calls go straight to the real driver (HOOK_REAL or
+ * the collectives' driver table) and the inside-ddp flag is set around them
+ * (NCCL's own driver calls then stay untracked).
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "hook.h"
+#include "hook_resolve.h"
+#include "ddp_coll.h"
+#include "ddp_grad.h"
+#include "ddp_job.h"
+#include "ddp_kreg.h"
+#include "ddp_launch.h"
+#include "ddp_params.h"
+#include "ddp_store.h"
+#include "ddp_sync.h"
+#include "ddp_trace.h"
+
+int ddp_sync_on_;
+
+/* Kernel classes cached in ddp_kfunc.sync_class: 0 = not yet, else 1 + class. */
+
+struct sync_stats {
+	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
+	uint64_t bcast_calls, bcast_bytes, bcast_ns;
+	uint64_t sig_checks, hash_checks, calibrations;
+	uint64_t step_first_ns, step_last_ns;
+};
+
+static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ddp_grad *tracker;
+static struct sync_stats stats;
+static const char *opt_setting, *reader_setting;
+static long check_every;
+static int my_rank, my_world;
+static uint64_t cur_step;
+static uint64_t *sigs_seen;
+static size_t nsigs, sigcap;
+static struct ddp_launch launch_buf;
+static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
+static CUresult (*real_sync)(CUstream);
+
+/* ---- fatal path */
+
+static void die(const char *msg) __attribute__((noreturn));
+static void die(const char *msg)
+{
+	DDP_ERROR("%s", msg);
+	DDP_ERROR("libddp: rank %d stops (gradient synchronisation cannot continue safely)", my_rank);
+	fflush(stdout);
+	_exit(1);
+}
+
+static ddp_result coll_fail(ddp_result rc, const char *what)
+{
+	struct ddp_comm *c = NULL;
+	char msg[600];
+	const char *detail = "";
+	if (ddp_job_comm(&c) == DDP_OK && c)
+		detail = ddp_coll_last_error(c);
+	else
+		detail = ddp_job_comm_error();
+	snprintf(msg, sizeof msg, "libddp: %s failed at step %" PRIu64 ": %s%s", what, cur_step,
+		 detail && *detail ? detail : ddp_strerror(rc),
+		 rc == DDP_ERR_TIMEOUT ? " (DDP_COLL_TIMEOUT)" : "");
+	die(msg);
+}
+
+/* ---- helpers */
+
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static enum ddp_dtype coll_dtype(uint8_t t)
+{
+	switch (t) {
+	case DDP_GD_F16: return DDP_F16;
+	case DDP_GD_BF16: return DDP_BF16;
+	default: return DDP_F32;
+	}
+}
+
+static CUstream the_stream(void *s)
+{
+	return (CUstream)s;
+}
+
+static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what)
+{
+	if (!hook_tracing_)
+		return;
+	struct ddp_trace_ev ev = {
+		.name = name, .cat = "coll", .kernel = what, .ts_ns = t0,
+		.dur_ns = ddp_now_ns() - t0, .bytes = bytes, .step = cur_step,
+	};
+	ddp_trace_event(&ev);
+}
+
+/* Checks the signature of a collective composition the first time. */
+static void check_sig(struct ddp_comm *c, const char *kind, const char *sig)
+{
+	uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, kind, strlen(kind)), sig, strlen(sig));
+	for (size_t i = 0; i < nsigs; i++)
+		if (sigs_seen[i] == h)
+			return;
+	ddp_result rc = ddp_check_signature(c, kind, sig);
+	if (rc != DDP_OK)
+		coll_fail(rc, "collective signature check");
+	stats.sig_checks++;
+	if (nsigs == sigcap) {
+		size_t nc = sigcap ? sigcap * 2 : 64;
+		uint64_t *p = realloc(sigs_seen, nc * sizeof *p);
+		if (!p)
+			return;
+		sigs_seen = p;
+		sigcap = nc;
+	}
+	sigs_seen[nsigs++] = h;
+}
+
+/* "n=2 sgd_momentum_update:1 f32 1536; ..." (bounded) */
+static void describe(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads)
+{
+	size_t o = (size_t)snprintf(out, cap, "n=%zu", n);
+	for (size_t i = 0; i < n && o < cap; i++) {
+		if (grads)
+			o += (size_t)snprintf(out + o, cap - o, " %s %s count=%" PRIu64 ";", bufs[i]->label,
+					      ddp_grad_dtype_name((enum ddp_grad_dtype)bufs[i]->dtype),
+					      bufs[i]->count);
+		else
+			o += (size_t)snprintf(out + o, cap - o, " %s bytes=%" PRIu64 ";", bufs[i]->label,
+					      bufs[i]->size);
+	}
+}
+
+/* ---- tracker callbacks */
+
+static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	struct ddp_comm *c;
+	static char sig[16384];
+	uint64_t bytes = 0, t0 = ddp_now_ns();
+	ddp_result rc;
+	(void)ctx;
+
+	if ((rc = ddp_job_comm(&c)) != DDP_OK)
+		coll_fail(rc, "creating the communicator");
+	describe(sig, sizeof sig, bufs, n, 1);
+	check_sig(c, "allreduce", sig);
+	for (size_t i = 0; i < n; i++) {
+		rc = ddp_allreduce_avg(c, (void *)(uintptr_t)bufs[i]->base, (size_t)bufs[i]->count,
+				       coll_dtype(bufs[i]->dtype), 1, the_stream(stream));
+		if (rc != DDP_OK) {
+			char what[128];
+			snprintf(what, sizeof what, "allreduce of gradient %s", bufs[i]->label);
+			coll_fail(rc, what);
+		}
+		bytes += bufs[i]->count * ddp_grad_dtype_size((enum ddp_grad_dtype)bufs[i]->dtype);
+	}
+	uint64_t dt = ddp_now_ns() - t0;
+	stats.allreduce_calls += n;
+	stats.allreduce_bytes += bytes;
+	stats.allreduce_ns += dt;
+	trace_coll("allreduce", t0, bytes, n == 1 ? bufs[0]->label : NULL);
+	DDP_INFO(COLL, "step %" PRIu64 ": allreduce-avg of %zu gradient buffer%s, %" PRIu64 " bytes, %.3f ms",
+		 cur_step ? cur_step : 1, n, n == 1 ? "" : "s", bytes, dt / 1e6);
+	return DDP_OK;
+}
+
+static ddp_result op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	struct ddp_comm *c;
+	static char sig[16384];
+	uint64_t bytes = 0, t0 = ddp_now_ns();
+	ddp_result rc;
+	(void)ctx;
+
+	if ((rc = ddp_job_comm(&c)) != DDP_OK)
+		coll_fail(rc, "creating the communicator");
+	describe(sig, sizeof sig, bufs, n, 0);
+	check_sig(c, "broadcast", sig);
+	for (size_t i = 0; i < n; i++) {
+		rc = ddp_broadcast(c, (void *)(uintptr_t)bufs[i]->base, (size_t)bufs[i]->size, 0, 1,
+				   the_stream(stream));
+		if (rc != DDP_OK) {
+			char what[128];
+			snprintf(what, sizeof what, "broadcast of parameter %s", bufs[i]->label);
+			coll_fail(rc, what);
+		}
+		bytes += bufs[i]->size;
+	}
+	uint64_t dt = ddp_now_ns() - t0;
+	stats.bcast_calls += n;
+	stats.bcast_bytes += bytes;
+	stats.bcast_ns += dt;
+	trace_coll("broadcast", t0, bytes, n == 1 ? bufs[0]->label : NULL);
+	DDP_INFO(COLL, "step %" PRIu64 ": broadcast of %zu parameter/state buffer%s from rank 0, %" PRIu64
+		 " bytes, %.3f ms", cur_step, n, n == 1 ? "" : "s", bytes, dt / 1e6);
+	return DDP_OK;
+}
+
+static ddp_result cu_ok(CUresult r, const char *what)
+{
+	if (r == CUDA_SUCCESS)
+		return DDP_OK;
+	DDP_WARN("%s failed: CUresult %d", what, (int)r);
+	return DDP_ERR_CUDA;
+}
+
+static ddp_result op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	DDP_CHECK(cu_ok(HOOK_REAL(cuMemcpyDtoHAsync_v2)(host, (CUdeviceptr)dev, bytes, the_stream(stream)),
+			"cuMemcpyDtoHAsync (libddp)"));
+	return cu_ok(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
+}
+
+static ddp_result op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	DDP_CHECK(cu_ok(HOOK_REAL(cuMemcpyHtoDAsync_v2)((CUdeviceptr)dev, host, bytes, the_stream(stream)),
+			"cuMemcpyHtoDAsync (libddp)"));
+	return cu_ok(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
+}
+
+static void *check_stream;   /* the current launch's stream (per-thread default resolved) */
+
+static ddp_result op_relaunch(void *ctx, void *launch_ctx)
+{
+	const struct ddp_sync_call *c = launch_ctx;
+	CUresult r;
+	(void)ctx;
+	stats.calibrations++;
+	switch (c->kind) {
+	case DDP_CALL_LAUNCH_PTSZ:
+		r = HOOK_REAL(cuLaunchKernel_ptsz)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+						   c->block[1], c->block[2], c->shmem, c->stream, c->params,
+						   c->extra);
+		break;
+	case DDP_CALL_COOP:
+		r = HOOK_REAL(cuLaunchCooperativeKernel)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+							 c->block[1], c->block[2], c->shmem, c->stream, c->params);
+		break;
+	case DDP_CALL_COOP_PTSZ:
+		r = HOOK_REAL(cuLaunchCooperativeKernel_ptsz)(c->f, c->grid[0], c->grid[1], c->grid[2],
+							      c->block[0], c->block[1], c->block[2], c->shmem,
+							      c->stream, c->params);
+		break;
+	case DDP_CALL_EX:
+		r = HOOK_REAL(cuLaunchKernelEx)(c->config, c->f, c->params, c->extra);
+		break;
+	case DDP_CALL_EX_PTSZ:
+		r = HOOK_REAL(cuLaunchKernelEx_ptsz)(c->config, c->f, c->params, c->extra);
+		break;
+	default:
+		r = HOOK_REAL(cuLaunchKernel)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+					      c->block[2], c->shmem, c->stream, c->params, c->extra);
+		break;
+	}
+	DDP_CHECK(cu_ok(r, "calibration launch"));
+	return cu_ok(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
+}
+
+/* --check N: hash every parameter/state buffer and compare across ranks. */
+static ddp_result check_hashes(uint64_t step, void *stream)
+{
+	struct ddp_store *st = ddp_job_store();
+	size_t nb = ddp_grad_nbufs(tracker), np = 0;
+	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
+	const struct ddp_grad_buf **pb = calloc(nb ? nb : 1, sizeof *pb);
+	void *host = NULL;
+	size_t hostcap = 0;
+	char key[96], msg[700];
+
+	if (!h || !pb || !st)
+		die("libddp: --check: out of memory or no store connection");
+	for (size_t i = 0; i < nb; i++) {
+		struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+		if (b->role != DDP_GR_PARAM)
+			continue;
+		if (b->size > hostcap) {
+			free(host);
+			hostcap = b->size;
+			if (!(host = malloc(hostcap)))
+				die("libddp: --check: out of memory");
+		}
+		if (op_read(NULL, b->base, host, b->size, stream) != DDP_OK)
+			die("libddp: --check: cannot copy a parameter buffer to the host");
+		pb[np] = b;
+		h[np++] = fnv1a(0xcbf29ce484222325ULL, host, b->size);
+	}
+	free(host);
+	snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, my_rank);
+	if (ddp_store_set(st, key, h, np * sizeof *h) != DDP_OK)
+		die("libddp: --check: cannot post the hashes to the store");
+	for (int r = 0; r < my_world; r++) {
+		void *val = NULL;
+		size_t len = 0;
+		if (r == my_rank)
+			continue;
+		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, r);
+		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
+		if (rc != DDP_OK) {
+			snprintf(msg, sizeof msg, "libddp: --check at step %" PRIu64 ": rank %d never posted its "
+				 "parameter hashes (%s)", step, r, ddp_strerror(rc));
+			die(msg);
+		}
+		if (len != np * sizeof *h) {
+			snprintf(msg, sizeof msg, "libddp: --check at step %" PRIu64 ": rank %d has %zu parameter "
+				 "buffers, rank %d has %zu: the ranks run different programs", step, r,
+				 len / sizeof *h, my_rank, np);
+			die(msg);
+		}
+		for (size_t i = 0; i < np; i++) {
+			uint64_t other;
+			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
+			if (other != h[i]) {
+				snprintf(msg, sizeof msg, "libddp: --check: parameters diverged at step %" PRIu64
+					 ": buffer %s (%" PRIu64 " bytes) differs between rank %d (hash %016" PRIx64
+					 ") and rank %d (hash %016" PRIx64 ")", step, pb[i]->label, pb[i]->size,
+					 my_rank, h[i], r, other);
+				die(msg);
+			}
+		}
+		free(val);
+	}
+	stats.hash_checks++;
+	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step, np,
+		 my_world);
+	free(h);
+	free(pb);
+	return DDP_OK;
+}
+
+static ddp_result op_step_begin(void *ctx, uint64_t step)
+{
+	(void)ctx;
+	cur_step = step;
+	uint64_t now = ddp_now_ns();
+	if (!stats.step_first_ns)
+		stats.step_first_ns = now;
+	ddp_job_progress();
+	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
+	return DDP_OK;
+}
+
+static ddp_result op_step_end(void *ctx, uint64_t step)
+{
+	(void)ctx;
+	uint64_t now = ddp_now_ns();
+	if (hook_tracing_) {
+		struct ddp_trace_ev ev = {
+			.name = "optimizer step", .cat = "step",
+			.ts_ns = stats.step_last_ns ? stats.step_last_ns : stats.step_first_ns,
+			.step = step,
+		};
+		ev.dur_ns = now - ev.ts_ns;
+		ddp_trace_event(&ev);
+	}
+	stats.step_last_ns = now;
+	DDP_DEBUG(GRAD, "step %" PRIu64 " ends", step);
+	if (check_every > 0 && step % (uint64_t)check_every == 0)
+		return check_hashes(step, check_stream);
+	return DDP_OK;
+}
+
+/* ---- init and the launch path */
+
+void ddp_sync_init(int rank, int world)
+{
+	static const struct ddp_grad_ops ops = {
+		.ctx = NULL, .allreduce = op_allreduce, .broadcast = op_broadcast, .read = op_read,
+		.write = op_write, .relaunch = op_relaunch, .step_begin = op_step_begin,
+		.step_end = op_step_end,
+	};
+	int mode = ddp_param_sync(); /* auto|on|off */
+	enum ddp_grad_dtype ov = DDP_GD_UNKNOWN;
+	const char *dt = ddp_param_grad_dtype();
+
+	my_rank = rank;
+	my_world = world;
+	if (mode == 2 || world <= 1) {
+		if (mode == 1 && world <= 1)
+			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");
+		return;
+	}
+	if (mode == 0 && (!getenv("MASTER_ADDR") || !getenv("MASTER_PORT"))) {
+		/* auto, but nothing to connect to (not under ddprun/torchrun) */
+		DDP_WARN("libddp: WORLD_SIZE=%d but no MASTER_ADDR/MASTER_PORT: gradient synchronisation is off "
+			 "and this rank trains alone (run under ddprun; DDP_SYNC=on makes this an error)", world);
+		return;
+	}
+	if (dt && *dt && (ov = ddp_grad_dtype_parse(dt)) == DDP_GD_UNKNOWN)
+		die("libddp: DDP_GRAD_DTYPE must be f32, f16 or bf16");
+	opt_setting = ddp_param_opt_kernels();
+	reader_setting = ddp_param_grad_reader_kernels();
+	check_every = ddp_param_check();
+	real_sync = (CUresult (*)(CUstream))hook_driver_sym("cuStreamSynchronize");
+	if (!real_sync)
+		die("libddp: the driver has no cuStreamSynchronize");
+	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
+		die("libddp: out of memory (gradient tracker)");
+	if (ddp_job_init() != DDP_OK)
+		die("libddp: cannot join the job; see the line above");
+	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
+		 check_every ? ", --check every " : "", check_every ? "N steps" : "");
+	ddp_sync_on_ = 1;
+}
+
+static void short_name(const struct ddp_kfunc *k, char *out, size_t cap)
+{
+	const char *s = k->demangled ? k->demangled : k->name;
+	const char *paren = strchr(s, '(');
+	const char *start = s;
+	/* skip a return type ("void name(") */
+	for (const char *p = s; p < (paren ? paren : s + strlen(s)); p++) {
+		if (*p == '<')
+			break;
+		if (*p == ' ')
+			start = p + 1;
+	}
+	const char *lt = strchr(start, '<');
+	size_t n = paren ? (size_t)(paren - start) : strlen(start);
+	if (lt && (!paren || lt < paren))
+		n = (size_t)(lt - start);  /* templates are in the demangled name */
+	if (n >= cap)
+		n = cap - 1;
+	memcpy(out, start, n);
+	out[n] = '\0';
+}
+
+void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
+{
+	ddp_job_progress();
+	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
+	if (__builtin_expect(!cls, 0)) {
+		cls = 1 + (int)ddp_grad_classify(k->demangled, opt_setting, reader_setting);
+		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
+		if (cls - 1 != DDP_GK_OTHER)
+			DDP_INFO(GRAD, "%s kernel: %s", cls - 1 == DDP_GK_OPT ? "optimizer" : "gradient-reader",
+				 k->demangled);
+	}
+	cls -= 1;
+
+	hook_inside_enter();
+	pthread_mutex_lock(&sync_lock);
+	if (cls == DDP_GK_OTHER && !ddp_grad_active(tracker))
+		goto out_unlock;
+
+	struct ddp_launch_params p = { c->params, c->extra };
+	ddp_result rc = ddp_launch_decode(k, &p, &launch_buf);
+	if (rc != DDP_OK) {
+		if (cls != DDP_GK_OTHER) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "libddp: cannot decode the arguments of %s kernel %s (%s); its "
+				 "gradients cannot be found", cls == DDP_GK_OPT ? "optimizer" : "gradient-reader",
+				 k->demangled, ddp_strerror(rc));
+			die(msg);
+		}
+		goto out_unlock;
+	}
+	uint32_t n = launch_buf.nargs;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ddp_launch_arg *a = &launch_buf.args[i];
+		struct ddp_grad_arg *g = &args_buf[i];
+		g->base = a->alloc.base;
+		g->size = a->alloc.size;
+		g->alloc_id = a->alloc.id;
+		g->param = a->param;
+		g->word = a->word;
+		g->access = a->access;
+		g->in_struct = a->in_struct;
+		g->dtype = DDP_GD_UNKNOWN;
+		if (k->types_known && !a->in_struct && a->param < k->nparams)
+			g->dtype = (uint8_t)ddp_grad_dtype_from_sig(k->params[a->param].dtype);
+	}
+	char kname[64];
+	short_name(k, kname, sizeof kname);
+	CUstream s = c->stream;
+	if (!s && (c->kind == DDP_CALL_LAUNCH_PTSZ || c->kind == DDP_CALL_COOP_PTSZ ||
+		   c->kind == DDP_CALL_EX_PTSZ))
+		s = CU_STREAM_PER_THREAD;
+	struct ddp_grad_launch gl = {
+		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
+		.template_dtype = (uint8_t)ddp_grad_dtype_from_sig(k->template_dtype),
+		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
+	};
+	check_stream = (void *)s;
+	rc = ddp_grad_launch(tracker, &gl);
+	if (rc != DDP_OK) {
+		const char *e = ddp_grad_last_error(tracker);
+		die(e && *e ? e : "libddp: gradient tracking failed");
+	}
+out_unlock:
+	pthread_mutex_unlock(&sync_lock);
+	hook_inside_leave();
+}
+
+void ddp_sync_exit(const char *trace_dir, int rank)
+{
+	if (!ddp_sync_on_)
+		return;
+	pthread_mutex_lock(&sync_lock);
+	uint64_t steps = ddp_grad_steps(tracker);
+	uint64_t red = ddp_grad_reductions(tracker);
+	double per = steps ? 1.0 / (double)steps : 0.0;
+	DDP_INFO(GRAD, "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
+		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
+		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
+		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches",
+		 steps, red, stats.allreduce_calls, stats.allreduce_bytes, stats.allreduce_ns / 1e6,
+		 stats.allreduce_bytes * per, stats.allreduce_ns / 1e6 * per, stats.bcast_calls,
+		 stats.bcast_bytes, stats.bcast_ns / 1e6, stats.sig_checks, stats.hash_checks,
+		 stats.calibrations);
+	if (trace_dir && *trace_dir) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
+		FILE *f = fopen(path, "w");
+		if (f) {
+			fprintf(f, "{\"rank\":%d,\"world\":%d,\"steps\":%" PRIu64 ",\"reductions\":%" PRIu64
+				   ",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64
+				   ",\"allreduce_ms\":%.3f,\"broadcast_calls\":%" PRIu64 ",\"broadcast_bytes\":%" PRIu64
+				   ",\"broadcast_ms\":%.3f,\"signature_checks\":%" PRIu64 ",\"hash_checks\":%" PRIu64
+				   ",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"buffers\":[",
+				rank, my_world, steps, red, stats.allreduce_calls, stats.allreduce_bytes,
+				stats.allreduce_ns / 1e6, stats.bcast_calls, stats.bcast_bytes, stats.bcast_ns / 1e6,
+				stats.sig_checks, stats.hash_checks, stats.allreduce_bytes * per,
+				(stats.allreduce_ns + stats.bcast_ns) / 1e6 * per);
+			int first = 1;
+			for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
+				const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+				if (b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM)
+					continue;
+				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
+					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
+				ddp_json_escape(f, b->label);
+				fprintf(f, "\",\"bytes\":%" PRIu64 ",\"dtype\":\"%s\"}", b->size,
+					b->role == DDP_GR_GRAD ? ddp_grad_dtype_name((enum ddp_grad_dtype)b->dtype) : "");
+				first = 0;
+			}
+			fprintf(f, "]}\n");
+			fclose(f);
+		}
+	}
+	pthread_mutex_unlock(&sync_lock);
+	ddp_job_fini();
+}

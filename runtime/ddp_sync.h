@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync.h - gradient synchronisation glue: decides, per kernel launch,
+ * what to reduce or broadcast (through the tracker, ddp_grad.h) and does it
+ * with the collectives (ddp_coll.h): signature checks before each new kind
+ * of collective, `--check N` parameter hashing, statistics, trace events,
+ * and the fatal-error path (one line, then the process exits non-zero so
+ * that ddprun stops the job: never a silent unsynced run, never a hang).
+ *
+ * Contract: ddp_sync_init once at library init (after settings and rank).
+ * ddp_sync_on_ is then final; the launch hooks test it and call
+ * ddp_sync_launch only when it is set (world size > 1 and DDP_SYNC not off),
+ * so with sync off the launch path gains one branch.  ddp_sync_launch may
+ * be entered from any thread; it serialises on one mutex.
+ */
+#ifndef DDP_SYNC_H
+#define DDP_SYNC_H
+
+#include <stdint.h>
+#include <cuda.h>
+
+struct ddp_kfunc;
+
+/* How to issue the current launch again (calibration). */
+enum ddp_sync_call_kind {
+	DDP_CALL_LAUNCH = 0,       /* cuLaunchKernel                          */
+	DDP_CALL_LAUNCH_PTSZ,
+	DDP_CALL_COOP,             /* cuLaunchCooperativeKernel               */
+	DDP_CALL_COOP_PTSZ,
+	DDP_CALL_EX,               /* cuLaunchKernelEx                        */
+	DDP_CALL_EX_PTSZ,
+};
+
+struct ddp_sync_call {
+	int kind;                  /* enum ddp_sync_call_kind                 */
+	CUfunction f;
+	unsigned grid[3], block[3], shmem;
+	CUstream stream;
+	void **params, **extra;
+	const CUlaunchConfig *config;
+};
+
+extern int ddp_sync_on_ __attribute__((visibility("hidden")));
+
+/* Reads DDP_SYNC & co; with sync on, connects the job (ddp_job_init).  A
+ * failure is fatal (exits the process). */
+void ddp_sync_init(int rank, int world) __attribute__((visibility("hidden")));
+
+/* Called by the launch hooks BEFORE the launch reaches the driver. */
+void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
+	__attribute__((visibility("hidden")));
+
+/* At exit: ends an open step, logs the summary (and writes
+ * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job. */
+void ddp_sync_exit(const char *trace_dir, int rank) __attribute__((visibility("hidden")));
+
+#endif /* DDP_SYNC_H */

@@ -1,0 +1,67 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# failures.sh - what gradient synchronisation does when ranks disagree: a
+# --check divergence, a signature mismatch, a rank that never joins a
+# collective (watchdog), an unknown gradient dtype.  Each must stop the job
+# with a non-zero status and a message naming the cause -- never hang (every
+# run is under `timeout`), never finish silently unsynchronised.
+. "$(dirname "$0")/lib.sh"
+need mlp charlm
+D=$BUILD/data/mlp.rec
+
+# run NAME CMD...: ddprun -n 2 with CMD run by sh -c on every rank
+run() {
+	local name=$1
+	shift
+	mkdir -p "$TMP/$name.logs"
+	timeout 60 "$DDPRUN" -n 2 --all-ranks-write --log-dir "$TMP/$name.logs" --shard "$D" "$@" \
+		>"$TMP/$name.out" 2>"$TMP/$name.err"
+	echo $? >"$TMP/$name.rc"
+}
+rc() { cat "$TMP/$1.rc"; }
+
+# --check on a healthy job: passes, and says so at info level
+DDPRUN_VERBOSE=1 run check_ok --check 5 -- "$BUILD/samples/mlp" --data "$D" --steps 20 --batch 8
+n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 ranks' "$TMP/check_ok.logs/rank0.log")
+# (step K is compared when step K+1 begins: steps 5, 10, 15)
+if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "--check 5: 3 comparisons in 20 steps, all identical"
+else not_ok "--check 5: rc $(rc check_ok), $n comparisons"; fi
+
+# --check on ranks that diverge (rank 1 uses another learning rate)
+run check_bad --check 1 -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
+	"$BUILD/samples/mlp" "$D"
+if [ "$(rc check_bad)" != 0 ] && grep -q 'parameters diverged at step 1: buffer sgd_momentum_update:0 .* differs between rank [01] .* and rank [01]' "$TMP/check_bad.err"; then
+	ok "--check 1: divergence stops the job naming step, buffer and ranks (rc $(rc check_bad))"
+else not_ok "--check divergence: rc $(rc check_bad): $(grep -m1 libddp "$TMP/check_bad.err")"; fi
+
+# different collectives on the two ranks: the signature check stops the job
+run sig -- sh -c 'if [ "$RANK" = 1 ]; then exec "$0" --data "$2" --steps 3; else exec "$1" --data "$3" --steps 3; fi' \
+	"$BUILD/samples/charlm" "$BUILD/samples/mlp" "$BUILD/data/charlm.rec" "$D"
+if [ "$(rc sig)" != 0 ] && grep -q 'collectives differ between ranks' "$TMP/sig.err"; then
+	ok "signature mismatch stops the job: $(grep -m1 -o 'collectives differ between ranks.*' "$TMP/sig.err" | cut -c1-150)"
+else not_ok "signature mismatch: rc $(rc sig): $(grep -m1 libddp "$TMP/sig.err")"; fi
+
+# a rank that never reduces (its optimizer is not recognised): the other
+# rank's first collective fails within the watchdog timeout, naming rank 1
+start=$(date +%s)
+DDP_COLL_TIMEOUT=5 run watchdog -- sh -c '[ "$RANK" = 1 ] && export DDP_OPT_KERNELS=no_such_kernel; exec "$0" --data "$1" --steps 3 --batch 8' \
+	"$BUILD/samples/mlp" "$D"
+t=$(( $(date +%s) - start ))
+if [ "$(rc watchdog)" != 0 ] && [ "$(rc watchdog)" != 124 ] && grep -q 'libddp:.*rank 1' "$TMP/watchdog.err"; then
+	ok "watchdog: rank 0 stops in ${t}s naming rank 1: $(grep -m1 -o 'libddp:.*rank 1.*' "$TMP/watchdog.err" | cut -c1-160)"
+else not_ok "watchdog: rc $(rc watchdog) after ${t}s: $(grep -m1 libddp "$TMP/watchdog.err")"; fi
+
+# a rank that stops reducing (it runs fewer steps and exits): the other
+# rank's collective fails at once, naming it
+run early -- sh -c 's=5; [ "$RANK" = 1 ] && s=2; exec "$0" --data "$1" --steps $s --batch 8' "$BUILD/samples/mlp" "$D"
+if [ "$(rc early)" != 0 ] && grep -q 'libddp: allreduce of gradient .* failed at step 3: .*rank 1' "$TMP/early.err"; then
+	ok "a rank that leaves early stops the job: $(grep -m1 -o 'libddp: allreduce.*' "$TMP/early.err" | cut -c1-160)"
+else not_ok "early exit: rc $(rc early): $(grep -m1 libddp "$TMP/early.err")"; fi
+
+# a gradient dtype the library cannot know: refused, naming the setting
+run dtype -- sh -c 'export DDP_GRAD_DTYPE=int8; exec "$0" --data "$1" --steps 3' "$BUILD/samples/mlp" "$D"
+if [ "$(rc dtype)" != 0 ] && grep -q 'DDP_GRAD_DTYPE must be f32, f16 or bf16' "$TMP/dtype.err"; then
+	ok "bad DDP_GRAD_DTYPE is refused with one line"
+else not_ok "bad DDP_GRAD_DTYPE: rc $(rc dtype)"; fi
+exit $FAILED

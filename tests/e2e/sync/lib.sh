@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: MIT
+#
+# lib.sh - shared helpers of the gradient-synchronisation equivalence tests
+# (sourced).  Each test runs ONE process with batch N*B (the reference,
+# plain, on the CPU device) and `ddprun -n N --shard DATA` with batch B, and
+# compares the saved parameters with relerr.py (an independent python3
+# reader), and the ranks' save files with cmp.
+#
+# Every rank saves to its own file (--all-ranks-write, --save DIR/out.$RANK.bin
+# through sh -c), so the comparison does not depend on write redirection.
+set -u
+BUILD=${BUILD:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/ddp-sync.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+FAILED=0
+DDPRUN=$BUILD/bin/ddprun
+unset DDP_SYNC DDP_CHECK DDP_OPT_KERNELS DDP_GRAD_READER_KERNELS DDP_GRAD_DTYPE DDP_LOG
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; FAILED=1; }
+
+need() {
+	local f
+	for f in "$BUILD/simcuda/libcuda.so.1" "$BUILD/lib/libddp.so" "$DDPRUN" "$BUILD/data/mlp.rec" \
+		"$BUILD/data/charlm.rec"; do
+		[ -e "$f" ] || { echo "$f is not built (make all)"; exit 77; }
+	done
+	for f in "$@"; do
+		[ -x "$BUILD/samples/$f" ] && [ -e "$BUILD/samples/$f.kern.so" ] ||
+			{ echo "$BUILD/samples/$f is not built (make samples)"; exit 77; }
+	done
+	command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
+}
+
+# ref NAME SAMPLE ARGS...: one plain process on the CPU device; stdout to
+# $TMP/NAME.ref.out, parameters to $TMP/NAME.ref.bin
+ref() {
+	local name=$1 sample=$2
+	shift 2
+	LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		timeout 120 "$BUILD/samples/$sample" "$@" --save "$TMP/$name.ref.bin" \
+		>"$TMP/$name.ref.out" 2>"$TMP/$name.ref.err" ||
+		{ not_ok "$name: reference run failed: $(tail -1 "$TMP/$name.ref.err")"; return 1; }
+}
+
+# ddp NAME N SAMPLE DATA ARGS...: ddprun -n N --shard DATA; rank k saves
+# $TMP/NAME.k.bin; stdout (with [rank k] prefixes) to $TMP/NAME.ddp.out
+ddp() {
+	local name=$1 n=$2 sample=$3 data=$4
+	shift 4
+	mkdir -p "$TMP/$name.logs"
+	timeout 180 "$DDPRUN" -n "$n" --all-ranks-write --log-dir "$TMP/$name.logs" --shard "$data" -- \
+		sh -c 'exec "$0" "$@" --save "'"$TMP/$name"'.$RANK.bin"' "$BUILD/samples/$sample" "$@" \
+		>"$TMP/$name.ddp.out" 2>"$TMP/$name.ddp.err"
+}
+
+# identical NAME N: every rank's save file equals rank 0's byte for byte
+identical() {
+	local name=$1 n=$2 r
+	for r in $(seq 1 $((n - 1))); do
+		cmp -s "$TMP/$name.0.bin" "$TMP/$name.$r.bin" || return 1
+	done
+	[ -s "$TMP/$name.0.bin" ]
+}
+
+# equiv NAME N TOL: rank 0 vs the reference within TOL, and all ranks identical
+equiv() {
+	local name=$1 n=$2 tol=$3 out
+	if [ ! -s "$TMP/$name.0.bin" ]; then
+		not_ok "$name: no parameters saved by rank 0; ddprun said: $(tail -3 "$TMP/$name.ddp.err" | tr '\n' ' ')"
+		return
+	fi
+	out=$(python3 "$HERE/relerr.py" "$TMP/$name.0.bin" "$TMP/$name.ref.bin" "$tol")
+	if [ $? -eq 0 ]; then ok "$name: -n $n equals one process at $n x batch ($out <= $tol)"
+	else not_ok "$name: -n $n differs from one process at $n x batch ($out > $tol)"; fi
+	if identical "$name" "$n"; then ok "$name: all $n ranks bit-identical"
+	else not_ok "$name: ranks' parameters differ"; fi
+}
+
+# rank_lines NAME K: the step lines of rank K (prefix removed)
+rank_lines() { sed -n "s/^\[rank $2\] \(step .*\)/\1/p" "$TMP/$1.ddp.out"; }

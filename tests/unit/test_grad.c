@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * test_grad.c - the step and gradient tracker (runtime/ddp_grad.c) on
+ * synthetic launch sequences: "device" buffers are host arrays, the
+ * callbacks record what the tracker asked for (allreduce / broadcast lists
+ * by label, relaunches) in a log string, and the expectations are written
+ * by hand from the rules in ddp_grad.h.
+ */
+#define CHECK_MAIN
+#include "check.h"
+#include "ddp_grad.h"
+
+#define N 64 /* floats per tensor */
+
+static char evlog[8192];
+static int relaunches;
+static void (*relaunch_fn)(void);
+
+static void logf_(const char *s)
+{
+	strncat(evlog, s, sizeof evlog - strlen(evlog) - 1);
+}
+
+static void log_list(const char *kind, struct ddp_grad_buf *const *b, size_t n)
+{
+	logf_(kind);
+	logf_("[");
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			logf_(",");
+		logf_(b[i]->label);
+	}
+	logf_("]");
+}
+
+static ddp_result m_allreduce(void *ctx, struct ddp_grad_buf *const *b, size_t n, void *s)
+{
+	(void)ctx, (void)s;
+	log_list("AR", b, n);
+	return DDP_OK;
+}
+
+static ddp_result m_broadcast(void *ctx, struct ddp_grad_buf *const *b, size_t n, void *s)
+{
+	(void)ctx, (void)s;
+	log_list("BC", b, n);
+	return DDP_OK;
+}
+
+static ddp_result m_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *s)
+{
+	(void)ctx, (void)s;
+	memcpy(host, (void *)(uintptr_t)dev, bytes);
+	return DDP_OK;
+}
+
+static ddp_result m_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *s)
+{
+	(void)ctx, (void)s;
+	memcpy((void *)(uintptr_t)dev, host, bytes);
+	return DDP_OK;
+}
+
+static ddp_result m_relaunch(void *ctx, void *lctx)
+{
+	(void)ctx, (void)lctx;
+	relaunches++;
+	if (relaunch_fn)
+		relaunch_fn();
+	return DDP_OK;
+}
+
+static ddp_result m_step_end(void *ctx, uint64_t step)
+{
+	char b[32];
+	(void)ctx;
+	snprintf(b, sizeof b, "|E%llu|", (unsigned long long)step);
+	logf_(b);
+	return DDP_OK;
+}
+
+static const struct ddp_grad_ops ops = {
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end,
+};
+
+static struct ddp_grad *fresh(enum ddp_grad_dtype ov)
+{
+	struct ddp_grad *g = NULL;
+	evlog[0] = '\0';
+	relaunches = 0;
+	relaunch_fn = NULL;
+	REQUIRE(ddp_grad_new(&ops, ov, &g) == DDP_OK);
+	return g;
+}
+
+/* argument helpers */
+static struct ddp_grad_arg A(const void *p, size_t bytes, uint32_t id, int param, int access, int dtype)
+{
+	struct ddp_grad_arg a = { (uint64_t)(uintptr_t)p, bytes, id, (uint16_t)param, 0, (uint8_t)access, 0,
+				  (uint8_t)dtype };
+	return a;
+}
+
+static struct ddp_grad_arg S(const void *p, size_t bytes, uint32_t id, int word)
+{
+	struct ddp_grad_arg a = { (uint64_t)(uintptr_t)p, bytes, id, 0, (uint16_t)word, DDP_GA_UNKNOWN, 1,
+				  DDP_GD_UNKNOWN };
+	return a;
+}
+
+static ddp_result L(struct ddp_grad *g, const char *name, int cls, const struct ddp_grad_arg *args, uint32_t n)
+{
+	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_GD_UNKNOWN, n, args, NULL, NULL };
+	return ddp_grad_launch(g, &l);
+}
+
+#define W DDP_GA_WRITE
+#define R DDP_GA_READ
+#define F32 DDP_GD_F32
+
+static float p0[N], g0[N], m0[N], p1[N], g1[N], m1[N], act[N];
+
+/* backward: one launch writing both gradients (and reading activations) */
+static void backward(struct ddp_grad *g)
+{
+	struct ddp_grad_arg b[] = { A(act, sizeof act, 9, 0, R, F32), A(g0, sizeof g0, 2, 1, W, F32),
+				    A(g1, sizeof g1, 5, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "backward", DDP_GK_OTHER, b, 3), DDP_OK);
+}
+
+static void sgd(struct ddp_grad *g, int t)
+{
+	float *p = t ? p1 : p0, *gr = t ? g1 : g0, *m = t ? m1 : m0;
+	uint32_t id = t ? 4 : 1;
+	struct ddp_grad_arg a[] = { A(p, sizeof p0, id, 0, W, F32), A(gr, sizeof g0, id + 1, 1, R, F32),
+				    A(m, sizeof m0, id + 2, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "sgd", DDP_GK_OPT, a, 3), DDP_OK);
+}
+
+TEST(per_tensor_sgd_learns_then_reduces_once_per_step)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	backward(g);
+	CHECK_EQ_STR(evlog, "");               /* nothing known yet: nothing to do */
+	sgd(g, 0);
+	sgd(g, 1);
+	/* step 1: each tensor's parameter+state broadcast, then its gradient */
+	CHECK_EQ_STR(evlog, "BC[sgd:0,sgd:2]AR[sgd:1]BC[sgd:0,sgd:2]AR[sgd:1]");
+	evlog[0] = '\0';
+	backward(g);
+	sgd(g, 0);
+	sgd(g, 1);
+	/* step 2: all dirty gradients together, at the first optimizer launch */
+	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
+	CHECK_EQ_INT(ddp_grad_steps(g), 2);
+	CHECK_EQ_INT(ddp_grad_reductions(g), 3);
+	ddp_grad_free(g);
+}
+
+TEST(accumulation_reduces_once_per_optimizer_step)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	backward(g);
+	sgd(g, 0);
+	sgd(g, 1);
+	evlog[0] = '\0';
+	for (int micro = 0; micro < 4; micro++)
+		backward(g);
+	sgd(g, 0);
+	sgd(g, 1);
+	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
+	/* a forward-only launch that READS the gradients does not dirty them */
+	evlog[0] = '\0';
+	struct ddp_grad_arg rd[] = { A(g0, sizeof g0, 2, 0, R, F32) };
+	CHECK_EQ_INT(L(g, "peek", DDP_GK_OTHER, rd, 1), DDP_OK);
+	sgd(g, 0);
+	CHECK_EQ_STR(evlog, "|E2|");
+	ddp_grad_free(g);
+}
+
+TEST(order_is_first_appearance_not_address)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	/* tensor 1 first: its gradient gets order 0 although g0 < g1 or not */
+	backward(g);
+	sgd(g, 1);
+	sgd(g, 0);
+	evlog[0] = '\0';
+	backward(g);
+	sgd(g, 1);
+	size_t n = ddp_grad_nbufs(g);
+	int seen = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct ddp_grad_buf *b = ddp_grad_buf_at(g, i);
+		if (b->role == DDP_GR_GRAD && b->base == (uintptr_t)g1)
+			{ CHECK_EQ_INT(b->order, 0); seen++; }
+		if (b->role == DDP_GR_GRAD && b->base == (uintptr_t)g0)
+			{ CHECK_EQ_INT(b->order, 1); seen++; }
+	}
+	CHECK_EQ_INT(seen, 2);
+	ddp_grad_free(g);
+}
+
+/* charlm: flat buffers, a norm reader, AdamW per tensor on sub-ranges */
+static float P[4 * N], G[4 * N], M[4 * N], V[4 * N], norm1;
+
+static void charlm_step(struct ddp_grad *g, int amp, int skip)
+{
+	struct ddp_grad_arg bw[] = { A(act, sizeof act, 9, 0, R, F32), A(G, sizeof G, 12, 1, W, F32) };
+	CHECK_EQ_INT(L(g, "linear_backward_weight", DDP_GK_OTHER, bw, 2), DDP_OK);
+	if (amp) {
+		int flag;
+		struct ddp_grad_arg us[] = { A(G, sizeof G, 12, 0, W, F32), A(&flag, 4, 14, 3, W, DDP_GD_UNKNOWN) };
+		CHECK_EQ_INT(L(g, "amp_unscale_grads", DDP_GK_READER, us, 2), DDP_OK);
+		if (skip)
+			return;
+	}
+	struct ddp_grad_arg nm[] = { A(G, sizeof G, 12, 0, R, F32), A(&norm1, 4, 15, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "global_grad_norm", DDP_GK_READER, nm, 2), DDP_OK);
+	for (int t = 0; t < 4; t++) {
+		(void)t;
+		/* sub-ranges of the flat buffers: the decoder reports the allocation */
+		struct ddp_grad_arg up[] = { A(P, sizeof P, 11, 0, W, F32), A(G, sizeof G, 12, 1, R, F32),
+					     A(M, sizeof M, 13, 2, W, F32), A(V, sizeof V, 16, 3, W, F32),
+					     A(&norm1, 4, 15, 4, R, F32) };
+		CHECK_EQ_INT(L(g, "adamw_update", DDP_GK_OPT, up, 5), DDP_OK);
+	}
+}
+
+TEST(flat_buffer_reduced_before_the_norm_reader)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	charlm_step(g, 0, 0);
+	/* the whole flat gradient at the norm; the scalar norm is no gradient;
+	 * parameters and moments broadcast once before the first update */
+	CHECK_EQ_STR(evlog, "AR[global_grad_norm:0]BC[adamw_update:0,adamw_update:2,adamw_update:3]");
+	evlog[0] = '\0';
+	charlm_step(g, 0, 0);
+	charlm_step(g, 0, 0);
+	CHECK_EQ_STR(evlog, "|E1|AR[global_grad_norm:0]|E2|AR[global_grad_norm:0]");
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	ddp_grad_free(g);
+}
+
+TEST(amp_skipped_steps_reduce_once_at_the_unscale)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	charlm_step(g, 1, 1);                 /* step skipped: no optimizer */
+	CHECK_EQ_STR(evlog, "AR[amp_unscale_grads:0]");
+	charlm_step(g, 1, 1);                 /* skipped again */
+	charlm_step(g, 1, 0);                 /* applied */
+	CHECK_EQ_STR(evlog, "AR[amp_unscale_grads:0]AR[amp_unscale_grads:0]AR[amp_unscale_grads:0]"
+			    "BC[adamw_update:0,adamw_update:2,adamw_update:3]");
+	CHECK_EQ_INT(ddp_grad_steps(g), 1);   /* skipped steps are no steps */
+	CHECK_EQ_INT(ddp_grad_reductions(g), 3);
+	ddp_grad_free(g);
+}
+
+/* fused: pointers inside a by-value struct, bf16 gradients, calibration */
+static float fp[N], fm[N];
+static uint16_t fg[N];
+
+static void fused_kernel(void)
+{
+	for (int i = 0; i < N; i++) {
+		fm[i] += 1.0f;
+		fp[i] -= 0.5f;
+	}
+}
+
+TEST(struct_pointers_calibrated_and_restored)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	relaunch_fn = fused_kernel;
+	for (int i = 0; i < N; i++)
+		fp[i] = 1.0f, fm[i] = 0.0f, fg[i] = 0x3f80;
+	struct ddp_grad_arg bw[] = { A(fg, sizeof fg, 22, 2, W, DDP_GD_BF16) };
+	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
+	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_GD_BF16, 3, op, NULL, NULL };
+	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(relaunches, 1);
+	/* what the calibration launch changed is back as it was */
+	CHECK(fp[0] == 1.0f && fp[N - 1] == 1.0f && fm[0] == 0.0f && fm[N - 1] == 0.0f);
+	CHECK_EQ_STR(evlog, "BC[multi_tensor_apply_kernel:0.0,multi_tensor_apply_kernel:0.72]"
+			    "AR[multi_tensor_apply_kernel:0.36]");
+	struct ddp_grad_buf *gb = NULL;
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
+		if (ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD)
+			gb = ddp_grad_buf_at(g, i);
+	REQUIRE(gb);
+	CHECK_EQ_INT(gb->dtype, DDP_GD_BF16);
+	CHECK_EQ_INT(gb->count, N);
+	/* the next step: no calibration, one reduction */
+	evlog[0] = '\0';
+	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(relaunches, 1);
+	CHECK_EQ_STR(evlog, "|E1|AR[multi_tensor_apply_kernel:0.36]");
+	ddp_grad_free(g);
+}
+
+TEST(unknown_dtype_refused_override_accepted)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	relaunch_fn = fused_kernel;
+	for (int i = 0; i < N; i++)
+		fp[i] = 1.0f, fm[i] = 0.0f;
+	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
+	/* no template dtype, no signature: refuse, naming kernel and setting */
+	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_GD_UNKNOWN, 3, op, NULL, NULL };
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(ddp_grad_last_error(g), "extern_c_adam") != NULL);
+	CHECK(strstr(ddp_grad_last_error(g), "DDP_GRAD_DTYPE") != NULL);
+	CHECK(strstr(evlog, "AR") == NULL);   /* nothing reduced as guessed bytes */
+	ddp_grad_free(g);
+
+	g = fresh(DDP_GD_BF16);
+	relaunch_fn = fused_kernel;
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK(strstr(evlog, "AR[extern_c_adam:0.36]") != NULL);
+	ddp_grad_free(g);
+}
+
+TEST(small_and_unpaired_read_only_buffers_are_not_gradients)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	float lr_dev[4], table[N / 2];
+	struct ddp_grad_arg a[] = { A(p0, sizeof p0, 1, 0, W, F32), A(g0, sizeof g0, 2, 1, R, F32),
+				    A(lr_dev, sizeof lr_dev, 30, 2, R, F32), A(table, sizeof table, 31, 3, R, F32) };
+	backward(g);
+	CHECK_EQ_INT(L(g, "sgd", DDP_GK_OPT, a, 4), DDP_OK);
+	/* 16-byte lr: too small; 64-float table: pairs with no parameter */
+	CHECK_EQ_STR(evlog, "BC[sgd:0]AR[sgd:1]");
+	ddp_grad_free(g);
+}
+
+TEST(a_step_without_any_gradient_is_an_error)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad_arg a[] = { A(p0, sizeof p0, 1, 0, W, F32), A(m0, sizeof m0, 3, 1, W, F32) };
+	CHECK_EQ_INT(L(g, "weird_opt", DDP_GK_OPT, a, 2), DDP_OK);
+	CHECK_EQ_INT(L(g, "forward", DDP_GK_OTHER, a, 1), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(ddp_grad_last_error(g), "no gradient buffer was found") != NULL);
+	ddp_grad_free(g);
+}
+
+TEST(freed_and_reused_address_is_a_new_buffer)
+{
+	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	backward(g);
+	sgd(g, 0);
+	/* g0's address now belongs to another allocation (id 99): not a
+	 * gradient any more, a write to it dirties nothing */
+	evlog[0] = '\0';
+	struct ddp_grad_arg w[] = { A(g0, sizeof g0, 99, 0, W, F32) };
+	CHECK_EQ_INT(L(g, "other_use", DDP_GK_OTHER, w, 1), DDP_OK);
+	struct ddp_grad_arg rd[] = { A(g0, sizeof g0, 99, 0, R, F32), A(&norm1, 4, 15, 1, W, F32) };
+	CHECK_EQ_INT(L(g, "global_grad_norm", DDP_GK_READER, rd, 2), DDP_OK);
+	CHECK_EQ_STR(evlog, "|E1|");
+	ddp_grad_free(g);
+}
+
+TEST(kernel_classes_by_name_and_settings)
+{
+	CHECK_EQ_INT(ddp_grad_classify("sgd_momentum_update(float*, float const*)", NULL, NULL), DDP_GK_OPT);
+	CHECK_EQ_INT(ddp_grad_classify("adamw_update", NULL, NULL), DDP_GK_OPT);
+	CHECK_EQ_INT(ddp_grad_classify("void multi_tensor_apply_kernel<TensorListMetadata<4>, "
+				       "FusedAdamFunctor<__nv_bfloat16>>", NULL, NULL), DDP_GK_OPT);
+	CHECK_EQ_INT(ddp_grad_classify("global_grad_norm", NULL, NULL), DDP_GK_READER);
+	CHECK_EQ_INT(ddp_grad_classify("amp_unscale_grads", NULL, NULL), DDP_GK_READER);
+	CHECK_EQ_INT(ddp_grad_classify("multi_tensor_apply_kernel<TensorListMetadata<1>, LpNormFunctor<float>>",
+				       NULL, NULL), DDP_GK_READER);   /* reader wins */
+	CHECK_EQ_INT(ddp_grad_classify("linear_forward", NULL, NULL), DDP_GK_OTHER);
+	CHECK_EQ_INT(ddp_grad_classify("my_step_kernel", "+my_step, other", NULL), DDP_GK_OPT);
+	CHECK_EQ_INT(ddp_grad_classify("sgd_update", "+my_step", NULL), DDP_GK_OPT);     /* added */
+	CHECK_EQ_INT(ddp_grad_classify("sgd_update", "my_step", NULL), DDP_GK_OTHER);    /* replaced */
+	CHECK_EQ_INT(ddp_grad_classify("My_Step_kernel", " my_step ", NULL), DDP_GK_OPT); /* case, spaces */
+	CHECK_EQ_INT(ddp_grad_classify("global_grad_norm", NULL, "nothing_like_it"), DDP_GK_OTHER);
+	CHECK_EQ_INT(ddp_grad_classify("check_scale", NULL, "+check_scale"), DDP_GK_READER);
+	CHECK_EQ_INT(ddp_grad_dtype_parse("bf16"), DDP_GD_BF16);
+	CHECK_EQ_INT(ddp_grad_dtype_parse("FP16"), DDP_GD_F16);
+	CHECK_EQ_INT(ddp_grad_dtype_parse("int8"), DDP_GD_UNKNOWN);
+}
+
+int main(int argc, char **argv)
+{
+	return check_main(argc, argv);
+}
