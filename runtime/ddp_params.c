@@ -121,16 +121,30 @@ ddp_result ddp_params_init(void)
 	return params_rc;
 }
 
+/* Copies s into out (size len), escaping '|' for a markdown table cell. */
+static const char *md_cell(const char *s, char *out, size_t len)
+{
+	size_t n = 0;
+	for (; *s && n + 2 < len; s++) {
+		if (*s == '|')
+			out[n++] = '\\';
+		out[n++] = *s;
+	}
+	out[n] = '\0';
+	return out;
+}
+
 void ddp_params_print(int fd, int md)
 {
 	static const struct {
 		const char *env, *type, *def, *help;
+		int enum_def; /* ENUM: index of the default in type ("a|b|c") */
 	} rows[] = {
 #define STR_(x) #x
-#define DDP_PARAM_INT(name, env, def, lo, hi, help) { env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help },
-#define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help },
-#define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help },
-#define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, STR_(def), help },
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) { env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help, 0 },
+#define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help, 0 },
+#define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help, 0 },
+#define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, NULL, help, def },
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
@@ -140,11 +154,23 @@ void ddp_params_print(int fd, int md)
 	if (md)
 		dprintf(fd, "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n");
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-		if (md)
-			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", rows[i].env, rows[i].type,
-				rows[i].def, rows[i].help);
+		char enum_def[64];
+		if (!rows[i].def) { /* ENUM: name the default value */
+			const char *p = rows[i].type;
+			for (int k = 0; k < rows[i].enum_def && strchr(p, '|'); k++)
+				p = strchr(p, '|') + 1;
+			size_t n = strcspn(p, "|");
+			snprintf(enum_def, sizeof enum_def, "%.*s", (int)n, p);
+		}
+		const char *def = rows[i].def ? rows[i].def : enum_def;
+		if (md) {
+			char type[128], help[512];
+			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", rows[i].env,
+				md_cell(rows[i].type, type, sizeof type), def,
+				md_cell(rows[i].help, help, sizeof help));
+		}
 		else
 			dprintf(fd, "  %-22s %-14s default %-10s %s\n", rows[i].env, rows[i].type,
-				rows[i].def, rows[i].help);
+				def, rows[i].help);
 	}
 }
