@@ -62,6 +62,9 @@ enum { LAUNCH_BACKEND_AUTO, LAUNCH_BACKEND_NCCL, LAUNCH_BACKEND_HOST };
  * *action is set to LOPT_ID_help or LOPT_ID_version when one was asked for
  * (and -1 otherwise); the caller prints and exits. */
 ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action);
+
+/* Frees what launch_options_parse allocated inside *o (its lists). */
+void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
 ddp_result launch_options_validate(const struct launch_opts *o);
 void launch_options_help(int fd);

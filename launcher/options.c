@@ -23,9 +23,7 @@
 #include <strings.h>
 #include <unistd.h>
 #include "launch.h"
-#if defined(LAUNCH_HAVE_SHARD_CHECK)
 #include "ddp_shard.h"
-#endif
 
 struct opt_desc {
 	const char *lng;
@@ -456,7 +454,6 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 			rc = DDP_ERR_INVALID;
 			continue;
 		}
-#if defined(LAUNCH_HAVE_SHARD_CHECK)
 		char err[512] = "";
 		if (ddp_shard_check_spec(spec, (int)world, err, sizeof err) != DDP_OK) {
 			if (err[0])
@@ -465,9 +462,22 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 				launch_msg("--shard '%s' is not a valid shard spec", spec);
 			rc = DDP_ERR_INVALID;
 		}
-#endif
 	}
 	return rc;
+}
+
+void launch_options_free(struct launch_opts *o)
+{
+#define LAUNCH_OPT(field, lng, shrt, env, type, def, meta, lo, hi, help) LOPT_FREE_##type(o->field);
+#define LOPT_FREE_INT(f)
+#define LOPT_FREE_STR(f)
+#define LOPT_FREE_ENUM(f)
+#define LOPT_FREE_FLAG(f)
+#define LOPT_FREE_COUNT(f)
+#define LOPT_FREE_ACTION(f)
+#define LOPT_FREE_LIST(f) do { free((void *)(f).v); (f).v = NULL; (f).n = 0; } while (0);
+#include "options.def"
+#undef LAUNCH_OPT
 }
 
 void launch_options_help(int fd)

@@ -11,7 +11,7 @@ TESTS += $(BUILD)/tests/unit/$(1)
 UNIT_TESTS += $(BUILD)/tests/unit/$(1)
 endef
 
-# $(eval $(call fuzz_target,NAME,SOURCES) builds tests/fuzz/NAME/fuzz.c (+ SOURCES)
+# $(eval $(call fuzz_target,NAME,SOURCES[,CLANG_FLAGS]) builds tests/fuzz/NAME/fuzz.c (+ SOURCES)
 # twice: $(BUILD)/fuzz/NAME with clang's libFuzzer for `make fuzz`, and
 # $(BUILD)/tests/fuzz/replay-NAME with gcc and tests/fuzz/replay_main.c, run
 # by `make test` over tests/fuzz/NAME/corpus.
@@ -19,8 +19,9 @@ define fuzz_target
 FUZZ_TARGETS += $(1)
 $(BUILD)/fuzz/$(1): tests/fuzz/$(1)/fuzz.c $(2) $(RUNTIME_COMMON_SRCS)
 	@mkdir -p $$(dir $$@)
-	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -MMD -MF $$@.d $$(CPPFLAGS) $$(filter %.c,$$^) -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
-$(BUILD)/tests/fuzz/replay-$(1): $(BUILD)/tests/fuzz/$(1)/fuzz.o $(BUILD)/tests/fuzz/replay_main.o $(DDP_COMMON_LIB)
+	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -MMD -MF $$@.d $$(CPPFLAGS) $(3) $$(filter %.c,$$^) -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
+$(BUILD)/tests/fuzz/replay-$(1): $(BUILD)/tests/fuzz/$(1)/fuzz.o $(patsubst %.c,$(BUILD)/%.o,$(2)) \
+		$(BUILD)/tests/fuzz/replay_main.o $(DDP_COMMON_LIB)
 	@mkdir -p $$(dir $$@)
 	$$(Q)$$(CC) $$(LDFLAGS) $$^ -o $$@ $$(DDP_COMMON_LIBS)
 $(BUILD)/tests/fuzz/run-$(1).sh: $(BUILD)/tests/fuzz/replay-$(1)
