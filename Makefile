@@ -94,7 +94,7 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 # sim_kernel_lib) that the others call.
 FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/exec.mk tests/simcuda/module.mk
 include $(FIRST_FRAGMENTS)
-include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk tests/*/module.mk tests/*/*.mk bench/*.mk)))
+include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk */*.mk tests/*/module.mk tests/*/*.mk)))
 
 build-all: $(BINS) $(TESTS)
 
@@ -112,7 +112,7 @@ test-asan:
 	@scripts/deps.sh
 	@$(MAKE) --no-print-directory -j$(NPROC) BUILD=build/asan SANITIZE=1 OPT=-O1 build-unit-tests
 	@BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-		tests/run_tests.sh -j $(NPROC) $(UNIT_TESTS)
+		tests/run_tests.sh -j $(NPROC) $(patsubst $(BUILD)/%,build/asan/%,$(UNIT_TESTS))
 
 .PHONY: build-unit-tests
 build-unit-tests: $(UNIT_TESTS)
