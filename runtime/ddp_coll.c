@@ -196,9 +196,11 @@ static void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes,
 ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype, int buf_is_device,
 			     CUstream stream)
 {
+	if (!ddp_dtype_reducible(dtype))
+		return coll_fail(c, DDP_ERR_INVALID, 1,
+				 "allreduce #%" PRIu64 ": cannot average dtype %s (%d): f32, f16 or bf16 only", c->seq,
+				 ddp_dtype_name(dtype), (int)dtype);
 	size_t es = ddp_dtype_size(dtype);
-	if (!es)
-		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": unknown dtype %d", c->seq, (int)dtype);
 	if (count > SIZE_MAX / es)
 		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": count %zu too large", c->seq, count);
 	DDP_CHECK(coll_check_args(c, "allreduce", buf, count * es, buf_is_device));

@@ -11,7 +11,7 @@
  *     cfg.driver = &my_driver_table;           // for device buffers
  *     ddp_comm_init(store, rank, world, local_rank, local_world, &cfg, &comm);
  *     ddp_check_signature(comm, "allreduce", "f32 count=1234 bufs=W1,b1");
- *     ddp_allreduce_avg(comm, (void *)dptr, count, DDP_F32, 1, stream);
+ *     ddp_allreduce_avg(comm, (void *)dptr, count, DDP_DT_F32, 1, stream);
  *     ddp_broadcast(comm, (void *)dptr, bytes, 0, 1, stream);
  *     ddp_comm_destroy(comm);
  *
@@ -109,7 +109,8 @@ ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local
 
 /* In place: buf (a host pointer, or a CUdeviceptr cast to void * when
  * buf_is_device) holds count elements of dtype; on return it holds the mean
- * over the ranks.  count may be 0 (the ranks still synchronise). */
+ * over the ranks.  count may be 0 (the ranks still synchronise).  dtype must
+ * be reducible (f32, f16, bf16: ddp_dtype_reducible), else DDP_ERR_INVALID. */
 ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
 			     int buf_is_device, CUstream stream);
 

@@ -373,7 +373,7 @@ static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t 
 
 static ncclDataType_t nccl_dtype(enum ddp_dtype t)
 {
-	return t == DDP_F16 ? ncclFloat16 : t == DDP_BF16 ? ncclBfloat16 : ncclFloat32;
+	return t == DDP_DT_F16 ? ncclFloat16 : t == DDP_DT_BF16 ? ncclBfloat16 : ncclFloat32;
 }
 
 static ddp_result nccl_check_ready(struct ddp_comm *c)

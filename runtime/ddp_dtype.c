@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_dtype.c - element types of the collectives: sizes, names and the
- * averaging kernel of the host backend.
+ * ddp_dtype.c - element types: the table of names, sizes and what the
+ * collectives can average, the parser of type spellings, and the averaging
+ * kernel of the host backend.
  *
  * The kernel works in blocks of DTYPE_BLOCK elements: the block's wide
  * accumulator (double for fp32, float for fp16/bf16) lives on the stack,
@@ -13,6 +14,7 @@
  * Contract: pure functions, no state, any thread.  Stack use: one block of
  * accumulators (2 KiB).
  */
+#include <strings.h>
 #include "ddp_dtype.h"
 
 #define DTYPE_BLOCK 256
@@ -25,21 +27,55 @@
 
 static const struct {
 	const char *name;
-	size_t size;
-} dtype_info[DDP_DTYPE_COUNT] = {
-	[DDP_F32] = { "f32", 4 },
-	[DDP_F16] = { "f16", 2 },
-	[DDP_BF16] = { "bf16", 2 },
+	unsigned char size;
+	unsigned char reducible;     /* the collectives can average it */
+} dtype_info[DDP_DT_COUNT] = {
+	[DDP_DT_UNKNOWN] = { "?", 0, 0 },
+	[DDP_DT_F32] = { "f32", 4, 1 },   [DDP_DT_F64] = { "f64", 8, 0 },
+	[DDP_DT_F16] = { "f16", 2, 1 },   [DDP_DT_BF16] = { "bf16", 2, 1 },
+	[DDP_DT_I8] = { "i8", 1, 0 },     [DDP_DT_U8] = { "u8", 1, 0 },
+	[DDP_DT_I16] = { "i16", 2, 0 },   [DDP_DT_U16] = { "u16", 2, 0 },
+	[DDP_DT_I32] = { "i32", 4, 0 },   [DDP_DT_U32] = { "u32", 4, 0 },
+	[DDP_DT_I64] = { "i64", 8, 0 },   [DDP_DT_U64] = { "u64", 8, 0 },
+	[DDP_DT_BOOL] = { "bool", 1, 0 }, [DDP_DT_VOID] = { "void", 0, 0 },
+};
+
+/* Spellings beyond the short names (DDP_GRAD_DTYPE=fp16, ...). */
+static const struct {
+	const char *name;
+	enum ddp_dtype t;
+} dtype_aliases[] = {
+	{ "fp32", DDP_DT_F32 }, { "float", DDP_DT_F32 }, { "float32", DDP_DT_F32 },
+	{ "fp16", DDP_DT_F16 }, { "half", DDP_DT_F16 }, { "float16", DDP_DT_F16 },
+	{ "bfloat16", DDP_DT_BF16 },
 };
 
 size_t ddp_dtype_size(enum ddp_dtype t)
 {
-	return (unsigned)t < DDP_DTYPE_COUNT ? dtype_info[t].size : 0;
+	return (unsigned)t < DDP_DT_COUNT ? dtype_info[t].size : 0;
 }
 
 const char *ddp_dtype_name(enum ddp_dtype t)
 {
-	return (unsigned)t < DDP_DTYPE_COUNT ? dtype_info[t].name : "?";
+	return (unsigned)t < DDP_DT_COUNT ? dtype_info[t].name : "?";
+}
+
+int ddp_dtype_reducible(enum ddp_dtype t)
+{
+	return (unsigned)t < DDP_DT_COUNT && dtype_info[t].reducible;
+}
+
+enum ddp_dtype ddp_dtype_parse(const char *s)
+{
+	if (!s)
+		return DDP_DT_UNKNOWN;
+	for (unsigned t = DDP_DT_UNKNOWN + 1; t < DDP_DT_COUNT; t++)
+		if (strcasecmp(s, dtype_info[t].name) == 0)
+			return (enum ddp_dtype)t;
+	for (size_t i = 0; i < sizeof dtype_aliases / sizeof dtype_aliases[0]; i++)
+		if (strcasecmp(s, dtype_aliases[i].name) == 0)
+			return dtype_aliases[i].t;
+	return DDP_DT_UNKNOWN;
 }
 
 DTYPE_CLONES
@@ -109,9 +145,9 @@ void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, s
 		   int divisor)
 {
 	switch (t) {
-	case DDP_F32: avg_f32(dst, src, n, count, divisor); break;
-	case DDP_F16: avg_f16(dst, src, n, count, divisor); break;
-	case DDP_BF16: avg_bf16(dst, src, n, count, divisor); break;
+	case DDP_DT_F32: avg_f32(dst, src, n, count, divisor); break;
+	case DDP_DT_F16: avg_f16(dst, src, n, count, divisor); break;
+	case DDP_DT_BF16: avg_bf16(dst, src, n, count, divisor); break;
 	default: break;
 	}
 }

@@ -1,7 +1,15 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_dtype.h - the gradient element types (fp32, fp16, bf16): scalar
- * conversions and the CPU kernels of the host collectives.
+ * ddp_dtype.h - element types, the one list for the whole library: what the
+ * signature reader recognises in a kernel's parameters (ddp_sig.h), what
+ * the gradient tracker records (ddp_grad.h) and what the collectives average
+ * (ddp_coll.h); plus the fp16/bf16 scalar conversions and the CPU kernels of
+ * the host collectives.
+ *
+ * Only f32, f16 and bf16 are reducible (ddp_dtype_reducible): the
+ * collectives refuse every other type, and the tracker treats them as
+ * unknown.  The values are stored in uint8_t fields (ddp_sig.h, ddp_kreg.h,
+ * ddp_grad.h) and must stay below 256.
  *
  * Rounding: every conversion to a narrower type rounds to nearest, ties to
  * even (IEEE default), NaN stays NaN (quiet), overflow gives infinity.
@@ -22,17 +30,28 @@
 #include <string.h>
 
 enum ddp_dtype {
-	DDP_F32 = 0,
-	DDP_F16 = 1,
-	DDP_BF16 = 2,
-	DDP_DTYPE_COUNT
+	DDP_DT_UNKNOWN = 0,
+	DDP_DT_F32, DDP_DT_F64, DDP_DT_F16, DDP_DT_BF16,
+	DDP_DT_I8, DDP_DT_U8, DDP_DT_I16, DDP_DT_U16,
+	DDP_DT_I32, DDP_DT_U32, DDP_DT_I64, DDP_DT_U64,
+	DDP_DT_BOOL, DDP_DT_VOID,
+	DDP_DT_COUNT,
 };
 
-/* Bytes per element (0 for an unknown dtype). */
+/* Bytes per element (0 for unknown, void and out-of-range values). */
 size_t ddp_dtype_size(enum ddp_dtype t);
 
-/* "f32", "f16", "bf16" ("?" for an unknown dtype). */
+/* Short name: "f32", "bf16", "i64", ... ("?" for unknown or out of range). */
 const char *ddp_dtype_name(enum ddp_dtype t);
+
+/* 1 for the types the collectives can average (f32, f16, bf16), else 0. */
+int ddp_dtype_reducible(enum ddp_dtype t);
+
+/* A type from its short name ("f32", "i64", ...) or a common spelling of a
+ * floating-point type ("fp32", "float", "float32", "fp16", "half",
+ * "float16", "bfloat16"), case-insensitively (DDP_GRAD_DTYPE); NULL or
+ * anything else gives DDP_DT_UNKNOWN. */
+enum ddp_dtype ddp_dtype_parse(const char *s);
 
 /* ---- scalar conversions (inline: also used by tests and other modules) */
 
@@ -114,7 +133,7 @@ static inline uint16_t ddp_f32_to_bf16(float f)
  * i in [0, count), summed in order 0..n-1 in the wide type (see above).
  * dst may alias any src (element i is read from every source before dst[i]
  * is written).  n >= 1, divisor >= 1.  Pointers need only element
- * alignment. */
+ * alignment.  t must be reducible; any other type writes nothing. */
 void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count,
 		   int divisor);
 

@@ -17,14 +17,13 @@
 #include <string.h>
 #include "ddp_grad.h"
 #include "ddp_log.h"
-#include "ddp_sig.h"
 
 #define GRAD_MIN_BYTES 64        /* a G allocation is larger than this     */
 #define GRAD_MAX_ARGS 512
 
 struct ddp_grad {
 	struct ddp_grad_ops ops;
-	enum ddp_grad_dtype override;
+	enum ddp_dtype override;         /* DDP_GRAD_DTYPE, or UNKNOWN           */
 	struct ddp_grad_buf **bufs;      /* records, in creation order           */
 	size_t nbufs, cap;
 	int64_t *hash;                   /* index+1 per slot, 0 = empty          */
@@ -55,45 +54,6 @@ static ddp_result fail(struct ddp_grad *g, ddp_result rc, const char *fmt, ...)
 	vsnprintf(g->err, sizeof g->err, fmt, ap);
 	va_end(ap);
 	return rc;
-}
-
-/* ---- dtypes and names */
-
-enum ddp_grad_dtype ddp_grad_dtype_from_sig(unsigned t)
-{
-	switch (t) {
-	case DDP_DT_F32: return DDP_GD_F32;
-	case DDP_DT_F16: return DDP_GD_F16;
-	case DDP_DT_BF16: return DDP_GD_BF16;
-	default: return DDP_GD_UNKNOWN;
-	}
-}
-
-size_t ddp_grad_dtype_size(enum ddp_grad_dtype t)
-{
-	return t == DDP_GD_F32 ? 4 : (t == DDP_GD_F16 || t == DDP_GD_BF16) ? 2 : 0;
-}
-
-const char *ddp_grad_dtype_name(enum ddp_grad_dtype t)
-{
-	static const char *const n[] = { "?", "f32", "f16", "bf16" };
-	return (unsigned)t < 4 ? n[t] : "?";
-}
-
-enum ddp_grad_dtype ddp_grad_dtype_parse(const char *s)
-{
-	static const struct { const char *name; enum ddp_grad_dtype t; } tab[] = {
-		{ "f32", DDP_GD_F32 }, { "fp32", DDP_GD_F32 }, { "float", DDP_GD_F32 },
-		{ "float32", DDP_GD_F32 }, { "f16", DDP_GD_F16 }, { "fp16", DDP_GD_F16 },
-		{ "half", DDP_GD_F16 }, { "float16", DDP_GD_F16 }, { "bf16", DDP_GD_BF16 },
-		{ "bfloat16", DDP_GD_BF16 },
-	};
-	if (!s)
-		return DDP_GD_UNKNOWN;
-	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-		if (strcasecmp(s, tab[i].name) == 0)
-			return tab[i].t;
-	return DDP_GD_UNKNOWN;
 }
 
 static int ci_contains(const char *hay, const char *needle, size_t nlen)
@@ -230,9 +190,11 @@ static struct ddp_grad_buf *buf_get(struct ddp_grad *g, const struct ddp_grad_ar
 	return b;
 }
 
-ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_grad_dtype dtype_override,
+ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_override,
 			struct ddp_grad **out)
 {
+	if (dtype_override != DDP_DT_UNKNOWN && !ddp_dtype_reducible(dtype_override))
+		return DDP_ERR_INVALID;
 	struct ddp_grad *g = calloc(1, sizeof *g);
 	if (!g)
 		return DDP_ERR_NOMEM;
@@ -352,22 +314,27 @@ static void set_label(struct ddp_grad_buf *b, const struct ddp_grad_launch *L,
 		snprintf(b->label, sizeof b->label, "%.40s:%u", L->kname ? L->kname : "?", a->param);
 }
 
-static enum ddp_grad_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad_launch *L,
-				      const struct ddp_grad_arg *a)
+/* The element type of a gradient passed as a: the override, else the
+ * pointee's type, else the kernel's template type; a type the collectives
+ * cannot average counts as unknown (DDP_DT_UNKNOWN). */
+static enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad_launch *L,
+				 const struct ddp_grad_arg *a)
 {
-	if (g->override != DDP_GD_UNKNOWN)
+	if (g->override != DDP_DT_UNKNOWN)
 		return g->override;
-	if (!a->in_struct && a->dtype != DDP_GD_UNKNOWN)
-		return (enum ddp_grad_dtype)a->dtype;
-	return (enum ddp_grad_dtype)L->template_dtype;
+	if (!a->in_struct && ddp_dtype_reducible((enum ddp_dtype)a->dtype))
+		return (enum ddp_dtype)a->dtype;
+	if (ddp_dtype_reducible((enum ddp_dtype)L->template_dtype))
+		return (enum ddp_dtype)L->template_dtype;
+	return DDP_DT_UNKNOWN;
 }
 
 /* Makes b a gradient (learned now). */
 static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 			    const struct ddp_grad_arg *a, struct ddp_grad_buf *b, int from_reader)
 {
-	enum ddp_grad_dtype t = grad_dtype(g, L, a);
-	size_t es = ddp_grad_dtype_size(t);
+	enum ddp_dtype t = grad_dtype(g, L, a);
+	size_t es = ddp_dtype_size(t);
 	if (!es)
 		return fail(g, DDP_ERR_UNSUPPORTED,
 			    "libddp: cannot tell the element type of the gradient passed as parameter %u of kernel %s "
@@ -383,7 +350,7 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 	set_label(b, L, a);
 	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx, %s x %llu (learned at %s launch)", b->order,
 		 b->label, (unsigned long long)b->size, (unsigned long long)b->base,
-		 ddp_grad_dtype_name(t), (unsigned long long)b->count, from_reader ? "a reader" : "an optimizer");
+		 ddp_dtype_name(t), (unsigned long long)b->count, from_reader ? "a reader" : "an optimizer");
 	return DDP_OK;
 }
 
@@ -407,8 +374,8 @@ static void make_param(struct ddp_grad *g, const struct ddp_grad_launch *L,
 static int pairs_with_param(const struct ddp_grad *g, const struct ddp_grad_launch *L,
 			    const struct ddp_grad_arg *a, const uint8_t *is_param)
 {
-	enum ddp_grad_dtype t = grad_dtype(g, L, a);
-	size_t es = ddp_grad_dtype_size(t);
+	enum ddp_dtype t = grad_dtype(g, L, a);
+	size_t es = ddp_dtype_size(t);
 	uint64_t count = es ? a->size / es : 0;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		if (!is_param[i])

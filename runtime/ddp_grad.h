@@ -43,15 +43,12 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ddp_dtype.h"
 #include "ddp_err.h"
 
-/* Element types of gradients (independent of ddp_sig.h / ddp_dtype.h). */
-enum ddp_grad_dtype {
-	DDP_GD_UNKNOWN = 0,
-	DDP_GD_F32,
-	DDP_GD_F16,
-	DDP_GD_BF16,
-};
+/* Element types are enum ddp_dtype (ddp_dtype.h), stored in uint8_t fields.
+ * Only reducible types (f32, f16, bf16) make a gradient; the tracker treats
+ * any other one as unknown. */
 
 enum ddp_grad_kclass {
 	DDP_GK_OTHER = 0,
@@ -73,14 +70,14 @@ struct ddp_grad_arg {
 	uint16_t word;           /* 8-byte word inside a by-value struct      */
 	uint8_t access;          /* enum ddp_grad_access                      */
 	uint8_t in_struct;
-	uint8_t dtype;           /* enum ddp_grad_dtype of the pointee        */
+	uint8_t dtype;           /* enum ddp_dtype of the pointee             */
 };
 
 struct ddp_grad_launch {
 	const char *kname;       /* short name, for labels and messages       */
 	uint32_t kid;            /* kernel id (registration order)            */
 	uint8_t kclass;          /* enum ddp_grad_kclass                      */
-	uint8_t template_dtype;  /* enum ddp_grad_dtype (functor<T>)          */
+	uint8_t template_dtype;  /* enum ddp_dtype (functor<T>)               */
 	uint32_t nargs;
 	const struct ddp_grad_arg *args;
 	void *stream;            /* opaque: passed back to the callbacks      */
@@ -94,7 +91,7 @@ struct ddp_grad_buf {
 	uint64_t base, size;
 	uint32_t alloc_id;
 	uint8_t role;            /* enum ddp_grad_role                        */
-	uint8_t dtype;           /* G: enum ddp_grad_dtype                    */
+	uint8_t dtype;           /* G: enum ddp_dtype (reducible)             */
 	uint8_t dirty;           /* G: written since the last reduction       */
 	uint8_t bcast_done;      /* P: broadcast from rank 0 done             */
 	uint8_t from_reader;     /* G: learned at a reader launch             */
@@ -122,8 +119,9 @@ struct ddp_grad_ops {
 
 struct ddp_grad;
 
-/* dtype_override: DDP_GD_UNKNOWN = none (DDP_GRAD_DTYPE). */
-ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_grad_dtype dtype_override,
+/* dtype_override: DDP_DT_UNKNOWN = none, else a reducible type
+ * (DDP_GRAD_DTYPE). */
+ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_override,
 			struct ddp_grad **out /* OUT */);
 void ddp_grad_free(struct ddp_grad *g);
 
@@ -147,13 +145,6 @@ struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);
 uint64_t ddp_grad_steps(const struct ddp_grad *g);       /* steps begun   */
 uint64_t ddp_grad_reductions(const struct ddp_grad *g);  /* allreduce calls */
 const char *ddp_grad_last_error(const struct ddp_grad *g);
-
-/* Maps a ddp_sig.h element type to a gradient dtype (UNKNOWN if none). */
-enum ddp_grad_dtype ddp_grad_dtype_from_sig(unsigned sig_dtype);
-size_t ddp_grad_dtype_size(enum ddp_grad_dtype t);
-const char *ddp_grad_dtype_name(enum ddp_grad_dtype t);
-/* "f32", "fp32", "float", "f16", "fp16", "half", "bf16", "bfloat16"; else UNKNOWN */
-enum ddp_grad_dtype ddp_grad_dtype_parse(const char *s);
 
 /* Pattern lists: "a,b" replaces the built-ins, "+a,b" adds to them; NULL or
  * "" keeps the built-ins.  Matching is a case-insensitive substring test.

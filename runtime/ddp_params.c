@@ -19,21 +19,25 @@
 #define DDP_PARAM_STR(name, env, def, help) static const char *param_##name = (def);
 #define DDP_PARAM_BOOL(name, env, def, help) static int param_##name = (def);
 #define DDP_PARAM_ENUM(name, env, def, values, help) static int param_##name = (def);
+#define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
+#undef DDP_PARAM_SECRET
 
 #define DDP_PARAM_INT(name, env, def, lo, hi, help) long ddp_param_##name(void) { return param_##name; }
 #define DDP_PARAM_STR(name, env, def, help) const char *ddp_param_##name(void) { return param_##name; }
 #define DDP_PARAM_BOOL(name, env, def, help) int ddp_param_##name(void) { return param_##name; }
 #define DDP_PARAM_ENUM(name, env, def, values, help) int ddp_param_##name(void) { return param_##name; }
+#define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
+#undef DDP_PARAM_SECRET
 
 __attribute__((unused)) static ddp_result parse_int(const char *env, const char *v, long lo, long hi, long *out)
 {
@@ -106,11 +110,13 @@ static void params_read(void)
 		if (parse_enum(env, v, values, &param_##name) == DDP_OK) SET_BY_ENV(env); \
 		else rc = DDP_ERR_INVALID; \
 	}
+#define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
+#undef DDP_PARAM_SECRET
 #undef SET_BY_ENV
 	params_rc = rc;
 }
@@ -145,11 +151,13 @@ void ddp_params_print(int fd, int md)
 #define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help, 0 },
 #define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help, 0 },
 #define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, NULL, help, def },
+#define DDP_PARAM_SECRET(name, env, help) { env, "secret", "(unset)", help, 0 },
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
+#undef DDP_PARAM_SECRET
 	};
 	if (md)
 		dprintf(fd, "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n");

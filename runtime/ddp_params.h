@@ -24,11 +24,13 @@
 #define DDP_PARAM_STR(name, env, def, help) const char *ddp_param_##name(void);
 #define DDP_PARAM_BOOL(name, env, def, help) int ddp_param_##name(void);
 #define DDP_PARAM_ENUM(name, env, def, values, help) int ddp_param_##name(void);
+#define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
+#undef DDP_PARAM_SECRET
 
 /* Reads and validates every setting; DDP_ERR_INVALID if any was bad. */
 ddp_result ddp_params_init(void);

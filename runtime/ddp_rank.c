@@ -5,11 +5,15 @@
  * The launcher is recognised by the variables it sets, first match wins:
  *   ddprun / torchrun  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
  *                      (torchrun when TORCHELASTIC_RUN_ID is also set)
+ *   Open MPI           OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE
+ *   PMI (MPICH, Intel) PMI_RANK, PMI_SIZE (+ MPI_LOCALRANKID/MPI_LOCALNRANKS)
  *   Slurm (srun)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and
  *                      SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE
  *                      ("2(x3),1": entry SLURM_NODEID of the expanded list)
- *   Open MPI           OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE
- *   PMI (MPICH, Intel) PMI_RANK, PMI_SIZE (+ MPI_LOCALRANKID/MPI_LOCALNRANKS)
+ * Slurm comes last: mpirun, mpiexec or torchrun inside a Slurm allocation
+ * start their ranks with the allocation's (or their daemon's) SLURM_PROCID
+ * and SLURM_NTASKS still in the environment, which then do not describe the
+ * rank.
  * A missing local rank or local size falls back to rank / world size (one
  * node).  MASTER_ADDR and MASTER_PORT are read for every source.
  *
@@ -122,10 +126,10 @@ struct rank_source {
 
 static const struct rank_source sources[] = {
 	{ "ddprun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE" },
-	{ "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL },
 	{ "ompi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 	  "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
 	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
+	{ "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL }, /* last: see above */
 };
 
 ddp_result ddp_rank_init(void)

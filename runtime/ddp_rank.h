@@ -4,13 +4,16 @@
  *
  * Read from the environment of whichever launcher started the process, first
  * match wins: ddprun/torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
- * MASTER_ADDR, MASTER_PORT), Slurm (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID,
- * SLURM_NTASKS_PER_NODE), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/
- * LOCAL_SIZE), PMI (PMI_RANK, PMI_SIZE).  No launcher: rank 0 of 1.
+ * MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/
+ * LOCAL_SIZE), PMI (PMI_RANK, PMI_SIZE), then Slurm (SLURM_PROCID,
+ * SLURM_NTASKS, SLURM_LOCALID, SLURM_NTASKS_PER_NODE) last, because mpirun
+ * inside an sbatch allocation leaves stale SLURM_* variables behind.  No
+ * launcher: rank 0 of 1.
  *
- * Contract: ddp_rank_init parses once (call it after the program started, not
- * in a constructor); ddp_rank_get returns the parsed info afterwards and is
- * then safe from any thread.
+ * Contract: ddp_rank_init may be called more than once (the CUDA hooks and
+ * the file hooks both do; call it after the program started, not in a
+ * constructor): each call re-parses and publishes only a valid result.
+ * ddp_rank_get returns the last published info and is safe from any thread.
  */
 #ifndef DDP_RANK_H
 #define DDP_RANK_H

@@ -222,18 +222,3 @@ ddp_result ddp_sig_parse(const char *sig, struct ddp_sig *out)
 	}
 	return DDP_OK;
 }
-
-const char *ddp_dtype_name(enum ddp_dtype t)
-{
-	static const char *const names[DDP_DT_COUNT] = {
-		"?", "f32", "f64", "f16", "bf16", "i8", "u8", "i16", "u16",
-		"i32", "u32", "i64", "u64", "bool", "void",
-	};
-	return (unsigned)t < DDP_DT_COUNT ? names[t] : "?";
-}
-
-size_t ddp_dtype_size(enum ddp_dtype t)
-{
-	static const unsigned char sizes[DDP_DT_COUNT] = { 0, 4, 8, 2, 2, 1, 1, 2, 2, 4, 4, 8, 8, 1, 0 };
-	return (unsigned)t < DDP_DT_COUNT ? sizes[t] : 0;
-}

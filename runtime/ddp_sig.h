@@ -13,7 +13,8 @@
  * ("float const*", "const float*"), not the pointer ("float* const").  The
  * element type is recognised from common spellings (float, double, __half,
  * half, __nv_bfloat16, c10::Half, c10::BFloat16, at::BFloat16, int, long,
- * unsigned char, bool ...).  Other by-value types are structs.
+ * unsigned char, bool ...) as an enum ddp_dtype (ddp_dtype.h names them and
+ * gives their sizes).  Other by-value types are structs.
  *
  * Contract: pure function, no allocation (fills a caller struct with
  * offsets into the input), thread-safe.
@@ -23,18 +24,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ddp_dtype.h"
 #include "ddp_err.h"
 
 #define DDP_SIG_MAX_PARAMS 128
-
-enum ddp_dtype {
-	DDP_DT_UNKNOWN = 0,
-	DDP_DT_F32, DDP_DT_F64, DDP_DT_F16, DDP_DT_BF16,
-	DDP_DT_I8, DDP_DT_U8, DDP_DT_I16, DDP_DT_U16,
-	DDP_DT_I32, DDP_DT_U32, DDP_DT_I64, DDP_DT_U64,
-	DDP_DT_BOOL, DDP_DT_VOID,
-	DDP_DT_COUNT,
-};
 
 enum ddp_ptype {
 	DDP_PT_UNKNOWN = 0,  /* no signature (extern "C")                  */
@@ -46,7 +39,7 @@ enum ddp_ptype {
 struct ddp_sig_param {
 	uint16_t off, len;   /* the parameter's text in the signature       */
 	uint8_t ptype;       /* enum ddp_ptype                              */
-	uint8_t dtype;       /* pointee type for pointers, else the type    */
+	uint8_t dtype;       /* enum ddp_dtype: pointee for pointers, else the type */
 	uint8_t is_const;    /* pointer to const: read-only                 */
 	uint8_t depth;       /* pointer depth (T** = 2)                     */
 };
@@ -54,7 +47,7 @@ struct ddp_sig_param {
 struct ddp_sig {
 	uint32_t nparams;
 	int truncated;                   /* more than DDP_SIG_MAX_PARAMS     */
-	uint8_t template_dtype;          /* first arithmetic template arg    */
+	uint8_t template_dtype;          /* enum ddp_dtype: first arithmetic template arg */
 	uint16_t name_off, name_len;     /* function name (without templates) */
 	struct ddp_sig_param params[DDP_SIG_MAX_PARAMS];
 };
@@ -65,11 +58,5 @@ ddp_result ddp_sig_parse(const char *sig, struct ddp_sig *out /* OUT */);
 
 /* Element type of a type spelling ("float const", "__nv_bfloat16"). */
 enum ddp_dtype ddp_sig_dtype(const char *type, size_t len);
-
-/* Short name: "f32", "bf16", ... ("?" for unknown). */
-const char *ddp_dtype_name(enum ddp_dtype t);
-
-/* Bytes per element (0 when unknown). */
-size_t ddp_dtype_size(enum ddp_dtype t);
 
 #endif /* DDP_SIG_H */

@@ -102,15 +102,6 @@ static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-static enum ddp_dtype coll_dtype(uint8_t t)
-{
-	switch (t) {
-	case DDP_GD_F16: return DDP_F16;
-	case DDP_GD_BF16: return DDP_BF16;
-	default: return DDP_F32;
-	}
-}
-
 static CUstream the_stream(void *s)
 {
 	return (CUstream)s;
@@ -156,7 +147,7 @@ static void describe(char *out, size_t cap, struct ddp_grad_buf *const *bufs, si
 	for (size_t i = 0; i < n && o < cap; i++) {
 		if (grads)
 			o += (size_t)snprintf(out + o, cap - o, " %s %s count=%" PRIu64 ";", bufs[i]->label,
-					      ddp_grad_dtype_name((enum ddp_grad_dtype)bufs[i]->dtype),
+					      ddp_dtype_name((enum ddp_dtype)bufs[i]->dtype),
 					      bufs[i]->count);
 		else
 			o += (size_t)snprintf(out + o, cap - o, " %s bytes=%" PRIu64 ";", bufs[i]->label,
@@ -180,13 +171,13 @@ static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size
 	check_sig(c, "allreduce", sig);
 	for (size_t i = 0; i < n; i++) {
 		rc = ddp_allreduce_avg(c, (void *)(uintptr_t)bufs[i]->base, (size_t)bufs[i]->count,
-				       coll_dtype(bufs[i]->dtype), 1, the_stream(stream));
+				       (enum ddp_dtype)bufs[i]->dtype, 1, the_stream(stream));
 		if (rc != DDP_OK) {
 			char what[128];
 			snprintf(what, sizeof what, "allreduce of gradient %s", bufs[i]->label);
 			coll_fail(rc, what);
 		}
-		bytes += bufs[i]->count * ddp_grad_dtype_size((enum ddp_grad_dtype)bufs[i]->dtype);
+		bytes += bufs[i]->count * ddp_dtype_size((enum ddp_dtype)bufs[i]->dtype);
 	}
 	uint64_t dt = ddp_now_ns() - t0;
 	stats.allreduce_calls += n;
@@ -405,7 +396,7 @@ void ddp_sync_init(int rank, int world)
 		.step_end = op_step_end,
 	};
 	int mode = ddp_param_sync(); /* auto|on|off */
-	enum ddp_grad_dtype ov = DDP_GD_UNKNOWN;
+	enum ddp_dtype ov = DDP_DT_UNKNOWN;
 	const char *dt = ddp_param_grad_dtype();
 
 	my_rank = rank;
@@ -415,14 +406,18 @@ void ddp_sync_init(int rank, int world)
 			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");
 		return;
 	}
-	if (mode == 0 && (!getenv("MASTER_ADDR") || !getenv("MASTER_PORT"))) {
-		/* auto, but nothing to connect to (not under ddprun/torchrun) */
-		DDP_WARN("libddp: WORLD_SIZE=%d but no MASTER_ADDR/MASTER_PORT: gradient synchronisation is off "
-			 "and this rank trains alone (run under ddprun; DDP_SYNC=on makes this an error)", world);
+	if (mode == 0 && !ddp_job_launched()) {
+		/* auto, but no launcher whose job we can join (RANK/WORLD_SIZE by hand) */
+		DDP_WARN("libddp: WORLD_SIZE=%d but no launcher (ddprun, torchrun, Slurm, MPI) started this rank: "
+			 "gradient synchronisation is off and this rank trains alone (DDP_SYNC=on makes this an error)",
+			 world);
 		return;
 	}
-	if (dt && *dt && (ov = ddp_grad_dtype_parse(dt)) == DDP_GD_UNKNOWN)
-		die("libddp: DDP_GRAD_DTYPE must be f32, f16 or bf16");
+	if (dt && *dt) {
+		ov = ddp_dtype_parse(dt);
+		if (!ddp_dtype_reducible(ov))
+			die("libddp: DDP_GRAD_DTYPE must be f32, f16 or bf16");
+	}
 	opt_setting = ddp_param_opt_kernels();
 	reader_setting = ddp_param_grad_reader_kernels();
 	check_every = ddp_param_check();
@@ -501,9 +496,9 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 		g->word = a->word;
 		g->access = a->access;
 		g->in_struct = a->in_struct;
-		g->dtype = DDP_GD_UNKNOWN;
+		g->dtype = DDP_DT_UNKNOWN;
 		if (k->types_known && !a->in_struct && a->param < k->nparams)
-			g->dtype = (uint8_t)ddp_grad_dtype_from_sig(k->params[a->param].dtype);
+			g->dtype = k->params[a->param].dtype;
 	}
 	char kname[64];
 	short_name(k, kname, sizeof kname);
@@ -513,7 +508,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 		s = CU_STREAM_PER_THREAD;
 	struct ddp_grad_launch gl = {
 		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
-		.template_dtype = (uint8_t)ddp_grad_dtype_from_sig(k->template_dtype),
+		.template_dtype = k->template_dtype,
 		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
 	};
 	check_stream = (void *)s;
@@ -566,7 +561,7 @@ void ddp_sync_exit(const char *trace_dir, int rank)
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
 				ddp_json_escape(f, b->label);
 				fprintf(f, "\",\"bytes\":%" PRIu64 ",\"dtype\":\"%s\"}", b->size,
-					b->role == DDP_GR_GRAD ? ddp_grad_dtype_name((enum ddp_grad_dtype)b->dtype) : "");
+					b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "");
 				first = 0;
 			}
 			fprintf(f, "]}\n");

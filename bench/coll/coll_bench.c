@@ -142,7 +142,7 @@ static size_t parse_size(const char *s)
 int main(int argc, char **argv)
 {
 	const char *ranks = "2,3,4,8", *sizes = "4K,64K,1M,16M,256M,1G";
-	enum ddp_dtype t = DDP_F32;
+	enum ddp_dtype t = DDP_DT_F32;
 	double max_total = 4096;
 	size_t slot = 0;
 	int align = 0;
@@ -161,7 +161,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "-m"))
 			max_total = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "-t"))
-			t = !strcmp(argv[i + 1], "f16") ? DDP_F16 : !strcmp(argv[i + 1], "bf16") ? DDP_BF16 : DDP_F32;
+			t = ddp_dtype_reducible(ddp_dtype_parse(argv[i + 1])) ? ddp_dtype_parse(argv[i + 1]) : DDP_DT_F32;
 		else {
 			fprintf(stderr, "usage: %s [-r 2,4,8] [-s 4K,1M,1G] [-t f32|f16|bf16] [-m MAXTOTAL_MiB] [-c SLOT] [-a]\n", argv[0]);
 			return 2;

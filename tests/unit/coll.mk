@@ -1,12 +1,10 @@
-# tests/unit/coll.mk - the collectives (helper G): runtime/ddp_coll*.c and
-# runtime/ddp_dtype.c and their tests (the allreduce
-# bandwidth benchmark is bench/coll.mk).
+# tests/unit/coll.mk - the tests of the collectives (helper G):
+# runtime/ddp_coll*.c and the element types of runtime/ddp_dtype.c (the
+# allreduce bandwidth benchmark is bench/coll.mk).
 #
-# DDP_COLL_SRCS / DDP_COLL_OBJS (runtime/module.mk) are what libddp.so
-# compiles in; these files are NOT in libddpcommon.a.
-
-# The averaging kernels must vectorise at any -O level.
-$(BUILD)/runtime/ddp_dtype.o: CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
+# DDP_COLL_SRCS / DDP_COLL_OBJS (runtime/module.mk) are the objects libddp.so
+# links too (compiled with its flags, interpose/module.mk); they are NOT in
+# libddpcommon.a.  runtime/ddp_dtype.c is (with its vectorisation flags).
 
 # Where the tests look for NCCL (they skip, saying so, when it is absent).
 COLL_TEST_NCCL_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so.2 $(CUDA_HOME)/lib64/libnccl.so.2 \
@@ -14,7 +12,7 @@ COLL_TEST_NCCL_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so.2 $(CUD
 COLL_TEST_DIR := $(BUILD)/tests/unit
 
 # Pure unit test of the element types and kernels (also under ASan).
-$(eval $(call unit_test,test_coll_dtype,tests/unit/test_coll_dtype.c runtime/ddp_dtype.c,-lm))
+$(eval $(call unit_test,test_coll_dtype,tests/unit/test_coll_dtype.c,-lm))
 
 # Multi-process tests (fork + in-process store server): TESTS only.
 $(COLL_TEST_DIR)/test_coll: $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_coll_harness.o \

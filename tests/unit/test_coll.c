@@ -99,7 +99,7 @@ static uint16_t d2b(double d)
 
 static size_t esize(enum ddp_dtype t)
 {
-	return t == DDP_F32 ? 4 : 2;
+	return t == DDP_DT_F32 ? 4 : 2;
 }
 
 /* Inputs repeat with a prime period so that the reference is a table:
@@ -119,8 +119,8 @@ static void make_tables(struct tables *tb, enum ddp_dtype t, int world, uint64_t
 		for (int r = 0; r < world; r++) {
 			double v = gen(r, j, seed);
 			tb->f[r][j] = (float)v;
-			tb->bits[r][j] = t == DDP_F16 ? d2h(v) : d2b(v);
-			s += t == DDP_F32 ? (double)tb->f[r][j] : t == DDP_F16 ? h2d(tb->bits[r][j]) : b2d(tb->bits[r][j]);
+			tb->bits[r][j] = t == DDP_DT_F16 ? d2h(v) : d2b(v);
+			s += t == DDP_DT_F32 ? (double)tb->f[r][j] : t == DDP_DT_F16 ? h2d(tb->bits[r][j]) : b2d(tb->bits[r][j]);
 		}
 		tb->mean[j] = s / world;
 	}
@@ -130,7 +130,7 @@ static void fill(void *buf, enum ddp_dtype t, int r, size_t n, uint64_t seed, co
 {
 	size_t j = seed % PERIOD;
 	for (size_t i = 0; i < n; i++, j = j + 1 == PERIOD ? 0 : j + 1) {
-		if (t == DDP_F32)
+		if (t == DDP_DT_F32)
 			((float *)buf)[i] = tb->f[r][j];
 		else
 			((uint16_t *)buf)[i] = tb->bits[r][j];
@@ -139,9 +139,9 @@ static void fill(void *buf, enum ddp_dtype t, int r, size_t n, uint64_t seed, co
 
 static double decode(const void *buf, enum ddp_dtype t, size_t i)
 {
-	if (t == DDP_F32)
+	if (t == DDP_DT_F32)
 		return ((const float *)buf)[i];
-	return t == DDP_F16 ? h2d(((const uint16_t *)buf)[i]) : b2d(((const uint16_t *)buf)[i]);
+	return t == DDP_DT_F16 ? h2d(((const uint16_t *)buf)[i]) : b2d(((const uint16_t *)buf)[i]);
 }
 
 /* Spacing of the dtype around x (one ulp). */
@@ -150,10 +150,10 @@ static double ulp(enum ddp_dtype t, double x)
 	int e;
 	x = fabs(x);
 	if (x == 0)
-		return t == DDP_F16 ? 0x1p-24 : 0x1p-133;
+		return t == DDP_DT_F16 ? 0x1p-24 : 0x1p-133;
 	frexp(x, &e);
-	double u = ldexp(1.0, e - (t == DDP_F16 ? 11 : 8));
-	if (t == DDP_F16 && u < 0x1p-24)
+	double u = ldexp(1.0, e - (t == DDP_DT_F16 ? 11 : 8));
+	if (t == DDP_DT_F16 && u < 0x1p-24)
 		u = 0x1p-24;
 	return u;
 }
@@ -167,7 +167,7 @@ static void verify(const void *buf, enum ddp_dtype t, size_t lo, size_t hi, uint
 	size_t j = (lo + seed) % PERIOD;
 	for (size_t i = lo; i < hi; i++, j = j + 1 == PERIOD ? 0 : j + 1) {
 		double ref = tb->mean[j], got = decode(buf, t, i);
-		if (t == DDP_F32) {
+		if (t == DDP_DT_F32) {
 			double rel = fabs(got - ref) / (fabs(ref) > 1e-30 ? fabs(ref) : 1e-30);
 			if (rel > worst)
 				worst = rel;
@@ -177,7 +177,7 @@ static void verify(const void *buf, enum ddp_dtype t, size_t lo, size_t hi, uint
 			}
 			exact += got == (double)(float)ref;
 		} else {
-			double r1 = t == DDP_F16 ? h2d(d2h(ref)) : round_bf16(ref);
+			double r1 = t == DDP_DT_F16 ? h2d(d2h(ref)) : round_bf16(ref);
 			exact += got == r1;
 			if (fabs(got - ref) > ulp(t, ref)) {
 				if (!bad++)
@@ -211,6 +211,9 @@ static uint64_t fnv(const void *p, size_t n)
 
 static const size_t counts[] = { 0, 1, 7, 1000003, (1u << 22) + 3 };
 #define NCOUNTS (sizeof counts / sizeof counts[0])
+/* The reducible types, in the order of the results. */
+static const enum ddp_dtype types[] = { DDP_DT_F32, DDP_DT_F16, DDP_DT_BF16 };
+#define NTYPES (sizeof types / sizeof types[0])
 
 struct sweep {
 	struct results *res;
@@ -239,30 +242,31 @@ static int sweep_rank(struct coll_job *job, int rank, void *arg)
 	struct tables *tb = malloc(sizeof *tb);
 	if (!buf || !tb)
 		return 3;
-	for (int t = 0; t < 3; t++) {
+	for (size_t ti = 0; ti < NTYPES; ti++) {
+		const enum ddp_dtype t = types[ti];
 		for (size_t ci = 0; ci < NCOUNTS; ci++, k++) {
 			size_t n = counts[ci];
 			uint64_t seed = (uint64_t)k * 7919 + (uint64_t)W;
 			/* misalign odd cases by one element: pointers need only
 			 * element alignment */
-			char *b = (char *)buf + (ci & 1 ? esize((enum ddp_dtype)t) : 0);
-			make_tables(tb, (enum ddp_dtype)t, W, seed);
-			fill(b, (enum ddp_dtype)t, rank, n, seed, tb);
-			ddp_result rc = ddp_allreduce_avg(c, b, n, (enum ddp_dtype)t, 0, NULL);
+			char *b = (char *)buf + (ci & 1 ? esize(t) : 0);
+			make_tables(tb, t, W, seed);
+			fill(b, t, rank, n, seed, tb);
+			ddp_result rc = ddp_allreduce_avg(c, b, n, t, 0, NULL);
 			if (rc != DDP_OK) {
 				set_msg(res, k, "rank %s%d: allreduce failed", "", rank);
 				snprintf(res->msg[k] + strlen(res->msg[k]), 80, ": %s", ddp_coll_last_error(c));
 				return 4;
 			}
 			char key[64], hv[32];
-			uint64_t h = fnv(b, n * esize((enum ddp_dtype)t));
+			uint64_t h = fnv(b, n * esize(t));
 			snprintf(key, sizeof key, "h/%d/%d", k, rank);
 			snprintf(hv, sizeof hv, "%016llx", (unsigned long long)h);
 			ddp_store_set(st, key, hv, 16);
 			/* each rank checks its 1/W of the elements against the
 			 * reference (spreads the serial work) */
 			char msg[MSG];
-			verify(b, (enum ddp_dtype)t, n * (size_t)rank / (size_t)W, n * (size_t)(rank + 1) / (size_t)W, seed,
+			verify(b, t, n * (size_t)rank / (size_t)W, n * (size_t)(rank + 1) / (size_t)W, seed,
 			       tb, msg);
 			if (msg[0])
 				set_msg(res, k, "%s (rank %d's part)", msg, rank);
@@ -326,11 +330,10 @@ static void sweep(int world)
 	double t0 = coll_test_now();
 	int failed = coll_job_run(world, sweep_rank, &sw, 120, status);
 	int k = 0;
-	static const char *const tn[] = { "f32", "f16", "bf16" };
-	for (int t = 0; t < 3; t++)
+	for (size_t ti = 0; ti < NTYPES; ti++)
 		for (size_t ci = 0; ci < NCOUNTS; ci++, k++) {
 			if (res->msg[k][0] || !res->ran[k])
-				CHECK_FAIL_("allreduce W=%d %s count=%zu: %s", world, tn[t], counts[ci],
+				CHECK_FAIL_("allreduce W=%d %s count=%zu: %s", world, ddp_dtype_name(types[ti]), counts[ci],
 					    res->msg[k][0] ? res->msg[k] : "did not run");
 		}
 	for (int i = 0; i < 10; i++, k++)
@@ -387,28 +390,28 @@ static int fail_rank(struct coll_job *job, int rank, void *arg)
 		if (rc == DDP_OK)
 			rc = ddp_check_signature(c, "allreduce", "f32 count=100 bufs=W1,b1");
 		if (rc == DDP_OK)
-			rc = ddp_allreduce_avg(c, buf, 100, DDP_F32, 0, NULL);
+			rc = ddp_allreduce_avg(c, buf, 100, DDP_DT_F32, 0, NULL);
 		break;
 	case FAIL_SIG:
 		rc = ddp_check_signature(c, "allreduce",
 					 rank == fc->bad_rank ? "f32 count=1000 bufs=W1,b1" : "f32 count=1234 bufs=W1,b1");
-		if (rc != DDP_OK && ddp_allreduce_avg(c, buf, 100, DDP_F32, 0, NULL) != DDP_ERR_REMOTE)
+		if (rc != DDP_OK && ddp_allreduce_avg(c, buf, 100, DDP_DT_F32, 0, NULL) != DDP_ERR_REMOTE)
 			rc = DDP_ERR_INTERNAL; /* a broken comm must refuse at once */
 		break;
 	case FAIL_DESC:
-		rc = ddp_allreduce_avg(c, buf, rank == fc->bad_rank ? 99 : 100, DDP_F32, 0, NULL);
+		rc = ddp_allreduce_avg(c, buf, rank == fc->bad_rank ? 99 : 100, DDP_DT_F32, 0, NULL);
 		break;
 	case FAIL_DEAD:
 		if (rank == fc->bad_rank)
 			_exit(0);
-		rc = ddp_allreduce_avg(c, buf, 100, DDP_F32, 0, NULL);
+		rc = ddp_allreduce_avg(c, buf, 100, DDP_DT_F32, 0, NULL);
 		break;
 	case FAIL_HUNG:
 		if (rank == fc->bad_rank) {
 			sleep(4);
 			t0 = coll_test_now();
 		}
-		rc = ddp_allreduce_avg(c, buf, 100, DDP_F32, 0, NULL);
+		rc = ddp_allreduce_avg(c, buf, 100, DDP_DT_F32, 0, NULL);
 		break;
 	}
 	res->t[rank] = coll_test_now() - t0;
@@ -544,10 +547,16 @@ TEST(bad_arguments)
 	CHECK_EQ_INT(ddp_comm_init(NULL, 0, 1, 0, 1, &cfg, &c), DDP_OK);
 	REQUIRE(c);
 	float x = 3;
-	CHECK_EQ_INT(ddp_allreduce_avg(c, &x, 1, DDP_F32, 0, NULL), DDP_OK);
+	CHECK_EQ_INT(ddp_allreduce_avg(c, &x, 1, DDP_DT_F32, 0, NULL), DDP_OK);
 	CHECK(x == 3);
 	CHECK_EQ_INT(ddp_broadcast(c, &x, 4, 1, 0, NULL), DDP_ERR_INVALID);
 	CHECK(strstr(ddp_coll_last_error(c), "root 1 is not a rank") != NULL);
+	/* only f32/f16/bf16 can be averaged, even by one rank */
+	CHECK_EQ_INT(ddp_allreduce_avg(c, &x, 1, DDP_DT_I32, 0, NULL), DDP_ERR_INVALID);
+	CHECK(strstr(ddp_coll_last_error(c), "cannot average dtype i32") != NULL);
+	CHECK_EQ_INT(ddp_allreduce_avg(c, &x, 1, DDP_DT_UNKNOWN, 0, NULL), DDP_ERR_INVALID);
+	CHECK_EQ_INT(ddp_allreduce_avg(c, &x, 1, (enum ddp_dtype)200, 0, NULL), DDP_ERR_INVALID);
+	CHECK(x == 3);
 	ddp_comm_destroy(c);
 	CHECK_EQ_INT(ddp_comm_init(NULL, 2, 2, 0, 1, &cfg, &c), DDP_ERR_INVALID);
 }
@@ -568,7 +577,7 @@ static int huge_rank(struct coll_job *job, int rank, void *arg)
 		return 3;
 	for (size_t i = 0; i < n; i++)
 		b[i] = d2h((double)((i * 7 + (size_t)rank * 3) % 1024) / 64.0);
-	if (ddp_allreduce_avg(c, b, n, DDP_F16, 0, NULL) != DDP_OK)
+	if (ddp_allreduce_avg(c, b, n, DDP_DT_F16, 0, NULL) != DDP_OK)
 		return 4;
 	for (size_t i = 0; i < n; i++) {
 		double ref = ((double)((i * 7) % 1024) + (double)((i * 7 + 3) % 1024)) / 128.0;

@@ -82,7 +82,7 @@ static int dev_rank(struct coll_job *job, int rank, void *arg)
 		h[i] = (float)val(rank, i);
 	if (cuMemcpyHtoD(d, h, n * 4))
 		FAILR("rank %d: HtoD failed", rank);
-	if (ddp_allreduce_avg(c, (void *)(uintptr_t)d, n, DDP_F32, 1, s) != DDP_OK)
+	if (ddp_allreduce_avg(c, (void *)(uintptr_t)d, n, DDP_DT_F32, 1, s) != DDP_OK)
 		FAILR("rank %d: f32 allreduce: %s", rank, ddp_coll_last_error(c));
 	memset(h, 0, n * 4);
 	if (cuMemcpyDtoH(h, d, n * 4))
@@ -105,7 +105,7 @@ static int dev_rank(struct coll_job *job, int rank, void *arg)
 	}
 	if (cuMemcpyHtoD(d + 2, hb, nb * 2))
 		FAILR("rank %d: HtoD failed", rank);
-	if (ddp_allreduce_avg(c, (void *)(uintptr_t)(d + 2), nb, DDP_BF16, 1, s) != DDP_OK)
+	if (ddp_allreduce_avg(c, (void *)(uintptr_t)(d + 2), nb, DDP_DT_BF16, 1, s) != DDP_OK)
 		FAILR("rank %d: bf16 allreduce: %s", rank, ddp_coll_last_error(c));
 	if (cuMemcpyDtoH(hb, d + 2, nb * 2))
 		FAILR("rank %d: DtoH failed", rank);
@@ -176,7 +176,7 @@ TEST(device_buffer_without_driver_table_is_refused)
 	REQUIRE(ddp_comm_init(NULL, 0, 1, 0, 1, &cfg, &c) == DDP_OK);
 	/* world 1 returns at once even for device buffers?  No: the argument
 	 * check comes first. */
-	CHECK_EQ_INT(ddp_allreduce_avg(c, (void *)(uintptr_t)0x1000, 4, DDP_F32, 1, NULL), DDP_ERR_INVALID);
+	CHECK_EQ_INT(ddp_allreduce_avg(c, (void *)(uintptr_t)0x1000, 4, DDP_DT_F32, 1, NULL), DDP_ERR_INVALID);
 	CHECK(strstr(ddp_coll_last_error(c), "no driver table") != NULL);
 	ddp_comm_destroy(c);
 }

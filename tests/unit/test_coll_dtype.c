@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_coll_dtype.c - fp16/bf16 conversions and the averaging kernel of
- * runtime/ddp_dtype.c against independent references: the compiler's
- * _Float16 (exhaustively for fp16 -> fp32, a dense sweep of fp32 bit
- * patterns for fp32 -> fp16), a frexp/nearbyint bf16 rounding, and a scalar
- * double-precision mean for the kernel.
+ * test_coll_dtype.c - the element types of runtime/ddp_dtype.c: the table
+ * of names and sizes against a hand-written one, the parser, and the
+ * fp16/bf16 conversions and the averaging kernel against independent
+ * references: the compiler's _Float16 (exhaustively for fp16 -> fp32, a
+ * dense sweep of fp32 bit patterns for fp32 -> fp16), a frexp/nearbyint
+ * bf16 rounding, and a scalar double-precision mean for the kernel.
  */
 #define CHECK_MAIN
 #include <math.h>
@@ -152,9 +153,9 @@ TEST(avg_kernel_matches_scalar_reference)
 		const void *sf[MAXR], *sh[MAXR], *sb[MAXR];
 		for (int r = 0; r < n; r++)
 			sf[r] = f[r], sh[r] = h[r], sb[r] = b[r];
-		ddp_dtype_avg(DDP_F32, fo, sf, n, N, n);
-		ddp_dtype_avg(DDP_F16, ho, sh, n, N, n);
-		ddp_dtype_avg(DDP_BF16, bo, sb, n, N, n);
+		ddp_dtype_avg(DDP_DT_F32, fo, sf, n, N, n);
+		ddp_dtype_avg(DDP_DT_F16, ho, sh, n, N, n);
+		ddp_dtype_avg(DDP_DT_BF16, bo, sb, n, N, n);
 		int bad = 0;
 		for (int i = 0; i < N; i++) {
 			double sum = 0, sumh = 0, sumb = 0;
@@ -181,14 +182,47 @@ TEST(avg_kernel_matches_scalar_reference)
 	static float a0[N];
 	memcpy(a0, f[0], sizeof a0);
 	const void *sa[2] = { a0, f[1] };
-	ddp_dtype_avg(DDP_F32, a0, sa, 2, N, 2);
+	ddp_dtype_avg(DDP_DT_F32, a0, sa, 2, N, 2);
 	for (int i = 0; i < N; i++)
 		if (a0[i] != (float)(((double)f[0][i] + f[1][i]) / 2)) {
 			CHECK_FAIL_("in-place element %d", i);
 			break;
 		}
-	CHECK_EQ_INT(ddp_dtype_size(DDP_BF16), 2);
-	CHECK_EQ_STR(ddp_dtype_name(DDP_F16), "f16");
+}
+
+TEST(names_sizes_reducible_parse)
+{
+	/* written out by hand, one row per type */
+	static const struct { enum ddp_dtype t; const char *name; size_t size; int red; } want[] = {
+		{ DDP_DT_UNKNOWN, "?", 0, 0 }, { DDP_DT_F32, "f32", 4, 1 }, { DDP_DT_F64, "f64", 8, 0 },
+		{ DDP_DT_F16, "f16", 2, 1 }, { DDP_DT_BF16, "bf16", 2, 1 }, { DDP_DT_I8, "i8", 1, 0 },
+		{ DDP_DT_U8, "u8", 1, 0 }, { DDP_DT_I16, "i16", 2, 0 }, { DDP_DT_U16, "u16", 2, 0 },
+		{ DDP_DT_I32, "i32", 4, 0 }, { DDP_DT_U32, "u32", 4, 0 }, { DDP_DT_I64, "i64", 8, 0 },
+		{ DDP_DT_U64, "u64", 8, 0 }, { DDP_DT_BOOL, "bool", 1, 0 }, { DDP_DT_VOID, "void", 0, 0 },
+	};
+	CHECK_EQ_INT(sizeof want / sizeof want[0], DDP_DT_COUNT);
+	for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+		CHECK_EQ_STR(ddp_dtype_name(want[i].t), want[i].name);
+		CHECK_EQ_INT(ddp_dtype_size(want[i].t), want[i].size);
+		CHECK_EQ_INT(ddp_dtype_reducible(want[i].t), want[i].red);
+		if (want[i].t != DDP_DT_UNKNOWN)
+			CHECK_EQ_INT(ddp_dtype_parse(want[i].name), want[i].t);
+	}
+	/* out of range */
+	CHECK_EQ_STR(ddp_dtype_name(DDP_DT_COUNT), "?");
+	CHECK_EQ_INT(ddp_dtype_size((enum ddp_dtype)255), 0);
+	CHECK_EQ_INT(ddp_dtype_reducible(DDP_DT_COUNT), 0);
+	/* the DDP_GRAD_DTYPE spellings, any case */
+	static const struct { const char *s; enum ddp_dtype t; } sp[] = {
+		{ "fp32", DDP_DT_F32 }, { "FLOAT", DDP_DT_F32 }, { "float32", DDP_DT_F32 },
+		{ "fp16", DDP_DT_F16 }, { "Half", DDP_DT_F16 }, { "float16", DDP_DT_F16 },
+		{ "BF16", DDP_DT_BF16 }, { "bfloat16", DDP_DT_BF16 },
+		{ "?", DDP_DT_UNKNOWN }, { "", DDP_DT_UNKNOWN }, { "int8", DDP_DT_UNKNOWN },
+		{ "f32 ", DDP_DT_UNKNOWN },
+	};
+	for (size_t i = 0; i < sizeof sp / sizeof sp[0]; i++)
+		CHECK_EQ_INT(ddp_dtype_parse(sp[i].s), sp[i].t);
+	CHECK_EQ_INT(ddp_dtype_parse(NULL), DDP_DT_UNKNOWN);
 }
 
 int main(int argc, char **argv)

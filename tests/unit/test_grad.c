@@ -83,7 +83,7 @@ static const struct ddp_grad_ops ops = {
 	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end,
 };
 
-static struct ddp_grad *fresh(enum ddp_grad_dtype ov)
+static struct ddp_grad *fresh(enum ddp_dtype ov)
 {
 	struct ddp_grad *g = NULL;
 	evlog[0] = '\0';
@@ -104,19 +104,19 @@ static struct ddp_grad_arg A(const void *p, size_t bytes, uint32_t id, int param
 static struct ddp_grad_arg S(const void *p, size_t bytes, uint32_t id, int word)
 {
 	struct ddp_grad_arg a = { (uint64_t)(uintptr_t)p, bytes, id, 0, (uint16_t)word, DDP_GA_UNKNOWN, 1,
-				  DDP_GD_UNKNOWN };
+				  DDP_DT_UNKNOWN };
 	return a;
 }
 
 static ddp_result L(struct ddp_grad *g, const char *name, int cls, const struct ddp_grad_arg *args, uint32_t n)
 {
-	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_GD_UNKNOWN, n, args, NULL, NULL };
+	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_DT_UNKNOWN, n, args, NULL, NULL };
 	return ddp_grad_launch(g, &l);
 }
 
 #define W DDP_GA_WRITE
 #define R DDP_GA_READ
-#define F32 DDP_GD_F32
+#define F32 DDP_DT_F32
 
 static float p0[N], g0[N], m0[N], p1[N], g1[N], m1[N], act[N];
 
@@ -139,7 +139,7 @@ static void sgd(struct ddp_grad *g, int t)
 
 TEST(per_tensor_sgd_learns_then_reduces_once_per_step)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	backward(g);
 	CHECK_EQ_STR(evlog, "");               /* nothing known yet: nothing to do */
 	sgd(g, 0);
@@ -159,7 +159,7 @@ TEST(per_tensor_sgd_learns_then_reduces_once_per_step)
 
 TEST(accumulation_reduces_once_per_optimizer_step)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	backward(g);
 	sgd(g, 0);
 	sgd(g, 1);
@@ -180,7 +180,7 @@ TEST(accumulation_reduces_once_per_optimizer_step)
 
 TEST(order_is_first_appearance_not_address)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	/* tensor 1 first: its gradient gets order 0 although g0 < g1 or not */
 	backward(g);
 	sgd(g, 1);
@@ -210,7 +210,7 @@ static void charlm_step(struct ddp_grad *g, int amp, int skip)
 	CHECK_EQ_INT(L(g, "linear_backward_weight", DDP_GK_OTHER, bw, 2), DDP_OK);
 	if (amp) {
 		int flag;
-		struct ddp_grad_arg us[] = { A(G, sizeof G, 12, 0, W, F32), A(&flag, 4, 14, 3, W, DDP_GD_UNKNOWN) };
+		struct ddp_grad_arg us[] = { A(G, sizeof G, 12, 0, W, F32), A(&flag, 4, 14, 3, W, DDP_DT_UNKNOWN) };
 		CHECK_EQ_INT(L(g, "amp_unscale_grads", DDP_GK_READER, us, 2), DDP_OK);
 		if (skip)
 			return;
@@ -229,7 +229,7 @@ static void charlm_step(struct ddp_grad *g, int amp, int skip)
 
 TEST(flat_buffer_reduced_before_the_norm_reader)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	charlm_step(g, 0, 0);
 	/* the whole flat gradient at the norm; the scalar norm is no gradient;
 	 * parameters and moments broadcast once before the first update */
@@ -244,7 +244,7 @@ TEST(flat_buffer_reduced_before_the_norm_reader)
 
 TEST(amp_skipped_steps_reduce_once_at_the_unscale)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	charlm_step(g, 1, 1);                 /* step skipped: no optimizer */
 	CHECK_EQ_STR(evlog, "AR[amp_unscale_grads:0]");
 	charlm_step(g, 1, 1);                 /* skipped again */
@@ -270,13 +270,13 @@ static void fused_kernel(void)
 
 TEST(struct_pointers_calibrated_and_restored)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	relaunch_fn = fused_kernel;
 	for (int i = 0; i < N; i++)
 		fp[i] = 1.0f, fm[i] = 0.0f, fg[i] = 0x3f80;
-	struct ddp_grad_arg bw[] = { A(fg, sizeof fg, 22, 2, W, DDP_GD_BF16) };
+	struct ddp_grad_arg bw[] = { A(fg, sizeof fg, 22, 2, W, DDP_DT_BF16) };
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_GD_BF16, 3, op, NULL, NULL };
+	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_DT_BF16, 3, op, NULL, NULL };
 	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
 	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
 	CHECK_EQ_INT(relaunches, 1);
@@ -289,7 +289,7 @@ TEST(struct_pointers_calibrated_and_restored)
 		if (ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD)
 			gb = ddp_grad_buf_at(g, i);
 	REQUIRE(gb);
-	CHECK_EQ_INT(gb->dtype, DDP_GD_BF16);
+	CHECK_EQ_INT(gb->dtype, DDP_DT_BF16);
 	CHECK_EQ_INT(gb->count, N);
 	/* the next step: no calibration, one reduction */
 	evlog[0] = '\0';
@@ -302,29 +302,41 @@ TEST(struct_pointers_calibrated_and_restored)
 
 TEST(unknown_dtype_refused_override_accepted)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
-	relaunch_fn = fused_kernel;
-	for (int i = 0; i < N; i++)
-		fp[i] = 1.0f, fm[i] = 0.0f;
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	/* no template dtype, no signature: refuse, naming kernel and setting */
-	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_GD_UNKNOWN, 3, op, NULL, NULL };
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_ERR_UNSUPPORTED);
-	CHECK(strstr(ddp_grad_last_error(g), "extern_c_adam") != NULL);
-	CHECK(strstr(ddp_grad_last_error(g), "DDP_GRAD_DTYPE") != NULL);
-	CHECK(strstr(evlog, "AR") == NULL);   /* nothing reduced as guessed bytes */
-	ddp_grad_free(g);
+	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_DT_UNKNOWN, 3, op, NULL, NULL };
+	struct ddp_grad *g;
+	/* no template dtype, no signature: refuse, naming kernel and setting;
+	 * f64 (a type the collectives cannot average) is refused alike */
+	static const enum ddp_dtype tmpl[] = { DDP_DT_UNKNOWN, DDP_DT_F64 };
+	for (size_t t = 0; t < sizeof tmpl / sizeof tmpl[0]; t++) {
+		g = fresh(DDP_DT_UNKNOWN);
+		relaunch_fn = fused_kernel;
+		for (int i = 0; i < N; i++)
+			fp[i] = 1.0f, fm[i] = 0.0f;
+		l.template_dtype = (uint8_t)tmpl[t];
+		CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_ERR_UNSUPPORTED);
+		CHECK(strstr(ddp_grad_last_error(g), "extern_c_adam") != NULL);
+		CHECK(strstr(ddp_grad_last_error(g), "DDP_GRAD_DTYPE") != NULL);
+		CHECK(strstr(evlog, "AR") == NULL);   /* nothing reduced as guessed bytes */
+		ddp_grad_free(g);
+	}
 
-	g = fresh(DDP_GD_BF16);
+	l.template_dtype = DDP_DT_UNKNOWN;
+	g = fresh(DDP_DT_BF16);
 	relaunch_fn = fused_kernel;
 	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
 	CHECK(strstr(evlog, "AR[extern_c_adam:0.36]") != NULL);
 	ddp_grad_free(g);
+
+	/* an override must be reducible */
+	g = NULL;
+	CHECK_EQ_INT(ddp_grad_new(&ops, DDP_DT_F64, &g), DDP_ERR_INVALID);
+	CHECK(g == NULL);
 }
 
 TEST(small_and_unpaired_read_only_buffers_are_not_gradients)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	float lr_dev[4], table[N / 2];
 	struct ddp_grad_arg a[] = { A(p0, sizeof p0, 1, 0, W, F32), A(g0, sizeof g0, 2, 1, R, F32),
 				    A(lr_dev, sizeof lr_dev, 30, 2, R, F32), A(table, sizeof table, 31, 3, R, F32) };
@@ -337,7 +349,7 @@ TEST(small_and_unpaired_read_only_buffers_are_not_gradients)
 
 TEST(a_step_without_any_gradient_is_an_error)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	struct ddp_grad_arg a[] = { A(p0, sizeof p0, 1, 0, W, F32), A(m0, sizeof m0, 3, 1, W, F32) };
 	CHECK_EQ_INT(L(g, "weird_opt", DDP_GK_OPT, a, 2), DDP_OK);
 	CHECK_EQ_INT(L(g, "forward", DDP_GK_OTHER, a, 1), DDP_ERR_UNSUPPORTED);
@@ -347,7 +359,7 @@ TEST(a_step_without_any_gradient_is_an_error)
 
 TEST(freed_and_reused_address_is_a_new_buffer)
 {
-	struct ddp_grad *g = fresh(DDP_GD_UNKNOWN);
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	backward(g);
 	sgd(g, 0);
 	/* g0's address now belongs to another allocation (id 99): not a
@@ -378,9 +390,9 @@ TEST(kernel_classes_by_name_and_settings)
 	CHECK_EQ_INT(ddp_grad_classify("My_Step_kernel", " my_step ", NULL), DDP_GK_OPT); /* case, spaces */
 	CHECK_EQ_INT(ddp_grad_classify("global_grad_norm", NULL, "nothing_like_it"), DDP_GK_OTHER);
 	CHECK_EQ_INT(ddp_grad_classify("check_scale", NULL, "+check_scale"), DDP_GK_READER);
-	CHECK_EQ_INT(ddp_grad_dtype_parse("bf16"), DDP_GD_BF16);
-	CHECK_EQ_INT(ddp_grad_dtype_parse("FP16"), DDP_GD_F16);
-	CHECK_EQ_INT(ddp_grad_dtype_parse("int8"), DDP_GD_UNKNOWN);
+	CHECK_EQ_INT(ddp_dtype_parse("bf16"), DDP_DT_BF16);
+	CHECK_EQ_INT(ddp_dtype_parse("FP16"), DDP_DT_F16);
+	CHECK_EQ_INT(ddp_dtype_parse("int8"), DDP_DT_UNKNOWN);
 }
 
 int main(int argc, char **argv)
