@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp_kreg.h"
+#include "ddp_grad.h"
+#include "ddp_params.h"
 #include "ddp_log.h"
 #include "ddp_sig.h"
 
@@ -147,21 +149,9 @@ void ddp_kreg_module_unloaded(const void *handle)
 
 int ddp_kreg_is_optimizer_name(const char *name)
 {
-	static const char *const pats[] = {
-		"adam", "sgd", "momentum", "lamb", "lion", "adagrad", "rmsprop",
-		"multi_tensor_apply", "optimizer", "fused_adam", "fusedadam",
-	};
-	char low[512];
-	size_t n = 0;
-	if (!name)
-		return 0;
-	for (; name[n] && n < sizeof low - 1; n++)
-		low[n] = (char)tolower((unsigned char)name[n]);
-	low[n] = '\0';
-	for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++)
-		if (strstr(low, pats[i]))
-			return 1;
-	return 0;
+	/* one list of patterns: the gradient tracker's, with DDP_OPT_KERNELS */
+	return ddp_grad_classify(name, ddp_param_opt_kernels(), ddp_param_grad_reader_kernels()) ==
+	       DDP_GK_OPT;
 }
 
 void ddp_kreg_apply_signature(struct ddp_kfunc *k)

@@ -105,7 +105,9 @@ struct ddp_kfunc *ddp_kreg_discover(const void *handle);
 /* All records in registration order (valid until exit). */
 struct ddp_kfunc *ddp_kreg_first(void);
 
-/* Does this kernel name look like an optimizer step (adam, sgd, ...)? */
+/* Is this kernel an optimizer step by name?  The same patterns (and
+ * DDP_OPT_KERNELS / DDP_GRAD_READER_KERNELS) as the gradient tracker:
+ * ddp_grad_classify; a gradient reader (norm, unscale) is not one. */
 int ddp_kreg_is_optimizer_name(const char *name);
 
 /* Fills k's parameter types from its demangled signature (exposed for the
