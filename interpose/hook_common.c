@@ -22,21 +22,32 @@ uint64_t ddp_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The trace category of a hook, from its name's family; worked out once per
+ * hook (on the first traced call), then a table load. */
+static const char *category_of_name(const char *n)
+{
+	static const struct {
+		const char *prefix, *cat;
+	} fam[] = {
+		{ "cuLaunch", "launch" }, { "cuMemcpy", "copy" }, { "cuMemset", "copy" },
+		{ "cuMem", "alloc" },     { "cuModule", "module" }, { "cuLibrary", "module" },
+		{ "cuKernel", "module" }, { "cuGraph", "graph" },   { "cuStream", "graph" },
+	};
+	for (size_t i = 0; i < sizeof fam / sizeof fam[0]; i++)
+		if (strncmp(n, fam[i].prefix, strlen(fam[i].prefix)) == 0)
+			return fam[i].cat;
+	return "hook";
+}
+
 static const char *category(enum hook_id id)
 {
-	const char *n = hook_info_[id].name;
-	if (strncmp(n, "cuLaunch", 8) == 0)
-		return "launch";
-	if (strncmp(n, "cuMemcpy", 8) == 0 || strncmp(n, "cuMemset", 8) == 0)
-		return "copy";
-	if (strncmp(n, "cuMem", 5) == 0)
-		return "alloc";
-	if (strncmp(n, "cuModule", 8) == 0 || strncmp(n, "cuLibrary", 9) == 0 ||
-	    strncmp(n, "cuKernel", 8) == 0)
-		return "module";
-	if (strncmp(n, "cuGraph", 7) == 0 || strncmp(n, "cuStream", 8) == 0)
-		return "graph";
-	return "hook";
+	static const char *cat[HOOK_COUNT]; /* filled lazily; benign race: same value */
+	const char *c = __atomic_load_n(&cat[id], __ATOMIC_RELAXED);
+	if (!c) {
+		c = category_of_name(hook_info_[id].name);
+		__atomic_store_n(&cat[id], c, __ATOMIC_RELAXED);
+	}
+	return c;
 }
 
 void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
@@ -55,7 +66,9 @@ void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
 			.addr = f->addr,
 			.result = result,
 		};
-		if (f->kname) {
+		/* grid/block are set by the launch hooks only (module hooks name a
+		 * kernel too, without a grid) */
+		if (f->kname && strcmp(ev.cat, "launch") == 0) {
 			memcpy(ev.grid, f->grid, sizeof ev.grid);
 			memcpy(ev.block, f->block, sizeof ev.block);
 		}

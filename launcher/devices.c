@@ -107,9 +107,11 @@ static ddp_result parse_gpu_list(const char *s, char ***ids, int *n)
 	return *n ? DDP_OK : DDP_ERR_INVALID;
 }
 
-/* Splits an inherited CUDA_VISIBLE_DEVICES ("0,1" or "GPU-uuid,...") into ids. */
+/* Splits an inherited CUDA_VISIBLE_DEVICES ("0,1" or "GPU-uuid,...") into
+ * ids, each malloc'd (free with free_ids). */
 static ddp_result split_visible(const char *s, char ***ids, int *n)
 {
+	ddp_result rc = DDP_OK;
 	char *copy = strdup(s);
 	*ids = NULL;
 	*n = 0;
@@ -117,12 +119,33 @@ static ddp_result split_visible(const char *s, char ***ids, int *n)
 		return DDP_ERR_NOMEM;
 	for (char *save = NULL, *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		char **nv = realloc(*ids, sizeof *nv * (size_t)(*n + 1));
-		if (!nv)
-			return DDP_ERR_NOMEM;
+		if (!nv || !(t = strdup(t))) {
+			if (nv)
+				*ids = nv;
+			rc = DDP_ERR_NOMEM;
+			break;
+		}
 		*ids = nv;
 		nv[(*n)++] = t;
 	}
-	return DDP_OK;
+	free(copy);
+	return rc;
+}
+
+static void free_ids(char **ids, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(ids[i]);
+	free(ids);
+}
+
+void launch_devices_free(struct launch_devices *d)
+{
+	free_ids(d->gpu_ids, d->ngpus);
+	free(d->simcuda_dir);
+	d->gpu_ids = NULL;
+	d->ngpus = 0;
+	d->simcuda_dir = NULL;
 }
 
 ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir, int no_preload,
@@ -167,16 +190,20 @@ ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir
 			DDP_CHECK(split_visible(vis, &vids, &nv));
 			for (int i = 0; i < d->ngpus; i++) {
 				int k = atoi(d->gpu_ids[i]);
-				if (k < nv)
-					d->gpu_ids[i] = vids[k];
+				char *id = k < nv ? strdup(vids[k]) : NULL;
+				if (id) {
+					free(d->gpu_ids[i]);
+					d->gpu_ids[i] = id;
+				}
 			}
+			free_ids(vids, nv);
 		}
 	} else if (detected > 0) {
 		const char *vis = getenv("CUDA_VISIBLE_DEVICES");
 		if (vis && *vis) {
 			DDP_CHECK(split_visible(vis, &d->gpu_ids, &d->ngpus));
-			if (d->ngpus > detected)
-				d->ngpus = detected;
+			while (d->ngpus > detected)
+				free(d->gpu_ids[--d->ngpus]);
 		} else {
 			char buf[32];
 			snprintf(buf, sizeof buf, "0-%d", detected - 1);

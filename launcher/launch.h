@@ -82,6 +82,8 @@ struct launch_devices {
 };
 ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir,
 			       int no_preload, struct launch_devices *d /* OUT */);
+/* Frees what launch_devices_plan allocated. */
+void launch_devices_free(struct launch_devices *d);
 /* Number of GPUs the driver sees (0 when none or no driver); never
  * initialises CUDA in this process. */
 int launch_devices_detect(void);
@@ -120,6 +122,8 @@ struct launch_job {
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
+/* Frees what run() and launch_build_env allocated in *job (not the store). */
+void launch_job_free(struct launch_job *job);
 /* Prints the plan of --dry-run. */
 void launch_print_plan(const struct launch_job *job);
 /* Starts every rank.  On exec failure of any rank, prints

@@ -162,18 +162,24 @@ static int run(int argc, char **argv)
 	int action, code = 0, no_preload;
 	char cwd[PATH_MAX];
 
-	if (launch_options_parse(argc, argv, &o, &action) != DDP_OK)
-		return 2;
+	if (launch_options_parse(argc, argv, &o, &action) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
 	if (action == LOPT_ID_help) {
 		launch_options_help(1);
-		return 0;
+		code = 0;
+		goto out;
 	}
 	if (action == LOPT_ID_version) {
 		printf("ddprun %s\n", DDPRUN_VERSION);
-		return 0;
+		code = 0;
+		goto out;
 	}
-	if (launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK)
-		return 2;
+	if (launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
 	if (o.verbose > 0)
 		ddp_log_level_ = DDP_LOG_WARN + o.verbose;
 	ddp_log_init("ddprun");
@@ -187,7 +193,8 @@ static int run(int argc, char **argv)
 		if (!job.preload) {
 			launch_msg("the library %s is missing; build it with `make` "
 				   "(DDPRUN_NO_PRELOAD=1 runs the ranks without it)", path);
-			return 1;
+			code = 1;
+			goto out;
 		}
 	}
 	job.nranks = (int)o.nproc_per_node;
@@ -195,41 +202,58 @@ static int run(int argc, char **argv)
 	job.master_addr = o.nnodes > 1 ? o.master_addr : "127.0.0.1";
 	job.port = (int)o.master_port;
 	job.ranks = calloc((size_t)job.nranks, sizeof *job.ranks);
-	if (!job.ranks)
-		return 1;
+	if (!job.ranks) {
+		code = 1;
+		goto out;
+	}
 	for (int i = 0; i < job.nranks; i++) {
 		job.ranks[i].rank = (int)o.node_rank * job.nranks + i;
 		job.ranks[i].local_rank = i;
 		job.ranks[i].out_fd = job.ranks[i].err_fd = -1;
 	}
 	if (o.nnodes > 1) {
-		if (shared_secret(&o, job.secret) != DDP_OK)
-			return 2;
+		if (shared_secret(&o, job.secret) != DDP_OK) {
+			code = 2;
+			goto out;
+		}
 	} else if (random_secret(job.secret) != DDP_OK) {
-		return 1;
+		code = 1;
+		goto out;
 	}
 	if (!getcwd(cwd, sizeof cwd))
 		strcpy(cwd, ".");
 	if (o.log_dir) {
-		if (!o.dry_run && make_dir("--log-dir", o.log_dir) != DDP_OK)
-			return 2;
+		if (!o.dry_run && make_dir("--log-dir", o.log_dir) != DDP_OK) {
+			code = 2;
+			goto out;
+		}
 		char *abs = realpath(o.log_dir, NULL);
-		if (asprintf(&job.write_dir, "%s", abs ? abs : o.log_dir) < 0)
-			return 1;
+		if (asprintf(&job.write_dir, "%s", abs ? abs : o.log_dir) < 0) {
+			code = 1;
+			goto out;
+		}
 		free(abs);
 	} else if (asprintf(&job.write_dir, "%s/.ddprun", cwd) < 0) {
-		return 1;
+		code = 1;
+		goto out;
 	}
-	if (o.trace && !o.dry_run && make_dir("--trace", o.trace) != DDP_OK)
-		return 2;
-	if (launch_devices_plan(&o, job.self_dir, no_preload, &job.dev) != DDP_OK)
-		return 2;
+	if (o.trace && !o.dry_run && make_dir("--trace", o.trace) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
+	if (launch_devices_plan(&o, job.self_dir, no_preload, &job.dev) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
 
 	if (o.dry_run) {
-		if (launch_build_env(&job) != DDP_OK)
-			return 1;
+		if (launch_build_env(&job) != DDP_OK) {
+			code = 1;
+			goto out;
+		}
 		launch_print_plan(&job);
-		return 0;
+		code = 0;
+		goto out;
 	}
 
 	/* signals: blocked everywhere in ddprun (the store thread inherits the
@@ -247,7 +271,8 @@ static int run(int argc, char **argv)
 	int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sigfd < 0) {
 		launch_msg("signalfd: %s", strerror(errno));
-		return 1;
+		code = 1;
+		goto out;
 	}
 	signal(SIGPIPE, SIG_IGN);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
@@ -259,24 +284,29 @@ static int run(int argc, char **argv)
 		if (launch_store_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
 			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
 				   "another --master-port)", bind, job.port);
-			return 1;
+			code = 1;
+			goto out;
 		}
 		job.port = launch_store_port(job.store);
 		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job.port);
 	}
 	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
 		launch_store_stop(job.store);
-		return 1;
+		code = 1;
+		goto out;
 	}
 	if (launch_spawn_all(&job, &code) != DDP_OK) {
 		launch_output_finish();
 		launch_store_stop(job.store);
-		return code;
+		goto out;
 	}
 	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
 	code = launch_supervise(&job, sigfd);
 	launch_store_stop(job.store);
 	close(sigfd);
+out:
+	launch_job_free(&job);
+	launch_options_free(&o);
 	return code;
 }
 

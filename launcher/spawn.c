@@ -309,3 +309,25 @@ ddp_result launch_spawn_all(struct launch_job *job, int *exit_code)
 	}
 	return DDP_OK;
 }
+
+void launch_job_free(struct launch_job *job)
+{
+	if (job->ranks) {
+		for (int i = 0; i < job->nranks; i++) {
+			struct launch_rank *r = &job->ranks[i];
+			if (!r->envp)
+				continue;
+			/* envp[0..env_first_set) point into environ; the rest are ours */
+			for (char **p = r->envp + r->env_first_set; *p; p++)
+				free(*p);
+			free(r->envp);
+		}
+		free(job->ranks);
+		job->ranks = NULL;
+	}
+	launch_devices_free(&job->dev);
+	free(job->self_dir);
+	free(job->preload);
+	free(job->write_dir);
+	job->self_dir = job->preload = job->write_dir = NULL;
+}

@@ -18,6 +18,16 @@
 #include "sim_fiber.h"
 
 #include <setjmp.h>
+/* Tell valgrind about fiber stacks, so memcheck follows the switches
+ * instead of reporting every access as outside the thread's stack. */
+#if defined(__has_include) && __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define SIM_STACK_REGISTER(lo, hi) VALGRIND_STACK_REGISTER(lo, hi)
+#define SIM_STACK_DEREGISTER(id) VALGRIND_STACK_DEREGISTER(id)
+#else
+#define SIM_STACK_REGISTER(lo, hi) 0u
+#define SIM_STACK_DEREGISTER(id) ((void)(id))
+#endif
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -36,6 +46,7 @@ struct sim_fiber {
 	int finished;         /* set when fn returned or sim_fiber_exit ran  */
 	void *map;            /* mmap'd region: guard page + stack           */
 	size_t map_len;
+	unsigned vg_stack;    /* valgrind's id of the stack (0 without it)   */
 };
 
 static __thread struct sim_fiber *cur;
@@ -73,6 +84,7 @@ struct sim_fiber *sim_fiber_create(size_t stack_bytes)
 		goto out_unmap;
 	uc.uc_stack.ss_sp = (char *)f->map + page;
 	uc.uc_stack.ss_size = len - page;
+	f->vg_stack = SIM_STACK_REGISTER((char *)f->map + page, (char *)f->map + len);
 	uc.uc_link = NULL;
 	makecontext(&uc, fiber_main, 0);
 	cur = f;
@@ -94,6 +106,7 @@ void sim_fiber_destroy(struct sim_fiber *f)
 {
 	if (!f)
 		return;
+	SIM_STACK_DEREGISTER(f->vg_stack);
 	munmap(f->map, f->map_len);
 	free(f);
 }
