@@ -38,6 +38,7 @@
 #include "ddp_params.h"
 #include "ddp_store.h"
 #include "ddp_sync.h"
+#include "ddp_alloc.h"
 #include "ddp_trace.h"
 
 int ddp_sync_on_;
@@ -380,7 +381,13 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 		ddp_trace_event(&ev);
 	}
 	stats.step_last_ns = now;
-	DDP_DEBUG(GRAD, "step %" PRIu64 " ends", step);
+	/* the allocation table's per-step counters: log them, start the next step */
+	struct ddp_alloc_stats as;
+	ddp_alloc_stats(&as);
+	DDP_DEBUG(GRAD, "step %" PRIu64 " ends: %" PRIu64 " allocations (%" PRIu64 " bytes), %" PRIu64
+		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)", step, as.step_allocs,
+		  as.step_bytes_alloc, as.step_frees, as.step_bytes_freed, as.live_count, as.live_bytes);
+	ddp_alloc_step_reset();
 	if (check_every > 0 && step % (uint64_t)check_every == 0)
 		return check_hashes(step, check_stream);
 	return DDP_OK;
