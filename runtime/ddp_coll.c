@@ -71,6 +71,7 @@ void ddp_coll_config_default(struct ddp_coll_config *cfg)
 	cfg->timeout_s = (double)ddp_param_coll_timeout();
 	cfg->shm_dir = ddp_param_shm_dir();
 	cfg->nccl_lib = ddp_param_nccl_lib();
+	cfg->no_host_cma = !ddp_param_coll_host_cma();
 }
 
 /* Auto: NCCL only when the buffers are on a real GPU and every rank can load

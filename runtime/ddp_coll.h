@@ -81,6 +81,8 @@ struct ddp_coll_config {
 	int real_gpu;                  /* buffers live on a real GPU (auto -> NCCL) */
 	size_t stage_bytes;            /* pinned staging per buffer (x2); 0 = default 8 MiB */
 	size_t slot_bytes;             /* host segment bytes per rank per chunk; 0 = default */
+	int no_host_cma;               /* !DDP_COLL_HOST_CMA: host buffers go through the
+					  segment too, never process_vm_readv */
 	const struct ddp_coll_driver *driver; /* may be NULL: host buffers only */
 };
 

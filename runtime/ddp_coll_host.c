@@ -13,6 +13,15 @@
  *                            collective and its descriptor, pid
  *     data                   2 sets x W slots x slot_bytes (page aligned)
  *
+ * Single copy (CMA): when every rank can read every other's memory with
+ * process_vm_readv (probed once at set-up with a random cookie; needs the
+ * same uid and pid namespace and no ptrace restriction; DDP_COLL_HOST_CMA=0
+ * turns it off) and every rank's buffer of this collective is readable
+ * (host memory; device buffers and device-file mappings are not), the data
+ * does not go through the segment at all: see host_ar_cma / host_bc_cma.
+ * The ranks agree through flags posted with the descriptor, so all take
+ * the same path.  Otherwise:
+ *
  * Allreduce of a chunk (m elements, set s; the sets alternate):
  *     1. every rank copies its m elements into slot[s][rank]      -> barrier
  *     2. rank r reduces slice r (a cache-line aligned 1/W of the chunk) over
@@ -34,7 +43,8 @@
  * is reduced, then chunk i goes back; one cuStreamSynchronize per chunk.
  *
  * Barriers: each rank publishes its barrier epoch; barrier e is complete when
- * every epoch is >= e.  Waiters spin, then yield, then FUTEX_WAIT (shared) on
+ * every epoch is >= e.  Waiters spin (20 us), then yield (to 1 ms), then
+ * FUTEX_WAIT (shared) on
  * a 32-bit wake word in slices of 50 ms; the arrival that completes a barrier
  * bumps the word and wakes sleepers (only when some sleep).  While waiting a rank
  * watches: the abort record (another rank failed: stop at once), the
@@ -62,6 +72,7 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "ddp_coll_backend.h"
@@ -73,10 +84,13 @@
 #define HOST_MAX_RANKS 4096
 #define HOST_DEFAULT_SLOT (1u << 20)
 #define HOST_DEFAULT_STAGE (8u << 20)
-#define HOST_SPIN 256
-#define HOST_YIELDS 64
+#define HOST_SPIN 100000          /* pause-spin iterations at most       */
+#define HOST_SPIN_S 20e-6         /* pause-spin this long, then yield    */
+#define HOST_YIELD_S 1e-3         /* yield this long, then sleep (futex) */
 #define HOST_PID_CHECK_S 0.2
 #define HOST_MSG_LEN COLL_ERR_LEN
+#define HOST_CMA_MAX (1ul << 30)      /* bytes per process_vm_readv call      */
+#define HOST_CMA_TMP (512u << 10)     /* peer data in flight per piece (all)  */
 
 struct host_hdr {
 	uint64_t magic;       /* HOST_MAGIC, stored last by rank 0 (release)     */
@@ -102,6 +116,11 @@ struct host_rank {
 	int32_t pid;
 	uint64_t pidns;              /* inode of /proc/self/ns/pid               */
 	uint64_t chunking;           /* slot and stage bytes folded together      */
+	uint64_t buf;                /* CMA: this collective's buffer address    */
+	uint32_t cma;                /* CMA: this rank's buffer is readable      */
+	uint32_t cma_ok;             /* set-up: this rank can read every peer    */
+	uint64_t probe_addr;         /* set-up: address of probe_cookie          */
+	uint64_t probe_cookie;       /* set-up: random value peers read there    */
 };
 
 struct coll_host {
@@ -116,6 +135,10 @@ struct coll_host {
 	size_t stage_bytes;
 	const char *what;          /* current collective, for messages            */
 	uint64_t pidns;
+	int cma;                   /* every rank can read every peer (CMA)       */
+	unsigned char *tmp;        /* CMA: (W-1) x tmp_bytes of peer data         */
+	size_t tmp_bytes;
+	uint64_t cookie;           /* CMA probe value (peers read it here)       */
 };
 
 static long futex(uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -253,20 +276,28 @@ static ddp_result host_barrier(struct ddp_comm *c)
 			futex(&hd->total, FUTEX_WAKE, INT_MAX, NULL);
 		return __atomic_load_n(&hd->abort, __ATOMIC_ACQUIRE) ? host_seen_abort(c) : DDP_OK;
 	}
-	/* Completion is judged from the epochs (exact), the counter only wakes. */
-	double start = 0, next_pid = 0;
+	/* Completion is judged from the epochs (exact), the counter only wakes.
+	 * Wait: pause-spin for HOST_SPIN_S, then sched_yield until HOST_YIELD_S
+	 * (runs other ranks when they outnumber the cores, else a cheap spin),
+	 * then FUTEX_WAIT: waking a sleeping vCPU costs 50-200 us on a VM, far
+	 * more than a chunk of work. */
+	double start = 0, next_pid = 0, t0 = coll_now();
 	for (unsigned spin = 0;; spin++) {
 		if (__atomic_load_n(&hd->abort, __ATOMIC_ACQUIRE))
 			return host_seen_abort(c);
 		if (host_all_arrived(h, c->world))
 			return DDP_OK;
-		if (spin < HOST_SPIN) {
-			cpu_relax();
-			continue;
-		}
-		if (spin < HOST_SPIN + HOST_YIELDS) {
-			sched_yield();
-			continue;
+		if (start == 0) {
+			double el = (spin & 31) == 0 || spin > HOST_SPIN ? coll_now() - t0 : 0;
+			if (el < HOST_SPIN_S && spin <= HOST_SPIN) {
+				cpu_relax();
+				continue;
+			}
+			if (el < HOST_YIELD_S) {
+				spin = HOST_SPIN + 1;
+				sched_yield();
+				continue;
+			}
 		}
 		double now = coll_now();
 		if (start == 0) {
@@ -299,12 +330,114 @@ static ddp_result host_barrier(struct ddp_comm *c)
 	}
 }
 
-/* ---- set-up */
-
 static size_t round_up(size_t x, size_t a)
 {
 	return (x + a - 1) / a * a;
 }
+
+/* ---- single copy between address spaces (CMA, process_vm_readv) */
+
+/* Reads len bytes at address raddr of rank q into dst: 0, or an errno. */
+static int host_cma_read(const struct coll_host *h, int q, void *dst, uint64_t raddr, size_t len)
+{
+	pid_t pid = h->ranks[q].pid;
+	unsigned char *d = dst;
+	while (len) {
+		size_t n = len < HOST_CMA_MAX ? len : HOST_CMA_MAX;
+		struct iovec l = { d, n }, r = { (void *)(uintptr_t)raddr, n };
+		ssize_t got = process_vm_readv(pid, &l, 1, &r, 1, 0);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return errno;
+		if (got == 0)
+			return EFAULT;
+		d += got;
+		raddr += (uint64_t)got;
+		len -= (size_t)got;
+	}
+	return 0;
+}
+
+/* A failed read of rank q's memory: a dead peer, an abort, or an error. */
+static ddp_result host_cma_fail(struct ddp_comm *c, int q, int err)
+{
+	struct coll_host *h = c->host;
+	if (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE))
+		return host_seen_abort(c);
+	if (err == ESRCH || pid_dead(h->ranks[q].pid))
+		return host_fail(c, DDP_ERR_REMOTE,
+				 "rank %d (pid %d) exited or was killed; rank %d stopped waiting for it in %s", q,
+				 (int)h->ranks[q].pid, c->rank, h->what);
+	return host_fail(c, DDP_ERR_SYS,
+			 "rank %d cannot read rank %d's buffer in %s: %s; set DDP_COLL_HOST_CMA=0 to copy through "
+			 "the shared segment instead",
+			 c->rank, q, h->what, strerror(err));
+}
+
+/* Set-up, before the ranks meet: allocate the piece buffers and post where
+ * peers can read a random cookie (they check it, so a pid of another
+ * namespace or a recycled pid cannot pass).  DDP_COLL_HOST_CMA=0 opts out. */
+static void host_cma_post(struct ddp_comm *c)
+{
+	struct coll_host *h = c->host;
+	struct host_rank *me = &h->ranks[c->rank];
+	me->probe_addr = 0;
+	if (c->cfg.no_host_cma)
+		return;
+	if (getrandom(&h->cookie, sizeof h->cookie, GRND_NONBLOCK) != (ssize_t)sizeof h->cookie)
+		h->cookie = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(coll_now() * 1e9);
+	h->cookie |= 1;
+	h->tmp_bytes = round_up(HOST_CMA_TMP / (size_t)(c->world - 1), 4096);
+	if (h->tmp_bytes < (64u << 10))
+		h->tmp_bytes = 64u << 10;
+	h->tmp = aligned_alloc(4096, h->tmp_bytes * (size_t)(c->world - 1));
+	if (!h->tmp)
+		return;
+	me->probe_cookie = h->cookie;
+	__atomic_store_n(&me->probe_addr, (uint64_t)(uintptr_t)&h->cookie, __ATOMIC_RELEASE);
+}
+
+/* Set-up, after every rank posted: try to read every peer's cookie, then
+ * meet, and use CMA only if every rank could read every other. */
+static ddp_result host_cma_agree(struct ddp_comm *c)
+{
+	struct coll_host *h = c->host;
+	struct host_rank *me = &h->ranks[c->rank];
+	int ok = me->probe_addr != 0;
+	for (int q = 0; ok && q < c->world; q++) {
+		uint64_t v = 0, addr = __atomic_load_n(&h->ranks[q].probe_addr, __ATOMIC_ACQUIRE);
+		if (q == c->rank)
+			continue;
+		ok = addr && h->ranks[q].pidns == h->pidns && host_cma_read(h, q, &v, addr, sizeof v) == 0 &&
+		     v == h->ranks[q].probe_cookie;
+	}
+	me->cma_ok = (uint32_t)ok;
+	DDP_CHECK(host_barrier(c));
+	h->cma = 1;
+	for (int q = 0; q < c->world; q++)
+		h->cma &= __atomic_load_n(&h->ranks[q].cma_ok, __ATOMIC_ACQUIRE) != 0;
+	if (!h->cma) {
+		free(h->tmp);
+		h->tmp = NULL;
+	}
+	return DDP_OK;
+}
+
+/* Can peers read this buffer with process_vm_readv?  (Memory mapped from a
+ * device file, e.g. some pinned allocations, cannot be.)  Checks the first
+ * and the last byte, reading our own process. */
+static int host_cma_usable(const void *buf, size_t bytes)
+{
+	unsigned char a, b;
+	if (bytes == 0)
+		return 1;
+	struct iovec l[2] = { { &a, 1 }, { &b, 1 } };
+	struct iovec r[2] = { { (void *)(uintptr_t)buf, 1 }, { (unsigned char *)(uintptr_t)buf + bytes - 1, 1 } };
+	return process_vm_readv(getpid(), l, 2, r, 2, 0) == 2;
+}
+
+/* ---- set-up */
 
 static uint64_t host_chunking(const struct coll_host *h)
 {
@@ -415,6 +548,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 	me->pid = (int32_t)getpid();
 	me->pidns = h->pidns;
 	me->chunking = host_chunking(h);
+	host_cma_post(c);
 	if (c->rank == 0) {
 		DDP_CHECK_GOTO(ddp_store_set(c->store, key, path, strlen(path)), rc, out_unmap);
 	}
@@ -433,10 +567,13 @@ ddp_result coll_host_init(struct ddp_comm *c)
 		rc = coll_fail(c, DDP_ERR_INVALID, 1, "collectives segment %s does not match this job", path);
 		goto out_unmap;
 	}
-	DDP_INFO(COLL, "host backend: segment %s, %zu KiB, slot %zu KiB", path, h->seg_bytes >> 10, h->slot >> 10);
+	DDP_CHECK_GOTO(host_cma_agree(c), rc, out_unmap);
+	DDP_INFO(COLL, "host backend: segment %s, %zu KiB, slot %zu KiB, %s", path, h->seg_bytes >> 10,
+		 h->slot >> 10, h->cma ? "single copy (CMA)" : "copies through the segment");
 	return DDP_OK;
 
 out_unmap:
+	free(h->tmp);
 	munmap(h->hdr, h->seg_bytes);
 	h->hdr = NULL;
 out_close:
@@ -460,6 +597,7 @@ void coll_host_destroy(struct ddp_comm *c)
 			c->cfg.driver->memFreeHost(h->stage[i]);
 	if (h->hdr)
 		munmap(h->hdr, h->seg_bytes);
+	free(h->tmp);
 	free(h);
 	c->host = NULL;
 }
@@ -551,6 +689,81 @@ static ddp_result host_ar_run(struct ddp_comm *c, unsigned char *buf, size_t cou
 out:
 	free(heap);
 	return rc;
+}
+
+/* Allreduce by single copies (CMA; after host_begin, every rank's buffer
+ * posted and readable).  Rank r owns slice r (a cache-line aligned 1/W):
+ *     1. piece by piece, it reads slice r of every peer's buffer into its
+ *        piece buffers (cache resident) and averages them with its own in
+ *        rank order, in place into its buffer              -> barrier
+ *     2. it reads slice q of every peer q's buffer (now the result) into
+ *        its own buffer                                    -> barrier
+ * Phase 1 reads only the slices peers do not write; phase 2 writes slices
+ * whose owners finished reading them (barrier); the last barrier keeps
+ * every buffer valid until nobody reads it.  Per rank: one read of the
+ * input, one pass of the peers' slices, one copy of the result. */
+static ddp_result host_ar_cma(struct ddp_comm *c, unsigned char *buf, size_t count, enum ddp_dtype t)
+{
+	struct coll_host *h = c->host;
+	const int W = c->world, r = c->rank;
+	const size_t es = ddp_dtype_size(t);
+	const size_t per = round_up((count + (size_t)W - 1) / (size_t)W, 64 / es);
+	const size_t piece = h->tmp_bytes / es;
+	const void *src[HOST_MAX_RANKS <= 64 ? HOST_MAX_RANKS : 64];
+	const void **srcp = W <= 64 ? src : NULL;
+	const void **heap = NULL;
+	ddp_result rc = DDP_OK;
+	int err;
+	if (!srcp) {
+		heap = malloc((size_t)W * sizeof *heap);
+		if (!heap)
+			return host_fail(c, DDP_ERR_NOMEM, "out of memory in %s on rank %d", h->what, r);
+		srcp = heap;
+	}
+	size_t lo = (size_t)r * per < count ? (size_t)r * per : count;
+	size_t hi = lo + per < count ? lo + per : count;
+	for (size_t off = lo; off < hi; off += piece) {
+		size_t m = hi - off < piece ? hi - off : piece;
+		unsigned char *mine = buf + off * es, *tmp = h->tmp;
+		for (int q = 0; q < W; q++) {
+			if (q == r) {
+				srcp[q] = mine;
+				continue;
+			}
+			err = host_cma_read(h, q, tmp, h->ranks[q].buf + off * es, m * es);
+			if (err) {
+				rc = host_cma_fail(c, q, err);
+				goto out;
+			}
+			srcp[q] = tmp;
+			tmp += h->tmp_bytes;
+		}
+		ddp_dtype_avg(t, mine, srcp, W, m, W);
+	}
+	DDP_CHECK_GOTO(host_barrier(c), rc, out);
+	for (int i = 1; i < W; i++) {
+		int q = (r + i) % W;
+		size_t qlo = (size_t)q * per < count ? (size_t)q * per : count;
+		size_t qhi = qlo + per < count ? qlo + per : count;
+		if (qhi > qlo && (err = host_cma_read(h, q, buf + qlo * es, h->ranks[q].buf + qlo * es, (qhi - qlo) * es))) {
+			rc = host_cma_fail(c, q, err);
+			goto out;
+		}
+	}
+	DDP_CHECK_GOTO(host_barrier(c), rc, out);
+out:
+	free(heap);
+	return rc;
+}
+
+/* Broadcast by single copies: the others read the root's buffer; the
+ * barrier keeps it valid until they have. */
+static ddp_result host_bc_cma(struct ddp_comm *c, unsigned char *buf, size_t bytes, int root)
+{
+	int err;
+	if (c->rank != root && (err = host_cma_read(c->host, root, buf, c->host->ranks[root].buf, bytes)))
+		return host_cma_fail(c, root, err);
+	return host_barrier(c);
 }
 
 static ddp_result host_bc_run(struct ddp_comm *c, unsigned char *buf, size_t bytes, int root)
@@ -650,12 +863,35 @@ static ddp_result host_bc_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t by
 	return DDP_OK;
 }
 
+/* Posts this rank's buffer for the single-copy path (device buffers and
+ * memory that process_vm_readv cannot read go through the segment). */
+static void host_post_buf(struct ddp_comm *c, void *buf, size_t bytes, int dev)
+{
+	struct coll_host *h = c->host;
+	struct host_rank *me = &h->ranks[c->rank];
+	me->buf = (uint64_t)(uintptr_t)buf;
+	me->cma = (uint32_t)(h->cma && !dev && host_cma_usable(buf, bytes));
+}
+
+/* After host_begin: did every rank post a readable buffer?  (All ranks see
+ * the same flags, so all take the same path.) */
+static int host_all_cma(const struct ddp_comm *c)
+{
+	for (int q = 0; q < c->world; q++)
+		if (!c->host->ranks[q].cma)
+			return 0;
+	return 1;
+}
+
 ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, int dev, CUstream s)
 {
 	char what[96];
 	snprintf(what, sizeof what, "allreduce #%" PRIu64 " (%s, count=%zu)", c->seq, ddp_dtype_name(t), count);
+	host_post_buf(c, buf, count * ddp_dtype_size(t), dev);
 	DDP_CHECK(host_begin(c, DDP_COLL_ALLREDUCE, count, (int)t, 0, what));
-	if (dev)
+	if (count && host_all_cma(c))
+		DDP_CHECK(host_ar_cma(c, buf, count, t));
+	else if (dev)
 		DDP_CHECK(host_ar_device(c, (CUdeviceptr)(uintptr_t)buf, count, t, s));
 	else
 		DDP_CHECK(host_ar_run(c, buf, count, t));
@@ -669,8 +905,11 @@ ddp_result coll_host_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int 
 {
 	char what[96];
 	snprintf(what, sizeof what, "broadcast #%" PRIu64 " (bytes=%zu, root %d)", c->seq, bytes, root);
+	host_post_buf(c, buf, bytes, dev);
 	DDP_CHECK(host_begin(c, DDP_COLL_BROADCAST, bytes, 0, root, what));
-	if (dev)
+	if (bytes && host_all_cma(c))
+		DDP_CHECK(host_bc_cma(c, buf, bytes, root));
+	else if (dev)
 		DDP_CHECK(host_bc_device(c, (CUdeviceptr)(uintptr_t)buf, bytes, root, s));
 	else
 		DDP_CHECK(host_bc_run(c, buf, bytes, root));

@@ -14,9 +14,12 @@
  * Rounding: every conversion to a narrower type rounds to nearest, ties to
  * even (IEEE default), NaN stays NaN (quiet), overflow gives infinity.
  * Averaging: ddp_dtype_avg sums in a wider type (fp32 in double, fp16/bf16
- * in fp32) strictly in source order 0..n-1, divides by the divisor once and
- * rounds once to the element type, so the result depends only on the inputs
- * and their order: whichever process computes an element gets the same bits.
+ * in fp32) strictly in source order 0..n-1, scales once by 1/divisor (fp32:
+ * the double sum times the double reciprocal, exact for power-of-two
+ * divisors, within 2^-52 otherwise; fp16/bf16: a multiply for power-of-two
+ * divisors, a divide otherwise) and rounds once to the element type, so the
+ * result depends only on the inputs and their order: whichever process
+ * computes an element gets the same bits.
  *
  * Contract: pure functions, no state, no allocation, any thread.  The loops
  * are written branch-free so that the compiler vectorises them (-O2 plus

@@ -37,6 +37,9 @@ struct results {
 	char err[64][MSG];
 };
 
+/* sweep(): run the host backend without the process_vm_readv path */
+static int sweep_no_cma;
+
 static uint64_t mix64(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ull;
@@ -233,7 +236,11 @@ static int sweep_rank(struct coll_job *job, int rank, void *arg)
 	struct ddp_store *st;
 	struct ddp_comm *c;
 	int W = job->world, k = 0;
-	if (coll_job_comm(job, rank, NULL, &st, &c) != DDP_OK)
+	struct ddp_coll_config cfg = {
+		.backend = DDP_COLL_HOST, .timeout_s = 10, .shm_dir = job->shm_dir,
+		.no_host_cma = sweep_no_cma,
+	};
+	if (coll_job_comm(job, rank, &cfg, &st, &c) != DDP_OK)
 		return 2;
 	if (rank == 0 && W > 1 && coll_dir_entries(job->shm_dir) != 0)
 		set_msg(res, 0, "%s: segment still in DDP_SHM_DIR after init (%d)", "leak", 0);
@@ -348,6 +355,9 @@ static void sweep(int world)
 }
 
 TEST(allreduce_broadcast_world1) { sweep(1); }
+/* the same through the shared segment (host buffers take the single-copy
+ * process_vm_readv path by default) */
+TEST(allreduce_broadcast_world3_segment_path) { sweep_no_cma = 1; sweep(3); sweep_no_cma = 0; }
 TEST(allreduce_broadcast_world2) { sweep(2); }
 TEST(allreduce_broadcast_world3) { sweep(3); }
 TEST(allreduce_broadcast_world4) { sweep(4); }
