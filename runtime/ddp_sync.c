@@ -158,68 +158,67 @@ static void describe(char *out, size_t cap, struct ddp_grad_buf *const *bufs, si
 
 /* ---- tracker callbacks */
 
-static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+/* One injected collective over bufs: the gradients' allreduce-average or the
+ * parameters' broadcast from rank 0.  Checks the signature the first time,
+ * counts bytes and time, traces and logs it; a failure ends the process. */
+struct coll_kind {
+	const char *name;        /* "allreduce" / "broadcast" (trace, signature) */
+	const char *what;        /* what one buffer is, for messages            */
+	int is_allreduce;
+	uint64_t *calls, *bytes, *ns;
+};
+
+static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
+				 void *stream)
 {
 	struct ddp_comm *c;
 	static char sig[16384];
 	uint64_t bytes = 0, t0 = ddp_now_ns();
 	ddp_result rc;
-	(void)ctx;
 
 	if ((rc = ddp_job_comm(&c)) != DDP_OK)
 		coll_fail(rc, "creating the communicator");
-	describe(sig, sizeof sig, bufs, n, 1);
-	check_sig(c, "allreduce", sig);
+	describe(sig, sizeof sig, bufs, n, k->is_allreduce);
+	check_sig(c, k->name, sig);
 	for (size_t i = 0; i < n; i++) {
-		rc = ddp_allreduce_avg(c, (void *)(uintptr_t)bufs[i]->base, (size_t)bufs[i]->count,
-				       (enum ddp_dtype)bufs[i]->dtype, 1, the_stream(stream));
+		void *base = (void *)(uintptr_t)bufs[i]->base;
+		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
+		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
+		rc = k->is_allreduce
+			     ? ddp_allreduce_avg(c, base, (size_t)bufs[i]->count, dt, 1, the_stream(stream))
+			     : ddp_broadcast(c, base, (size_t)bufs[i]->size, 0, 1, the_stream(stream));
 		if (rc != DDP_OK) {
 			char what[128];
-			snprintf(what, sizeof what, "allreduce of gradient %s", bufs[i]->label);
+			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
 			coll_fail(rc, what);
 		}
-		bytes += bufs[i]->count * ddp_dtype_size((enum ddp_dtype)bufs[i]->dtype);
+		bytes += b;
 	}
 	uint64_t dt = ddp_now_ns() - t0;
-	stats.allreduce_calls += n;
-	stats.allreduce_bytes += bytes;
-	stats.allreduce_ns += dt;
-	trace_coll("allreduce", t0, bytes, n == 1 ? bufs[0]->label : NULL);
-	DDP_INFO(COLL, "step %" PRIu64 ": allreduce-avg of %zu gradient buffer%s, %" PRIu64 " bytes, %.3f ms",
-		 cur_step ? cur_step : 1, n, n == 1 ? "" : "s", bytes, dt / 1e6);
+	*k->calls += n;
+	*k->bytes += bytes;
+	*k->ns += dt;
+	trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
+	DDP_INFO(COLL, "step %" PRIu64 ": %s of %zu %s buffer%s%s, %" PRIu64 " bytes, %.3f ms",
+		 cur_step ? cur_step : 1, k->is_allreduce ? "allreduce-avg" : "broadcast", n, k->what,
+		 n == 1 ? "" : "s", k->is_allreduce ? "" : " from rank 0", bytes, dt / 1e6);
 	return DDP_OK;
+}
+
+static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	static const struct coll_kind k = { "allreduce", "gradient", 1, &stats.allreduce_calls,
+					    &stats.allreduce_bytes, &stats.allreduce_ns };
+	(void)ctx;
+	return run_collective(&k, bufs, n, stream);
 }
 
 static ddp_result op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
-	struct ddp_comm *c;
-	static char sig[16384];
-	uint64_t bytes = 0, t0 = ddp_now_ns();
-	ddp_result rc;
+	static const struct coll_kind k = { "broadcast", "parameter/state", 0, &stats.bcast_calls,
+					    &stats.bcast_bytes, &stats.bcast_ns };
 	(void)ctx;
-
-	if ((rc = ddp_job_comm(&c)) != DDP_OK)
-		coll_fail(rc, "creating the communicator");
-	describe(sig, sizeof sig, bufs, n, 0);
-	check_sig(c, "broadcast", sig);
-	for (size_t i = 0; i < n; i++) {
-		rc = ddp_broadcast(c, (void *)(uintptr_t)bufs[i]->base, (size_t)bufs[i]->size, 0, 1,
-				   the_stream(stream));
-		if (rc != DDP_OK) {
-			char what[128];
-			snprintf(what, sizeof what, "broadcast of parameter %s", bufs[i]->label);
-			coll_fail(rc, what);
-		}
-		bytes += bufs[i]->size;
-	}
-	uint64_t dt = ddp_now_ns() - t0;
-	stats.bcast_calls += n;
-	stats.bcast_bytes += bytes;
-	stats.bcast_ns += dt;
-	trace_coll("broadcast", t0, bytes, n == 1 ? bufs[0]->label : NULL);
-	DDP_INFO(COLL, "step %" PRIu64 ": broadcast of %zu parameter/state buffer%s from rank 0, %" PRIu64
-		 " bytes, %.3f ms", cur_step, n, n == 1 ? "" : "s", bytes, dt / 1e6);
-	return DDP_OK;
+	return run_collective(&k, bufs, n, stream);
 }
 
 static ddp_result cu_ok(CUresult r, const char *what)
