@@ -120,57 +120,36 @@ static void avg_f32(float *dst, const void *const *src, int n, size_t count, int
 	}
 }
 
-DTYPE_CLONES
-static void avg_f16(uint16_t *dst, const void *const *src, int n, size_t count, int divisor)
-{
-	float acc[DTYPE_BLOCK];
-	const float div = (float)divisor, inv = 1.0f / div;
-	const int pow2 = (divisor & (divisor - 1)) == 0; /* inv exact */
-	for (size_t base = 0; base < count; base += DTYPE_BLOCK) {
-		size_t m = count - base < DTYPE_BLOCK ? count - base : DTYPE_BLOCK;
-		const uint16_t *s0 = (const uint16_t *)src[0] + base;
-		for (size_t i = 0; i < m; i++)
-			acc[i] = ddp_f16_to_f32(s0[i]);
-		for (int k = 1; k < n; k++) {
-			const uint16_t *sk = (const uint16_t *)src[k] + base;
-			for (size_t i = 0; i < m; i++)
-				acc[i] += ddp_f16_to_f32(sk[i]);
-		}
-		uint16_t *d = dst + base;
-		if (pow2)
-			for (size_t i = 0; i < m; i++)
-				d[i] = ddp_f32_to_f16(acc[i] * inv);
-		else
-			for (size_t i = 0; i < m; i++)
-				d[i] = ddp_f32_to_f16(acc[i] / div);
-	}
+/* fp16 and bf16 differ only in their conversions: one body for both. */
+#define DEFINE_AVG_HALF(fn, to_f32, from_f32) \
+DTYPE_CLONES \
+static void fn(uint16_t *dst, const void *const *src, int n, size_t count, int divisor) \
+{ \
+	float acc[DTYPE_BLOCK]; \
+	const float div = (float)divisor, inv = 1.0f / div; \
+	const int pow2 = (divisor & (divisor - 1)) == 0; /* inv exact */ \
+	for (size_t base = 0; base < count; base += DTYPE_BLOCK) { \
+		size_t m = count - base < DTYPE_BLOCK ? count - base : DTYPE_BLOCK; \
+		const uint16_t *s0 = (const uint16_t *)src[0] + base; \
+		for (size_t i = 0; i < m; i++) \
+			acc[i] = to_f32(s0[i]); \
+		for (int k = 1; k < n; k++) { \
+			const uint16_t *sk = (const uint16_t *)src[k] + base; \
+			for (size_t i = 0; i < m; i++) \
+				acc[i] += to_f32(sk[i]); \
+		} \
+		uint16_t *d = dst + base; \
+		if (pow2) \
+			for (size_t i = 0; i < m; i++) \
+				d[i] = from_f32(acc[i] * inv); \
+		else \
+			for (size_t i = 0; i < m; i++) \
+				d[i] = from_f32(acc[i] / div); \
+	} \
 }
 
-DTYPE_CLONES
-static void avg_bf16(uint16_t *dst, const void *const *src, int n, size_t count, int divisor)
-{
-	float acc[DTYPE_BLOCK];
-	const float div = (float)divisor, inv = 1.0f / div;
-	const int pow2 = (divisor & (divisor - 1)) == 0; /* inv exact */
-	for (size_t base = 0; base < count; base += DTYPE_BLOCK) {
-		size_t m = count - base < DTYPE_BLOCK ? count - base : DTYPE_BLOCK;
-		const uint16_t *s0 = (const uint16_t *)src[0] + base;
-		for (size_t i = 0; i < m; i++)
-			acc[i] = ddp_bf16_to_f32(s0[i]);
-		for (int k = 1; k < n; k++) {
-			const uint16_t *sk = (const uint16_t *)src[k] + base;
-			for (size_t i = 0; i < m; i++)
-				acc[i] += ddp_bf16_to_f32(sk[i]);
-		}
-		uint16_t *d = dst + base;
-		if (pow2)
-			for (size_t i = 0; i < m; i++)
-				d[i] = ddp_f32_to_bf16(acc[i] * inv);
-		else
-			for (size_t i = 0; i < m; i++)
-				d[i] = ddp_f32_to_bf16(acc[i] / div);
-	}
-}
+DEFINE_AVG_HALF(avg_f16, ddp_f16_to_f32, ddp_f32_to_f16)
+DEFINE_AVG_HALF(avg_bf16, ddp_bf16_to_f32, ddp_f32_to_bf16)
 
 void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count,
 		   int divisor)
