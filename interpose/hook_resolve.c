@@ -8,8 +8,10 @@
  *     by the real dlsym, is answered with its hook, unless the caller is
  *     libcuda itself.  The real dlsym is dlvsym(RTLD_NEXT, "dlsym",
  *     "GLIBC_2.34"), else "GLIBC_2.2.5".  On x86-64 an assembly entry jumps
- *     straight to the real dlsym for RTLD_NEXT, so glibc sees the caller's
- *     own return address and "next" keeps its meaning.
+ *     straight to the real dlsym for RTLD_NEXT and for every name it does
+ *     not answer, so glibc sees the caller's own return address: "next"
+ *     and RTLD_DEFAULT's scope (a RTLD_LOCAL library's own dependencies)
+ *     keep their meaning.
  *   - binary search of the sorted name tables (hooks_sorted.h).
  *
  * Contract: dlsym does no allocation and no initialisation: one real dlsym,
@@ -188,33 +190,54 @@ void *hook_driver_sym(const char *name)
 }
 
 /* ---- the dlsym override */
+
+/* A name the override may answer with a hook: cu[A-Z]... listed in hooks.def. */
+static int hooked_name(const char *name)
+{
+	return name && name[0] == 'c' && name[1] == 'u' && name[2] >= 'A' && name[2] <= 'Z' &&
+	       hook_find_name(name) >= 0;
+}
+
 void *hook_dlsym_impl(void *handle, const char *name, const void *caller) HOOK_HIDDEN;
 void *hook_dlsym_impl(void *handle, const char *name, const void *caller)
 {
 	void *r = hook_real_dlsym(handle, name);
-	if (!r || !name || name[0] != 'c' || name[1] != 'u' || name[2] < 'A' || name[2] > 'Z')
+	if (!r || !hooked_name(name) || hook_caller_is_libcuda(caller))
 		return r;
-	int id = hook_find_name(name);
-	if (id < 0 || hook_caller_is_libcuda(caller))
-		return r;
-	return hook_info_[id].hook;
+	return hook_info_[hook_find_name(name)].hook;
 }
 
 #if defined(__x86_64__)
-/* dlsym(handle, name): RTLD_NEXT (-1) goes straight to the real dlsym with
- * the caller's return address intact; everything else to hook_dlsym_impl,
- * with the caller's return address as third argument. */
+/* Where dlsym(handle, name) goes: NULL for hook_dlsym_impl (a hooked name,
+ * other than through RTLD_NEXT), else the real dlsym, which the entry below
+ * jumps to with the caller's return address intact.  glibc resolves
+ * RTLD_NEXT and RTLD_DEFAULT relative to that caller (its object, and for
+ * RTLD_DEFAULT its local scope: a library dlopen'ed RTLD_LOCAL sees its own
+ * dependencies), so every name the override does not answer must reach the
+ * real dlsym from the caller, not from libddp. */
+void *hook_dlsym_route(void *handle, const char *name) HOOK_HIDDEN;
+void *hook_dlsym_route(void *handle, const char *name)
+{
+	if (handle != RTLD_NEXT && hooked_name(name))
+		return NULL;
+	return (void *)real_dlsym(); /* NULL only without a real dlsym: impl answers NULL */
+}
+
 __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
 	"dlsym:\n"
-	"	cmpq $-1, %rdi\n"
-	"	jne 1f\n"
-	"	movq ddp_real_dlsym_ptr_(%rip), %rax\n"
+	"	pushq %rdi\n"            /* keep the arguments; 16-byte aligned call */
+	"	pushq %rsi\n"
+	"	subq $8, %rsp\n"
+	"	call hook_dlsym_route\n"
+	"	addq $8, %rsp\n"
+	"	popq %rsi\n"
+	"	popq %rdi\n"
 	"	testq %rax, %rax\n"
 	"	jz 1f\n"
-	"	jmp *%rax\n"
-	"1:	movq (%rsp), %rdx\n"
+	"	jmp *%rax\n"             /* the real dlsym, as if called directly */
+	"1:	movq (%rsp), %rdx\n"     /* the caller's return address */
 	"	jmp hook_dlsym_impl\n"
 	".size dlsym, .-dlsym\n");
 #else

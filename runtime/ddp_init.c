@@ -12,13 +12,15 @@
  *
  * At exit (atexit, only when init ran): the inspector's report, the summary
  * (stderr at info level; DIR/rank<k>.summary.json with DDP_TRACE=DIR) and the
- * trace file's closing.
+ * trace file's closing.  Not in the child of a fork() of the program
+ * (pthread_atfork): those files and the job are the parent's.
  *
  * Contract: ddp_ready_ is published (release) after every setting the fast
  * path reads is final.  ddp_init_once is called by hook_begin and may be
  * called by the file hooks.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +84,28 @@ static const char *hook_name_of(unsigned id)
 	return id < HOOK_COUNT ? hook_info_[id].name : "?";
 }
 
+/* Set in the child of the program's fork() (pthread_atfork).  The child is
+ * no rank: the parent writes the trace, the summary, the inspector's report
+ * and leaves the job; the child's exit must not touch them. */
+static volatile sig_atomic_t forked_child;
+
+static void ddp_fork_child(void)
+{
+	forked_child = 1;
+	ddp_trace_fork_child();
+}
+
+/* An exiting thread's counters were folded and are freed: its next hook
+ * call (from a later TLS destructor) allocates new ones. */
+static void stats_forget(void)
+{
+	hook_tls_.stats = NULL;
+}
+
 static void ddp_exit(void)
 {
+	if (forked_child)
+		return;
 	hook_inside_enter();
 	ddp_sync_exit(ddp_param_trace(), init_rank);
 	ddp_inspect_write();
@@ -102,7 +124,7 @@ static void ddp_init(void)
 	if (init_world > 1 || getenv("RANK"))
 		ddp_log_set_rank(init_rank);
 	hook_resolve_all();
-	ddp_stats_init();
+	ddp_stats_init(stats_forget);
 	if (ddp_alloc_init((size_t)ddp_param_alloc_max()) != DDP_OK)
 		DDP_WARN("allocation table unavailable: allocations are not tracked");
 	hook_module_init();
@@ -124,6 +146,9 @@ static void ddp_init(void)
 	ddp_inspect_init(ddp_param_inspect(), ddp_param_inspect_steps());
 	hook_launch_observe_ = ddp_inspect_enabled() || DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_LAUNCH);
 	atexit(ddp_exit);
+	if (pthread_atfork(NULL, NULL, ddp_fork_child) != 0)
+		DDP_WARN("pthread_atfork failed: a forked child of this program may write "
+			 "into this rank's trace and summary");
 	/* gradient synchronisation (world > 1): joins the job, may exit */
 	ddp_sync_init(init_rank, init_world);
 	DDP_INFO(INIT, "libddp ready: rank %d of %d, %d hooks, driver %s", init_rank, init_world,

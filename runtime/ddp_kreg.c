@@ -296,6 +296,10 @@ struct ddp_kfunc *ddp_kreg_discover(const void *handle)
 	const char *name = NULL;
 	struct ddp_kfunc *k;
 
+	/* NULL is no kernel (the driver refuses the launch); it could never be
+	 * found again, so each launch would build one more record */
+	if (!handle)
+		return NULL;
 	pthread_mutex_lock(&reg_lock);
 	k = ddp_kreg_lookup(handle);
 	if (k) {

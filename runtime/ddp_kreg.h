@@ -99,7 +99,8 @@ static inline struct ddp_kfunc *ddp_kreg_lookup(const void *handle);
 
 /* For a handle never registered: build a record from what the driver
  * tells (name, parameter info); a record is always returned (possibly
- * with layout_known 0) so that the work is done once. NULL only on OOM. */
+ * with layout_known 0) so that the work is done once. NULL on OOM and for
+ * a NULL handle. */
 struct ddp_kfunc *ddp_kreg_discover(const void *handle);
 
 /* All records in registration order (valid until exit). */

@@ -174,20 +174,30 @@ ddp_result ddp_sig_parse(const char *sig, struct ddp_sig *out)
 		open--;
 	}
 	/* the name: before '(' and its template arguments; skip a return type */
-	size_t name_end = open, tmpl_open = open, tmpl_close = open;
+	size_t name_end = open;
 	if (name_end && sig[name_end - 1] == '>') {
-		tmpl_close = name_end - 1;
-		int d = 0;
-		size_t k = name_end;
-		while (k-- > 0) {
-			if (sig[k] == '>')
+		/* the matching '<'; angle brackets inside (...) are operators of a
+		 * template-argument expression ("f<((1)>(2))>"), not brackets.  No
+		 * match (unbalanced, "f<(8)>>(2)>"): no template part. */
+		size_t tmpl_close = name_end - 1, k = name_end;
+		int d = 0, paren = 0, found = 0;
+		while (k > 0) {
+			char c = sig[--k];
+			if (c == ')')
+				paren++;
+			else if (c == '(' && paren > 0)
+				paren--;
+			else if (paren == 0 && c == '>')
 				d++;
-			else if (sig[k] == '<' && --d == 0)
+			else if (paren == 0 && c == '<' && --d == 0) {
+				found = 1;
 				break;
+			}
 		}
-		tmpl_open = k;
-		name_end = k;
-		out->template_dtype = first_dtype(sig + tmpl_open + 1, tmpl_close - tmpl_open - 1);
+		if (found) {
+			name_end = k;
+			out->template_dtype = first_dtype(sig + k + 1, tmpl_close - k - 1);
+		}
 	}
 	size_t name_start = name_end;
 	while (name_start && sig[name_start - 1] != ' ')
@@ -195,16 +205,22 @@ ddp_result ddp_sig_parse(const char *sig, struct ddp_sig *out)
 	out->name_off = (uint16_t)name_start;
 	out->name_len = (uint16_t)(name_end - name_start);
 
-	/* split the list at top-level commas */
+	/* split the list at top-level commas; as for the name, '<' and '>'
+	 * inside (...) are operators of an expression, not brackets */
 	size_t start = open + 1;
+	int paren = 0;
 	depth = 0;
 	for (size_t i = open + 1; i <= close; i++) {
 		char c = sig[i];
-		if (c == '(' || c == '<' || c == '[')
+		if (c == '(' || c == '[')
+			paren++;
+		else if ((c == ')' || c == ']') && i != close)
+			paren--;
+		else if (c == '<' && paren == 0)
 			depth++;
-		else if ((c == ')' || c == '>' || c == ']') && i != close)
+		else if (c == '>' && paren == 0)
 			depth--;
-		if ((c == ',' && depth == 0) || i == close) {
+		if ((c == ',' && depth == 0 && paren == 0) || i == close) {
 			size_t len = i - start;
 			const char *t = sig + start;
 			while (len && *t == ' ')

@@ -4,7 +4,8 @@
  *
  * Contract: stats_lock guards the list and the retired totals.  A block is
  * written only by its thread; at thread exit the pthread-key destructor
- * folds it into `retired` and frees it.
+ * (on that thread) folds it into `retired`, has the owner drop its pointer
+ * (the forget callback of ddp_stats_init) and frees it.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,6 +17,8 @@ static struct ddp_stats_thread *stats_list;     /* live threads' blocks */
 static struct ddp_stats_thread retired;         /* exited threads' sums */
 static pthread_key_t stats_key;
 static int stats_key_ok;
+static void (*stats_forget)(void);           /* drops the thread's pointer */
+static size_t nblocks;                        /* blocks on stats_list      */
 
 static void add_block(struct ddp_stats_thread *dst, const struct ddp_stats_thread *src)
 {
@@ -43,24 +46,43 @@ static void thread_exit(void *p)
 		stats_list = st->next;
 	if (st->next)
 		st->next->prev = st->prev;
+	nblocks--;
 	pthread_mutex_unlock(&stats_lock);
-	/* The thread's hook_tls_.stats still points here; a hook called from a
-	 * later TLS destructor would use freed memory, so keep the block
-	 * (zeroed) rather than free it: threads are few, blocks are 8 KB. */
-	memset(st, 0, sizeof *st);
-	pthread_mutex_lock(&stats_lock);
-	st->next = stats_list;
-	if (stats_list)
-		stats_list->prev = st;
-	stats_list = st;
-	pthread_mutex_unlock(&stats_lock);
+	if (!stats_forget) {
+		/* nobody can drop the thread's pointer to the block: a hook called
+		 * from a later TLS destructor would use freed memory, so keep it
+		 * (zeroed, linked) until exit */
+		memset(st, 0, sizeof *st);
+		pthread_mutex_lock(&stats_lock);
+		st->next = stats_list;
+		if (stats_list)
+			stats_list->prev = st;
+		stats_list = st;
+		nblocks++;
+		pthread_mutex_unlock(&stats_lock);
+		return;
+	}
+	/* runs on the exiting thread itself: once its pointer is dropped, a hook
+	 * from a later destructor gets a new block (freed in the next round), and
+	 * a program that makes threads by the million does not keep 8 KB each */
+	stats_forget();
+	free(st);
 }
 
-ddp_result ddp_stats_init(void)
+ddp_result ddp_stats_init(void (*forget)(void))
 {
+	stats_forget = forget;
 	if (pthread_key_create(&stats_key, thread_exit) == 0)
 		stats_key_ok = 1;
 	return DDP_OK;
+}
+
+size_t ddp_stats_blocks(void)
+{
+	pthread_mutex_lock(&stats_lock);
+	size_t n = nblocks;
+	pthread_mutex_unlock(&stats_lock);
+	return n;
 }
 
 struct ddp_stats_thread *ddp_stats_thread_new(void)
@@ -74,6 +96,7 @@ struct ddp_stats_thread *ddp_stats_thread_new(void)
 	if (stats_list)
 		stats_list->prev = st;
 	stats_list = st;
+	nblocks++;
 	pthread_mutex_unlock(&stats_lock);
 	if (stats_key_ok)
 		pthread_setspecific(stats_key, st);

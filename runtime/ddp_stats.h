@@ -8,7 +8,7 @@
  * cache line on the launch path.  The blocks are linked in a global list
  * (mutex, taken only when a thread first enters a hook and when it exits,
  * when its counts are folded into the retired totals).  The summary sums the
- * list.
+ * list.  An exiting thread's block is folded into the totals and freed.
  *
  * Contract: ddp_stats_init once (library init).  ddp_stats_count/_time/
  * _error/_copy only from the block's own thread.  ddp_stats_summary at exit
@@ -65,8 +65,14 @@ static inline void ddp_stats_copy(struct ddp_stats_thread *st, enum ddp_copy_dir
 	ddp_stats_add_(&st->copy_calls[d], 1);
 }
 
-/* Creates the thread-exit fold (pthread key).  Call once at init. */
-ddp_result ddp_stats_init(void);
+/* Creates the thread-exit fold (pthread key).  Call once at init.  forget
+ * runs on an exiting thread once its block is folded, just before the block
+ * is freed: it must drop the thread's own pointer to it (NULL: blocks of
+ * exited threads are kept, zeroed, until exit). */
+ddp_result ddp_stats_init(void (*forget)(void));
+
+/* Blocks currently allocated (live threads'; tests). */
+size_t ddp_stats_blocks(void);
 
 /* A zeroed block for the calling thread, linked in; NULL when out of memory
  * (the hooks then count nothing for this thread). */

@@ -5,11 +5,14 @@
  * Contract: trace_lock guards the FILE, the list of thread buffers and
  * `first_event`.  A thread appends to its own buffer without a lock and
  * publishes the count with a release store; a flush by another thread (only
- * at close) reads up to the published count.
+ * at close) reads up to the published count.  In the child of a fork()
+ * (ddp_trace_fork_child) tracing is off and the inherited FILE holds nothing
+ * to write, so the parent's file stays whole.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,7 +60,7 @@ ddp_result ddp_trace_open(const char *dir, int rank, size_t events_per_thread)
 		return DDP_ERR_SYS;
 	}
 	snprintf(path, sizeof path, "%s/rank%d.trace.json", dir, rank);
-	FILE *f = fopen(path, "w");
+	FILE *f = fopen(path, "we"); /* a program's fork + exec must not inherit it */
 	if (!f) {
 		DDP_ERROR("DDP_TRACE=%s: cannot write %s: %s", dir, path, strerror(errno));
 		return DDP_ERR_SYS;
@@ -146,6 +149,18 @@ void ddp_trace_event(const struct ddp_trace_ev *ev)
 	}
 	b->ev[n] = *ev;
 	__atomic_store_n(&b->n, n + 1, __ATOMIC_RELEASE);
+}
+
+void ddp_trace_fork_child(void)
+{
+	/* Runs in the child of the program's fork(), where other threads of the
+	 * parent may have held trace_lock or been inside the FILE: no lock, no
+	 * write.  The FILE shares its offset with the parent's; its unwritten
+	 * bytes are the parent's and would be written twice at the child's exit
+	 * (stdio flushes every stream), so they are dropped here. */
+	__atomic_store_n(&trace_on, 0, __ATOMIC_RELEASE);
+	if (trace_file)
+		__fpurge(trace_file);
 }
 
 void ddp_trace_close(void)

@@ -43,6 +43,11 @@ int ddp_trace_enabled(void);
 /* Records one event (copied). */
 void ddp_trace_event(const struct ddp_trace_ev *ev);
 
+/* In the child of a fork(): stops tracing and drops what the inherited
+ * FILE holds, without a lock (pthread_atfork child handler; the file is the
+ * parent's). */
+void ddp_trace_fork_child(void);
+
 /* Flushes every buffer, terminates the JSON and closes the file. */
 void ddp_trace_close(void);
 
