@@ -226,9 +226,12 @@ void hook_file_init(void)
 		return;
 	if (__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
+		int saved = errno; /* init runs inside the program's first call */
+
 		in_init = 1;
 		init_once();
 		in_init = 0;
+		errno = saved;
 		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
 		return;
 	}
@@ -382,7 +385,7 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 {
 	struct hook_shard_open *o;
 	struct stat64 st;
-	int fi;
+	int fi, saved = errno; /* a successful open leaves errno alone */
 
 	if (fd < 0)
 		return fd;
@@ -390,19 +393,30 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		view_set(fd, NULL); /* stale: fd was closed behind our back */
 	if (!hook_shard_candidate(path) || (flags & (O_PATH | O_DIRECTORY)))
 		return fd;
-	if (!REAL(fstat64) || hook_libc.fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode))
+	if (!REAL(fstat64) || hook_libc.fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		errno = saved;
 		return fd;
+	}
 	fi = shard_lookup(st.st_dev, st.st_ino);
 	if (fi < 0)
 		return fd;
 	if ((flags & O_ACCMODE) != O_RDONLY) {
 		DDP_WARN("%s is sharded but opened for writing; this fd sees the whole file", path);
+		errno = saved;
 		return fd;
 	}
 	if (fd >= HOOK_FD_MAX) {
 		DDP_WARN("%s opened as fd %d (>= %d); this fd sees the whole file", path, fd,
 			 HOOK_FD_MAX);
+		errno = saved;
 		return fd;
+	}
+	/* The view copies anyway, and O_DIRECT would refuse the unaligned
+	 * reads of the header and the records: drop it before the first read. */
+	if (flags & O_DIRECT) {
+		int fl = REAL(fcntl)(fd, F_GETFL);
+		if (fl >= 0)
+			hook_libc.fcntl(fd, F_SETFL, fl & ~O_DIRECT);
 	}
 	o = view_create(fd, fi, (uint64_t)st.st_size);
 	if (!o) {
@@ -411,12 +425,8 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		errno = e;
 		return -1;
 	}
-	if (flags & O_DIRECT) {
-		int fl = REAL(fcntl)(fd, F_GETFL);
-		if (fl >= 0)
-			hook_libc.fcntl(fd, F_SETFL, fl & ~O_DIRECT);
-	}
 	view_set(fd, o);
+	errno = saved;
 	return fd;
 }
 
@@ -474,8 +484,13 @@ void hook_shard_patch_stat(int fd, struct stat64 *st)
 	if (fd >= 0 || !hook_shard_active() || !S_ISREG(st->st_mode))
 		return;
 	fi = shard_lookup(st->st_dev, st->st_ino);
-	if (fi < 0 || !file_vsize(fi, (uint64_t)st->st_size,
-				  (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec, &vs))
+	if (fi < 0)
+		return;
+	int saved = errno; /* the stat succeeded: errno stays the program's */
+	int ok = file_vsize(fi, (uint64_t)st->st_size,
+			    (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec, &vs);
+	errno = saved;
+	if (!ok)
 		return;
 	st->st_size = (off64_t)vs;
 	st->st_blocks = (blkcnt64_t)((vs + 511) / 512);
@@ -498,9 +513,13 @@ void hook_shard_patch_statx(int fd, struct statx *stx)
 	    !S_ISREG(stx->stx_mode))
 		return;
 	fi = shard_lookup(makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino);
-	if (fi < 0 || !file_vsize(fi, stx->stx_size,
-				  (int64_t)stx->stx_mtime.tv_sec * 1000000000 + stx->stx_mtime.tv_nsec,
-				  &vs))
+	if (fi < 0)
+		return;
+	int saved = errno;
+	int ok = file_vsize(fi, stx->stx_size,
+			    (int64_t)stx->stx_mtime.tv_sec * 1000000000 + stx->stx_mtime.tv_nsec, &vs);
+	errno = saved;
+	if (!ok)
 		return;
 	stx->stx_size = vs;
 	stx->stx_blocks = (vs + 511) / 512;

@@ -303,16 +303,20 @@ int hook_write_active(void)
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len)
 {
 	char abs[PATH_MAX];
+	int saved = errno; /* a lookup that finds no side copy is no error */
+	const char *p = path;
 
 	if (!hook_write_active() || !path || !*path)
 		return path;
-	if (abs_path(dirfd, path, abs, sizeof abs) != 0 || excluded(abs) ||
-	    side_path(abs, buf, len) != 0 || !exists(buf, NULL))
-		return path;
-	return buf;
+	if (abs_path(dirfd, path, abs, sizeof abs) == 0 && !excluded(abs) &&
+	    side_path(abs, buf, len) == 0 && exists(buf, NULL))
+		p = buf;
+	errno = saved;
+	return p;
 }
 
-const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len)
+/* The work of hook_write_map_open; may leave errno changed. */
+static const char *map_open(int dirfd, const char *path, int flags, char *buf, size_t len)
 {
 	char abs[PATH_MAX];
 	struct stat64 st;
@@ -344,6 +348,18 @@ const char *hook_write_map_open(int dirfd, const char *path, int flags, char *bu
 	return buf;
 }
 
+const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len)
+{
+	/* The open that follows sets errno if it fails; a successful one must
+	 * leave it as the program had it (ENOENT of a missing side copy, EEXIST
+	 * of a folder that existed are not the program's errors). */
+	int saved = errno;
+	const char *p = map_open(dirfd, path, flags, buf, len);
+
+	errno = saved;
+	return p;
+}
+
 /* ---- rename and unlink ------------------------------------------------ */
 
 static int do_rename(int odir, const char *old, int ndir, const char *new, unsigned flags,
@@ -353,6 +369,8 @@ static int do_rename(int odir, const char *old, int ndir, const char *new, unsig
 	const char *src = old, *dst = new;
 	struct stat64 st;
 	int copy = 0;
+
+	int saved = errno; /* restored before every call that succeeds or sets its own */
 
 	HOOK_LAUNDER(old);
 	HOOK_LAUNDER(new);
@@ -378,15 +396,24 @@ static int do_rename(int odir, const char *old, int ndir, const char *new, unsig
 		dst = snew;
 		ndir = AT_FDCWD;
 	}
+	errno = saved;
 	if (dst == new && src == old)
 		goto out_real;
 	log_once("renames", new, dst);
-	if (copy)
-		return S_ISREG(st.st_mode) ? copy_file(aold, dst, st.st_mode) : 0;
+	errno = saved;
+	if (copy) {
+		if (!S_ISREG(st.st_mode))
+			return 0;
+		if (copy_file(aold, dst, st.st_mode) != 0)
+			return -1;
+		errno = saved;
+		return 0;
+	}
 	if (flags)
 		return hook_libc.renameat2(odir, src, ndir, dst, flags);
 	return hook_libc.renameat(odir, src, ndir, dst);
 out_real:
+	errno = saved;
 	if (plain)
 		return hook_libc.rename(old, new);
 	if (flags)
@@ -414,6 +441,7 @@ enum { UNLINK_PLAIN, UNLINK_AT, UNLINK_REMOVE };
 static int do_unlink(int dirfd, const char *path, int flags, int kind)
 {
 	char abs[PATH_MAX], side[PATH_MAX];
+	int saved = errno; /* a success leaves errno as it was */
 
 	HOOK_LAUNDER(path);
 	hook_file_init();
@@ -421,6 +449,7 @@ static int do_unlink(int dirfd, const char *path, int flags, int kind)
 	if (hook_write_active() && path && *path && abs_path(dirfd, path, abs, sizeof abs) == 0 &&
 	    !excluded(abs) && side_path(abs, side, sizeof side) == 0) {
 		if (exists(side, NULL)) {
+			errno = saved;
 			if (kind == UNLINK_REMOVE)
 				return hook_libc.remove(side);
 			return hook_libc.unlinkat(AT_FDCWD, side, flags);
@@ -428,11 +457,13 @@ static int do_unlink(int dirfd, const char *path, int flags, int kind)
 		if (exists(abs, NULL)) {
 			DDP_INFO(HOOK, "rank %d leaves shared %s in place (it never wrote it)",
 				 wr_rank, path);
+			errno = saved;
 			return 0;
 		}
 		errno = ENOENT;
 		return -1;
 	}
+	errno = saved;
 	switch (kind) {
 	case UNLINK_PLAIN: return hook_libc.unlink(path);
 	case UNLINK_REMOVE: return hook_libc.remove(path);

@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,11 @@ void launch_msg(const char *fmt, ...)
 		ssize_t w = write(2, p, (size_t)n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* O_NONBLOCK stderr */
+			struct pollfd pf = { .fd = 2, .events = POLLOUT };
+			if (poll(&pf, 1, -1) >= 0 || errno == EINTR)
+				continue;
+		}
 		if (w <= 0)
 			break;
 		p += w;

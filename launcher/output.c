@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,12 +49,22 @@ static int term_ok[3] = { 1, 1, 1 }; /* cleared when fd 1/2 is gone (EPIPE) */
 static char *stage;                   /* one read's worth of prefixed lines  */
 static size_t stage_len, stage_cap;
 
+/* Writes all of p.  ddprun's stdout/stderr may be non-blocking (an O_NONBLOCK
+ * set on a shared pipe or terminal by whoever started ddprun): a full pipe
+ * then says EAGAIN, and ddprun waits for room as a blocking write would,
+ * rather than dropping the rest of the job's output. */
 static void write_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pf = { .fd = fd, .events = POLLOUT };
+			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+				return;
+			continue;
+		}
 		if (w <= 0) {
 			if (fd == 1 || fd == 2)
 				term_ok[fd] = 0;

@@ -8,7 +8,14 @@
  *   HELLO   -> the first message must be HELLO with the secret (compared in
  *              constant time); anything else is refused and the connection
  *              closed.  Until then a connection can make the server buffer at
- *              most 16 + 512 + 4 bytes, and it must finish within 10 s.
+ *              most 16 + 512 + 4 bytes, and it must finish within 10 s.  At
+ *              most STORE_MAX_PENDING connections may be unauthenticated
+ *              (HELLO or CLOSING after a refusal) at once: accepting one more
+ *              closes the oldest of them, and so does running out of file
+ *              descriptors, so a flood of idle or slow connections costs
+ *              bounded memory and descriptors and cannot lock the ranks
+ *              out.  Refusals are logged one by one only up to
+ *              STORE_LOG_REFUSALS; the rest are counted and summed up.
  *   READY   -> requests are served in order.  A waiting request (GET/WAIT
  *              on a missing key, an incomplete BARRIER) is parked on the
  *              connection with its deadline and answered when a SET/ADD makes
@@ -53,6 +60,8 @@
 #define STORE_CLOSE_LINGER_S  1.0   /* draining a connection being closed    */
 #define STORE_READ_CHUNK      65536
 #define STORE_READ_BUDGET     (1u << 20) /* bytes per connection per wakeup  */
+#define STORE_MAX_PENDING     256  /* connections not (or no longer) past HELLO */
+#define STORE_LOG_REFUSALS    16   /* refusals logged one by one, then counted  */
 
 enum conn_state { CONN_HELLO, CONN_READY, CONN_CLOSING };
 
@@ -86,6 +95,7 @@ struct conn {
 	int shut;                    /* CLOSING: write side shut down         */
 	char peer[64];               /* "ip:port" for logs                    */
 	double deadline_conn;        /* HELLO or CLOSING deadline             */
+	uint64_t seq;                /* accept order (eviction: oldest first) */
 	/* input: a header, then its body */
 	uint8_t hdr_buf[DDP_STORE_HDR_SIZE];
 	size_t hdr_got;
@@ -118,6 +128,8 @@ struct launch_store {
 	struct barrier *barriers;
 	double accept_pause_until;   /* after EMFILE: stop accepting a moment */
 	int nready;                  /* atomic: connections past HELLO        */
+	unsigned long nrefused;      /* refusals and evictions, for the log   */
+	uint64_t conn_seq;           /* connections accepted so far           */
 	pthread_mutex_t progress_lock;
 	struct progress *progress;   /* [nprogress], guarded by progress_lock */
 	size_t nprogress;
@@ -305,9 +317,21 @@ static void conn_fail(struct conn *c, uint8_t op, unsigned status, const char *w
 	c->deadline_conn = now + STORE_CLOSE_LINGER_S;
 }
 
-static void conn_refuse(struct conn *c, uint8_t op, const char *why, double now)
+/* Logs a refused or evicted connection: the first STORE_LOG_REFUSALS one by
+ * one, then only counted (a flood must not flood the log too). */
+static void log_refusal(struct launch_store *s, const char *peer, const char *why)
 {
-	DDP_WARN("store: refused a connection from %s: %s", c->peer, why);
+	if (++s->nrefused <= STORE_LOG_REFUSALS)
+		DDP_WARN("store: refused a connection from %s: %s", peer, why);
+	if (s->nrefused == STORE_LOG_REFUSALS)
+		DDP_WARN("store: %d connections refused; further refusals are counted, not logged",
+			 STORE_LOG_REFUSALS);
+}
+
+static void conn_refuse(struct launch_store *s, struct conn *c, uint8_t op, const char *why,
+			double now)
+{
+	log_refusal(s, c->peer, why);
 	conn_fail(c, op, DDP_STORE_ST_REFUSED, why, now);
 }
 
@@ -389,7 +413,7 @@ static double store_expire(struct launch_store *s, double now)
 		if (c->dead)
 			continue;
 		if (c->state == CONN_HELLO && now >= c->deadline_conn) {
-			conn_refuse(c, DDP_STORE_HELLO, "no HELLO within 10 s", now);
+			conn_refuse(s, c, DDP_STORE_HELLO, "no HELLO within 10 s", now);
 		} else if (c->state == CONN_CLOSING && now >= c->deadline_conn) {
 			c->dead = 1;
 			continue;
@@ -520,7 +544,7 @@ static void dispatch(struct launch_store *s, struct conn *c, const struct ddp_st
 	switch (op) {
 	case DDP_STORE_HELLO:
 		if (!ddp_store_secret_equal(s->secret, s->secret_len, m->key, m->hdr.key_len)) {
-			conn_refuse(c, op, "bad secret", now);
+			conn_refuse(s, c, op, "bad secret", now);
 			return;
 		}
 		c->state = CONN_READY;
@@ -609,14 +633,14 @@ static void conn_feed(struct launch_store *s, struct conn *c, const uint8_t *dat
 			c->hdr_got = 0;
 			if (ddp_store_hdr_decode(c->hdr_buf, DDP_STORE_DIR_REQUEST, &c->hdr, &why) != DDP_OK) {
 				if (c->state == CONN_HELLO)
-					conn_refuse(c, DDP_STORE_HELLO, why, now);
+					conn_refuse(s, c, DDP_STORE_HELLO, why, now);
 				else /* reply under the request's op when it is one */
 					conn_proto_error(c, c->hdr_buf[5] >= 1 && c->hdr_buf[5] <= DDP_STORE_OP_MAX
 							    ? c->hdr_buf[5] : DDP_STORE_HELLO, why, now);
 				return;
 			}
 			if (c->state == CONN_HELLO && c->hdr.op != DDP_STORE_HELLO) {
-				conn_refuse(c, c->hdr.op, "first message was not HELLO", now);
+				conn_refuse(s, c, c->hdr.op, "first message was not HELLO", now);
 				return;
 			}
 			if (c->state == CONN_READY && c->hdr.op == DDP_STORE_HELLO) {
@@ -654,7 +678,7 @@ static void conn_feed(struct launch_store *s, struct conn *c, const uint8_t *dat
 		c->have_hdr = 0;
 		if (ddp_store_body_check(&m, DDP_STORE_DIR_REQUEST, &why) != DDP_OK) {
 			if (c->state == CONN_HELLO)
-				conn_refuse(c, m.hdr.op, why, now);
+				conn_refuse(s, c, m.hdr.op, why, now);
 			else
 				conn_proto_error(c, m.hdr.op, why, now);
 		} else {
@@ -686,6 +710,7 @@ static struct conn *conn_new(struct launch_store *s, int fd, const char *peer, d
 	c->rank = -1;
 	c->state = CONN_HELLO;
 	c->deadline_conn = now + STORE_HELLO_TIMEOUT_S;
+	c->seq = ++s->conn_seq;
 	snprintf(c->peer, sizeof c->peer, "%s", peer);
 	s->conns[s->nconns++] = c;
 	return c;
@@ -775,8 +800,46 @@ static void format_peer(const struct sockaddr_storage *a, socklen_t len, char *o
 		snprintf(out, cap, "%s:%s", host, serv);
 }
 
+/* Whether c counts against STORE_MAX_PENDING: it has not passed HELLO (and
+ * never will: a refused one is only being closed). */
+static int conn_pending(const struct conn *c)
+{
+	return !c->dead && !c->counted;
+}
+
+/* Closes the oldest pending connection, those already refused first, to make
+ * room for a new one.  Its socket is closed at once (the descriptor is what
+ * may be short); the sweep frees the rest.  Returns 0 when there is none. */
+static int store_evict_pending(struct launch_store *s)
+{
+	struct conn *victim = NULL;
+
+	for (size_t i = 0; i < s->nconns; i++) {
+		struct conn *c = s->conns[i];
+		if (!conn_pending(c))
+			continue;
+		if (!victim || (c->state == CONN_CLOSING) > (victim->state == CONN_CLOSING) ||
+		    ((c->state == CONN_CLOSING) == (victim->state == CONN_CLOSING) && c->seq < victim->seq))
+			victim = c;
+	}
+	if (!victim)
+		return 0;
+	if (victim->state != CONN_CLOSING)
+		log_refusal(s, victim->peer, "no HELLO yet while too many connections wait for one; "
+			    "closed to make room");
+	if (victim->fd >= 0)
+		close(victim->fd);
+	victim->fd = -1;
+	victim->dead = 1;
+	return 1;
+}
+
 static void store_accept(struct launch_store *s, double now)
 {
+	size_t pending = 0;
+
+	for (size_t i = 0; i < s->nconns; i++)
+		pending += (size_t)conn_pending(s->conns[i]);
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage a;
 		socklen_t len = sizeof a;
@@ -784,6 +847,11 @@ static void store_accept(struct launch_store *s, double now)
 		int fd = accept4(s->listen_fd, (struct sockaddr *)&a, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+				/* unauthenticated connections must not keep the ranks out */
+				if (store_evict_pending(s)) {
+					pending--;
+					continue;
+				}
 				DDP_WARN_ONCE("store: cannot accept connections: %s; raise `ulimit -n`",
 					      strerror(errno));
 				s->accept_pause_until = now + 0.1;
@@ -798,6 +866,8 @@ static void store_accept(struct launch_store *s, double now)
 			close(fd);
 			return;
 		}
+		if (++pending > STORE_MAX_PENDING && store_evict_pending(s))
+			pending--;
 	}
 }
 
@@ -859,14 +929,15 @@ static void *store_thread(void *arg)
 		if (r > 0) {
 			if (pfd[0].revents)
 				break;
-			if (pfd[1].revents & POLLIN)
-				store_accept(s, now);
-			/* conns added by accept sit past n - 2 and were not polled. */
+			/* Reads first: a connection accepted last time has said HELLO
+			 * by now, before new arrivals can make room by evicting it. */
 			for (size_t i = 0; i < n - 2; i++) {
 				struct conn *c = s->conns[i];
 				if (pfd[2 + i].revents & (POLLIN | POLLHUP | POLLERR))
 					conn_read(s, c, now);
 			}
+			if (pfd[1].revents & POLLIN)
+				store_accept(s, now);
 		}
 		next = store_expire(s, now);
 		for (size_t i = 0; i < s->nconns; i++)
@@ -1038,6 +1109,8 @@ void launch_store_stop(struct launch_store *s)
 	close(s->listen_fd);
 	close(s->wake[0]);
 	close(s->wake[1]);
+	if (s->nrefused > STORE_LOG_REFUSALS)
+		DDP_WARN("store: refused %lu connections in all", s->nrefused);
 	store_core_free(s);
 	free(s);
 }

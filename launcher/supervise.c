@@ -184,6 +184,7 @@ struct sup_state {
 	int interrupted;     /* signal that stopped ddprun, 0 if none     */
 	int sigints;
 	int timed_out;
+	int broken;          /* ddprun itself failed while supervising    */
 	double term_at;      /* after an interrupt: when to send SIGTERM  */
 	/* --timeout: per global rank */
 	uint64_t *hb_counter;
@@ -376,7 +377,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		}
 		int ready = poll(pfd, (nfds_t)n, ms);
 		if (ready < 0 && errno != EINTR) {
-			launch_msg("poll failed: %s", strerror(errno));
+			launch_msg("poll failed: %s; stopping the job", strerror(errno));
+			st.broken = 1; /* the ranks are killed below: never exit 0 */
 			break;
 		}
 		for (int k = 0; ready > 0 && k < n; k++) {
@@ -431,6 +433,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		code = 124;
 	} else if (st.interrupted) {
 		code = 128 + st.interrupted;
+	} else if (st.broken) {
+		code = 1;
 	}
 	free(pfd);
 	free(who);

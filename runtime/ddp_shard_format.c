@@ -101,6 +101,17 @@ static ddp_result detect_ddprec(const unsigned char *h, size_t n, struct ddp_sha
 		ERR("DDPREC01 header_bytes %llu is below 64", (unsigned long long)l->header_bytes);
 		return DDP_ERR_INVALID;
 	}
+	/* The rewritten header is a copy of these bytes: the whole header must
+	 * be among them (n is min(file size, DDP_SHARD_HEAD_MAX)). */
+	if (l->header_bytes > n) {
+		if (n < DDP_SHARD_HEAD_MAX)
+			ERR("DDPREC01 header_bytes %llu runs past the end of the file",
+			    (unsigned long long)l->header_bytes);
+		else
+			ERR("DDPREC01 header of %llu bytes is larger than the %d bytes supported",
+			    (unsigned long long)l->header_bytes, DDP_SHARD_HEAD_MAX);
+		return DDP_ERR_INVALID;
+	}
 	return check_size(l, err, errlen);
 }
 

@@ -46,6 +46,8 @@ struct ddp_store {
 	int rank;
 	char secret[DDP_STORE_MAX_KEY + 1];
 	char err[320];                /* last error message                    */
+	int last_status;              /* status of the last reply; -1 none,
+	                                 -2 a malformed one                   */
 	/* heartbeat */
 	struct ddp_store *hb_conn;    /* owned by the heartbeat thread         */
 	const volatile uint64_t *hb_progress;
@@ -193,6 +195,7 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	double deadline;
 	uint8_t *body = NULL;
 
+	s->last_status = -1;
 	if (s->broken)
 		return store_fail(s, DDP_ERR_REMOTE, 0,
 				  "%s: the connection to the store at %s:%d failed earlier", what,
@@ -215,9 +218,11 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	if (ddp_store_hdr_decode(head, DDP_STORE_DIR_REPLY, &h, &why) != DDP_OK ||
 	    h.op != (op | DDP_STORE_REPLY)) {
 		s->broken = 1;
+		s->last_status = -2; /* something answered, but not a store */
 		return store_fail(s, DDP_ERR_REMOTE, 0, "%s: malformed reply from the store at %s:%d: %s",
 				  what, s->host, s->port, why ? why : "reply to another request");
 	}
+	s->last_status = h.flags;
 	body = malloc(h.val_len + 1);
 	if (!body)
 		return store_fail(s, DDP_ERR_NOMEM, 0, "%s: out of memory for a %u-byte value", what,
@@ -359,11 +364,30 @@ ddp_result ddp_store_connect(const char *host, int port, const char *secret, int
 	pthread_cond_init(&s->hb_cond, &ca);
 	pthread_condattr_destroy(&ca);
 
-	double deadline = timeout_s < 0 ? 1e300 : mono_now() + timeout_s;
-	DDP_CHECK_GOTO(store_dial(s, deadline), rc, out_free);
+	double deadline = timeout_s < 0 ? 1e300 : mono_now() + timeout_s, backoff = 0.01;
 	ddp_store_put_u32(rank_le, (uint32_t)rank);
-	DDP_CHECK_GOTO(store_request(s, DDP_STORE_HELLO, secret, rank_le, 4, 0, 0, "HELLO", NULL,
-				     NULL), rc, out_free);
+	for (;;) {
+		DDP_CHECK_GOTO(store_dial(s, deadline), rc, out_free);
+		/* quiet: a connection the server closed before answering (it
+		 * makes room under a flood of connections) is tried again */
+		s->quiet = 1;
+		rc = store_request(s, DDP_STORE_HELLO, secret, rank_le, 4, 0, 0, "HELLO", NULL, NULL);
+		s->quiet = 0;
+		if (rc == DDP_OK)
+			break;
+		double left = deadline - mono_now();
+		if (rc != DDP_ERR_REMOTE || s->last_status != -1 || left <= 0) {
+			DDP_WARN("store: %s", s->err); /* the error store_fail kept quiet */
+			goto out_free;
+		}
+		DDP_DEBUG(RDZV, "store: the store at %s:%d closed the connection before HELLO was "
+			  "answered; trying again", host, port);
+		close(s->fd);
+		s->fd = -1;
+		s->broken = 0;
+		usleep((useconds_t)((backoff < left ? backoff : left) * 1e6));
+		backoff = backoff * 2 > 0.5 ? 0.5 : backoff * 2;
+	}
 	DDP_DEBUG(RDZV, "store: connected to %s:%d as rank %d", host, port, rank);
 	*out = s;
 	return DDP_OK;

@@ -8,7 +8,7 @@ SHARD_HOOK_SRCS := $(wildcard interpose/hook_file.c interpose/hook_file_stat.c \
 	interpose/hook_file_stdio.c interpose/hook_write.c)
 SHARD_HOOK_OBJS := $(SHARD_HOOK_SRCS:interpose/%.c=$(BUILD)/tests/shard/obj/%.o)
 SHARD_PRELOAD := $(BUILD)/tests/shard/libddp_files.so
-SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read)
+SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep)
 SHARD_CHECK := $(BUILD)/bin/ddp-shard-check
 
 $(BUILD)/tests/shard/obj/%.o: interpose/%.c
@@ -30,6 +30,6 @@ $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 
 BINS += $(SHARD_PRELOAD) $(SHARD_PROGS) $(SHARD_CHECK)
 TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
-	tests/shard/test_write_safety.sh
+	tests/shard/test_write_safety.sh tests/shard/test_errno.sh
 
 $(eval $(call fuzz_target,shard,))

@@ -168,6 +168,19 @@ TEST(format_ddprec)
 	detect_bad(n - 1, "declares 7 records of 20 bytes");
 	put32le(file + 8, 32);
 	detect_bad(n, "below 64");
+	/* A header beyond the first 64 KiB (the bytes the library reads and
+	 * copies into the rewritten header) is refused, not read past. */
+	struct ddp_shard_layout big;
+	make_ddprec(16, 1);
+	put32le(file + 8, 70000);
+	err[0] = 0;
+	CHECK(ddp_shard_format_detect(file, sizeof file, 70016, &big, err, sizeof err) ==
+	      DDP_ERR_INVALID);
+	CHECK(strstr(err, "larger than the 65536 bytes supported") != NULL);
+	/* and a header_bytes past a short file's end says so */
+	n = make_ddprec(16, 1);
+	put32le(file + 8, 1000);
+	detect_bad(n, "runs past the end of the file");
 }
 
 TEST(format_idx)

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <fcntl.h>
@@ -1049,6 +1050,72 @@ TEST(connect_retries_until_the_server_is_up)
 	pthread_join(t, NULL);
 	CHECK(l.rc == DDP_OK);
 	CHECK(server_alive(srv));
+	launch_store_stop(srv);
+}
+
+/* A flood of connections that never say HELLO (idle, or slowloris-style)
+ * must cost the server bounded descriptors and memory and must not lock the
+ * ranks out: beyond 256 such connections the oldest are closed at once (not
+ * after the 10 s HELLO deadline), the refusals are not logged one by one,
+ * and a rank still connects and is served while the flood stays open. */
+#define FLOOD 700
+#define MAX_PENDING 256 /* STORE_MAX_PENDING of store_server.c */
+TEST(idle_connection_flood_is_bounded)
+{
+	struct rlimit rl;
+	REQUIRE(getrlimit(RLIMIT_NOFILE, &rl) == 0);
+	if (rl.rlim_cur < 2 * FLOOD + 64) {
+		rlim_t want = 2 * FLOOD + 64;
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+			SKIP("RLIMIT_NOFILE hard limit is below 1464 descriptors");
+		rl.rlim_cur = want;
+		REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
+	}
+	struct launch_store *srv = start_server();
+	REQUIRE(srv);
+	int port = launch_store_port(srv);
+	static int fds[FLOOD];
+	int opened = 0;
+	capture_begin();
+	for (int i = 0; i < FLOOD; i++) {
+		fds[i] = raw_connect(port);
+		if (fds[i] < 0)
+			break;
+		if (i % 3 == 0)
+			raw_write(fds[i], "DDPS", 4); /* half a header, then silence */
+		opened++;
+	}
+	/* The server closes the surplus right away. */
+	int closed = 0;
+	for (double end = now_s() + 3.0; now_s() < end;) {
+		closed = 0;
+		for (int i = 0; i < opened; i++) {
+			char b[64];
+			struct pollfd pf = { .fd = fds[i], .events = POLLIN };
+			if (poll(&pf, 1, 0) > 0 && recv(fds[i], b, sizeof b, MSG_PEEK | MSG_DONTWAIT) <= 0)
+				closed++;
+		}
+		if (closed >= opened - MAX_PENDING)
+			break;
+		sleep_s(0.05);
+	}
+	/* A rank still gets in and is served, with the flood still open. */
+	double t0 = now_s();
+	int alive = server_alive(srv);
+	double took = now_s() - t0;
+	const char *log = capture_end();
+	CHECK_EQ_INT(opened, FLOOD);
+	CHECK(closed >= opened - MAX_PENDING);
+	CHECK(alive);
+	CHECK(took < 2.0);
+	int lines = 0;
+	for (const char *p = log; (p = strstr(p, "refused a connection")); p++)
+		lines++;
+	CHECK(lines <= 16);
+	CHECK(strstr(log, "further refusals are counted") != NULL);
+	CHECK(strstr(log, SECRET) == NULL);
+	for (int i = 0; i < opened; i++)
+		close(fds[i]);
 	launch_store_stop(srv);
 }
 

@@ -33,7 +33,7 @@ now_ms() { echo $(($(date +%s%N) / 1000000)); }
 wait_for() {
 	local i
 	for ((i = 0; i < $4 * 20; i++)); do
-		[ "$(grep -Ec -- "$2" "$1" 2>/dev/null)" -ge "$3" ] && return 0
+		[ "$(grep -Ec -- "$2" "$1" 2>/dev/null || true)" -ge "$3" ] 2>/dev/null && return 0
 		sleep 0.05
 	done
 	return 1

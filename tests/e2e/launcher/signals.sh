@@ -10,8 +10,9 @@ marker=ddprun-sig-$$-$RANDOM
 for sig in INT TERM; do
 	"$DDPRUN" -n 2 "$PROG" trap >"$out" 2>"$err" &
 	pid=$!
-	if ! wait_for "$out" '^\[rank [01]\] ready$' 2 5; then
+	if ! wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
 		notok "SIG$sig: ranks did not start"
+		sed 's/^/# /' "$err" | tail -n 5
 		kill -KILL $pid
 		continue
 	fi
@@ -28,7 +29,7 @@ done
 # a rank that ignores SIGINT and SIGTERM: the second SIGINT kills it at once
 "$DDPRUN" -n 2 "$PROG" ignore "$marker" >"$out" 2>"$err" &
 pid=$!
-if wait_for "$out" '^\[rank [01]\] ready$' 2 5; then
+if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
 	kill -INT $pid
 	sleep 0.5
 	check "first SIGINT: ranks that ignore it keep running" kill -0 $pid
@@ -43,6 +44,7 @@ if wait_for "$out" '^\[rank [01]\] ready$' 2 5; then
 	check "second SIGINT: no rank left" [ "$(pgrep -f "$PROG ignore $marker" | wc -l)" = 0 ]
 else
 	notok "ignore: ranks did not start"
+	sed 's/^/# /' "$err" | tail -n 5
 	kill -KILL $pid
 fi
 for p in $(pgrep -f "$PROG ignore $marker"); do kill -KILL "$p"; done
@@ -50,7 +52,7 @@ for p in $(pgrep -f "$PROG ignore $marker"); do kill -KILL "$p"; done
 # SIGTERM to ddprun with ranks that ignore it: SIGKILL after the grace period
 DDPRUN_GRACE=0.5 "$DDPRUN" -n 2 "$PROG" ignore "$marker" >"$out" 2>"$err" &
 pid=$!
-if wait_for "$out" '^\[rank [01]\] ready$' 2 5; then
+if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
 	t0=$(now_ms)
 	kill -TERM $pid
 	wait $pid
@@ -58,6 +60,7 @@ if wait_for "$out" '^\[rank [01]\] ready$' 2 5; then
 	check "SIGTERM + ignoring ranks: exit 143 after the grace period (${t} ms)" [ $rc = 143 -a $t -lt 3000 ]
 else
 	notok "ignore (TERM): ranks did not start"
+	sed 's/^/# /' "$err" | tail -n 5
 	kill -KILL $pid
 fi
 for p in $(pgrep -f "$PROG ignore $marker"); do kill -KILL "$p"; done
