@@ -89,10 +89,13 @@ static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *o
 	}
 	int version = 0;
 	char msg[256];
-	int ok = ddp_coll_nccl_probe(c->cfg.nccl_lib, &version, msg, sizeof msg) == DDP_OK && version >= 21000;
+	/* the same minimum as the backend's init: an NCCL that loads but is too
+	 * old must make auto choose host, not a communicator that then fails */
+	int ok = ddp_coll_nccl_probe(c->cfg.nccl_lib, &version, msg, sizeof msg) == DDP_OK &&
+		 version >= COLL_NCCL_MIN_VERSION;
 	if (!ok)
 		DDP_INFO(COLL, "DDP_BACKEND=auto: NCCL not usable on rank %d (%s)", c->rank,
-			 version ? "older than 2.10" : msg);
+			 version ? "older than 2.14" : msg);
 	char key[64], bar[64];
 	snprintf(key, sizeof key, "coll/%d/nccl_ok", c->gen);
 	snprintf(bar, sizeof bar, "coll/%d/pick", c->gen);

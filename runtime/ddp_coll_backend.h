@@ -55,6 +55,10 @@ void coll_host_abort(struct ddp_comm *c);
 void coll_host_destroy(struct ddp_comm *c);
 
 /* ---- NCCL backend (ddp_coll_nccl.c) */
+/* The oldest NCCL the backend accepts (2.14: non-blocking communicators);
+ * DDP_BACKEND=auto picks NCCL only from this version on. */
+#define COLL_NCCL_MIN_VERSION 21400
+
 ddp_result coll_nccl_init(struct ddp_comm *c);
 ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
 			       CUstream s);

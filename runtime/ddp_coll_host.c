@@ -4,9 +4,10 @@
  * broadcast between the processes of one node through one shared-memory
  * segment, with process-shared barriers and a watchdog.
  *
- * Segment (a file in DDP_SHM_DIR, default /dev/shm, created by rank 0 under a
- * random name published in the store as coll/<n>/shm, unlinked as soon as
- * every rank mapped it, so nothing is left behind even after a crash):
+ * Segment (a file in DDP_SHM_DIR, default /dev/shm, mode 0600, created by rank
+ * 0 under a random name once every rank has arrived, published in the store
+ * as coll/<n>/shm, unlinked as soon as every rank mapped it, so nothing is
+ * left behind even after a crash):
  *
  *     struct host_hdr        magic, sizes, the barrier word, the abort record
  *     struct host_rank[W]    per rank, one cache line: barrier epoch, current
@@ -226,8 +227,14 @@ static ddp_result host_fail(struct ddp_comm *c, ddp_result rc, const char *fmt, 
 static ddp_result host_seen_abort(struct ddp_comm *c)
 {
 	struct coll_host *h = c->host;
-	while (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE) == 2)
+	/* the author writes its message between abort = 2 and abort = 1; if it
+	 * was killed in between, do not wait for it for ever */
+	double give_up = coll_now() + 1.0;
+	while (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE) == 2 && coll_now() < give_up)
 		sched_yield();
+	if (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE) == 2)
+		return coll_fail(c, DDP_ERR_REMOTE, 1, "another rank stopped %s on rank %d and died before saying why",
+				 h->what, c->rank);
 	const char *msg = h->hdr->abort_msg;
 	if (strncmp(msg, "libddp: ", 8) == 0)
 		msg += 8;
@@ -474,6 +481,17 @@ ddp_result coll_host_init(struct ddp_comm *c)
 	size_t data_off = round_up(hdr_bytes, (size_t)page);
 	h->seg_bytes = data_off + 2 * (size_t)c->world * h->slot;
 	snprintf(key, sizeof key, "coll/%d/shm", c->gen);
+	/* Every rank arrives before rank 0 creates the file: the file exists
+	 * only from its creation to the unlink once all have mapped it
+	 * (milliseconds), not while rank 0 waits for a late or dead rank, when
+	 * a kill (the launcher stopping the job) would leave it behind. */
+	snprintf(bar, sizeof bar, "coll/%d/arrived", c->gen);
+	rc = ddp_store_barrier(c->store, bar, c->world, c->cfg.timeout_s);
+	if (rc != DDP_OK) {
+		rc = coll_fail(c, rc, 1, "not every rank reached the collectives set-up within %.0f s: %s",
+			       c->cfg.timeout_s, ddp_store_last_error(c->store));
+		goto out_free;
+	}
 	snprintf(bar, sizeof bar, "coll/%d/mapped", c->gen);
 
 	if (c->rank == 0) {

@@ -50,7 +50,7 @@
 #endif
 #endif
 
-#define NCCL_MIN_VERSION 21400
+#define NCCL_MIN_VERSION COLL_NCCL_MIN_VERSION
 
 #ifdef COLL_HAVE_NCCL_H
 

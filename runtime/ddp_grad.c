@@ -220,15 +220,20 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g);
 }
 
+/* The record of a buffer whose allocation is gone: it stays in the table
+ * (its base keeps its hash slot) as nothing. */
+static void buf_reset(struct ddp_grad_buf *b)
+{
+	uint64_t base = b->base;
+	memset(b, 0, sizeof *b);
+	b->base = base;
+}
+
 void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 {
 	int64_t v = *hash_slot(g, base);
-	if (v) {
-		struct ddp_grad_buf *b = g->bufs[v - 1];
-		memset(b, 0, sizeof *b);
-		b->base = base;
-		b->alloc_id = 0;
-	}
+	if (v)
+		buf_reset(g->bufs[v - 1]);
 }
 
 size_t ddp_grad_nbufs(const struct ddp_grad *g) { return g->nbufs; }
@@ -260,9 +265,20 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 
 	if (!list)
 		return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD && g->bufs[i]->dirty)
-			list[n++] = g->bufs[i];
+	for (size_t i = 0; i < g->nbufs; i++) {
+		struct ddp_grad_buf *b = g->bufs[i];
+		if (b->role != DDP_GR_GRAD || !b->dirty)
+			continue;
+		/* freed since it was written: nothing to average (the address
+		 * may belong to another allocation by now) */
+		if (g->ops.alive && !g->ops.alive(g->ops.ctx, b)) {
+			DDP_DEBUG(GRAD, "gradient %s at 0x%llx was freed: forgotten", b->label,
+				  (unsigned long long)b->base);
+			buf_reset(b);
+			continue;
+		}
+		list[n++] = b;
+	}
 	if (n) {
 		qsort(list, n, sizeof *list, cmp_order);
 		rc = g->ops.allreduce(g->ops.ctx, list, n, stream);
@@ -451,6 +467,14 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 	DDP_CHECK(end_update(g));
 	if (!g->ngrad_order)
 		return DDP_OK;
+	if (L->truncated) {
+		/* arguments beyond the decoder's capacity may write gradients: take
+		 * every gradient as written (re-averaging an average is a no-op) */
+		for (size_t i = 0; i < g->nbufs; i++)
+			if (g->bufs[i]->role == DDP_GR_GRAD)
+				g->bufs[i]->dirty = 1;
+		return DDP_OK;
+	}
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
 		if (a->access == DDP_GA_READ)
@@ -586,6 +610,12 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 
 ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
+	if (L->truncated && L->kclass != DDP_GK_OTHER)
+		return fail(g, DDP_ERR_UNSUPPORTED,
+			    "libddp: %s kernel %s passes more buffers than libddp can decode (%u beyond the first "
+			    "%u); its gradients and parameters cannot all be seen, so they cannot be averaged",
+			    L->kclass == DDP_GK_OPT ? "optimizer" : "gradient-reader", L->kname ? L->kname : "?",
+			    L->truncated, L->nargs);
 	switch (L->kclass) {
 	case DDP_GK_OPT:
 		return on_optimizer(g, L);
@@ -594,6 +624,60 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 	default:
 		return on_other(g, L);
 	}
+}
+
+/* ---- signatures */
+
+#define SIG_FNV_INIT 0xcbf29ce484222325ULL
+
+static uint64_t sig_fnv(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads,
+			  uint64_t *hash)
+{
+	/* room kept for the tail " ...+K more fnv=<16 hex>" */
+	const size_t tail = 64;
+	char item[160];
+	size_t o = 0, skipped = 0;
+	uint64_t h = SIG_FNV_INIT;
+
+	if (!out || cap < 2 * tail) {
+		if (out && cap)
+			out[0] = '\0';
+		return 0;
+	}
+	int k = snprintf(item, sizeof item, "n=%zu", n);
+	h = sig_fnv(h, item, (size_t)k);
+	memcpy(out, item, (size_t)k + 1);
+	o = (size_t)k;
+	for (size_t i = 0; i < n; i++) {
+		if (grads)
+			k = snprintf(item, sizeof item, " %s %s count=%llu;", bufs[i]->label,
+				     ddp_dtype_name((enum ddp_dtype)bufs[i]->dtype), (unsigned long long)bufs[i]->count);
+		else
+			k = snprintf(item, sizeof item, " %s bytes=%llu;", bufs[i]->label,
+				     (unsigned long long)bufs[i]->size);
+		size_t len = (size_t)k < sizeof item ? (size_t)k : sizeof item - 1;
+		h = sig_fnv(h, item, len);
+		if (!skipped && o + len + tail < cap) {
+			memcpy(out + o, item, len + 1);
+			o += len;
+		} else {
+			skipped++;
+		}
+	}
+	if (skipped)
+		o += (size_t)snprintf(out + o, cap - o, " ...+%zu more fnv=%016llx", skipped, (unsigned long long)h);
+	if (hash)
+		*hash = h;
+	return o;
 }
 
 ddp_result ddp_grad_finish(struct ddp_grad *g)

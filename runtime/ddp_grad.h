@@ -82,6 +82,8 @@ struct ddp_grad_launch {
 	const struct ddp_grad_arg *args;
 	void *stream;            /* opaque: passed back to the callbacks      */
 	void *launch_ctx;        /* opaque: passed to ops->relaunch           */
+	uint32_t truncated;      /* buffers the decoder dropped (more than it
+				  * can hold): args[] is incomplete           */
 };
 
 enum ddp_grad_role { DDP_GR_NONE = 0, DDP_GR_GRAD, DDP_GR_PARAM, DDP_GR_OTHER /* neither */ };
@@ -115,6 +117,9 @@ struct ddp_grad_ops {
 	/* Step boundaries (may be NULL).  step counts from 1. */
 	ddp_result (*step_begin)(void *ctx, uint64_t step);
 	ddp_result (*step_end)(void *ctx, uint64_t step);
+	/* Is b's allocation still live (same base and allocation id)?  May be
+	 * NULL (always).  A freed buffer is forgotten, never reduced. */
+	int (*alive)(void *ctx, const struct ddp_grad_buf *b);
 };
 
 struct ddp_grad;
@@ -126,7 +131,10 @@ ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_ove
 void ddp_grad_free(struct ddp_grad *g);
 
 /* Processes one launch, BEFORE it reaches the driver.  Errors are fatal for
- * the job (the message is in ddp_grad_last_error). */
+ * the job (the message is in ddp_grad_last_error).  A launch whose argument
+ * list is incomplete (L->truncated): an optimizer or reader launch is an
+ * error (its gradients cannot all be seen); any other launch marks every
+ * gradient dirty (averaging an already averaged gradient changes nothing). */
 ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L);
 
 /* Ends an open update phase (at exit). */
@@ -145,6 +153,16 @@ struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);
 uint64_t ddp_grad_steps(const struct ddp_grad *g);       /* steps begun   */
 uint64_t ddp_grad_reductions(const struct ddp_grad *g);  /* allreduce calls */
 const char *ddp_grad_last_error(const struct ddp_grad *g);
+
+/* The text the ranks compare before a collective over bufs[0..n)
+ * (ddp_check_signature): "n=2 label dtype count=N; ..." (grads) or
+ * "n=2 label bytes=N; ..." (parameters).  Always fits in cap (>= 128)
+ * characters: when the whole description does not, it keeps the buffers that
+ * fit and ends with " ...+K more fnv=<hex>", the hash of the whole, so any
+ * difference between ranks still shows.  *hash (may be NULL) receives that
+ * 64-bit FNV-1a of the whole description.  Returns the text's length. */
+size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads,
+			  uint64_t *hash /* OUT, may be NULL */);
 
 /* Pattern lists: "a,b" replaces the built-ins, "+a,b" adds to them; NULL or
  * "" keeps the built-ins.  Matching is a case-insensitive substring test.

@@ -64,6 +64,7 @@ static size_t nsigs, sigcap;
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
 static CUresult (*real_sync)(CUstream);
+static CUresult (*real_ctx_sync)(void);
 
 /* ---- fatal path */
 
@@ -119,10 +120,12 @@ static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char
 	ddp_trace_event(&ev);
 }
 
-/* Checks the signature of a collective composition the first time. */
-static void check_sig(struct ddp_comm *c, const char *kind, const char *sig)
+/* Checks the signature of a collective composition the first time.  h is
+ * the hash of the whole composition (ddp_grad_signature): every rank keeps
+ * the same cache, so every rank checks the same compositions. */
+static void check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint64_t h)
 {
-	uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, kind, strlen(kind)), sig, strlen(sig));
+	h = fnv1a(h, kind, strlen(kind));
 	for (size_t i = 0; i < nsigs; i++)
 		if (sigs_seen[i] == h)
 			return;
@@ -133,27 +136,12 @@ static void check_sig(struct ddp_comm *c, const char *kind, const char *sig)
 	if (nsigs == sigcap) {
 		size_t nc = sigcap ? sigcap * 2 : 64;
 		uint64_t *p = realloc(sigs_seen, nc * sizeof *p);
-		if (!p)
-			return;
+		if (!p) /* forgetting it here alone would make this rank check again, alone */
+			die("libddp: out of memory (collective signature cache)");
 		sigs_seen = p;
 		sigcap = nc;
 	}
 	sigs_seen[nsigs++] = h;
-}
-
-/* "n=2 sgd_momentum_update:1 f32 1536; ..." (bounded) */
-static void describe(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads)
-{
-	size_t o = (size_t)snprintf(out, cap, "n=%zu", n);
-	for (size_t i = 0; i < n && o < cap; i++) {
-		if (grads)
-			o += (size_t)snprintf(out + o, cap - o, " %s %s count=%" PRIu64 ";", bufs[i]->label,
-					      ddp_dtype_name((enum ddp_dtype)bufs[i]->dtype),
-					      bufs[i]->count);
-		else
-			o += (size_t)snprintf(out + o, cap - o, " %s bytes=%" PRIu64 ";", bufs[i]->label,
-					      bufs[i]->size);
-	}
 }
 
 /* ---- tracker callbacks */
@@ -172,14 +160,14 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 				 void *stream)
 {
 	struct ddp_comm *c;
-	static char sig[16384];
-	uint64_t bytes = 0, t0 = ddp_now_ns();
+	static char sig[8192];   /* well below ddp_check_signature's 16 KiB */
+	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
 	ddp_result rc;
 
 	if ((rc = ddp_job_comm(&c)) != DDP_OK)
 		coll_fail(rc, "creating the communicator");
-	describe(sig, sizeof sig, bufs, n, k->is_allreduce);
-	check_sig(c, k->name, sig);
+	ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
+	check_sig(c, k->name, sig, h);
 	for (size_t i = 0; i < n; i++) {
 		void *base = (void *)(uintptr_t)bufs[i]->base;
 		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
@@ -283,9 +271,22 @@ static ddp_result op_relaunch(void *ctx, void *launch_ctx)
 	return cu_ok(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
 }
 
-/* --check N: hash every parameter/state buffer and compare across ranks. */
+/* Is b's allocation still the one the tracker learned?  (A freed buffer's
+ * address may be free, or belong to another allocation by now.) */
+static int op_alive(void *ctx, const struct ddp_grad_buf *b)
+{
+	struct ddp_alloc_ent e;
+	(void)ctx;
+	return ddp_alloc_find(b->base, &e) && e.base == b->base && e.id == b->alloc_id;
+}
+
+/* --check N: hash every parameter/state buffer and compare across ranks.
+ * Every stream of the context is drained first: the optimizer may have run
+ * on another stream than the launch that ends the step, and a hash taken
+ * while it still runs would differ between ranks by timing alone. */
 static ddp_result check_hashes(uint64_t step, void *stream)
 {
+	static uint64_t prev_step[2];  /* the last two checked steps (key clean-up) */
 	struct ddp_store *st = ddp_job_store();
 	size_t nb = ddp_grad_nbufs(tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
@@ -296,10 +297,17 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 
 	if (!h || !pb || !st)
 		die("libddp: --check: out of memory or no store connection");
+	if (real_ctx_sync && real_ctx_sync() != CUDA_SUCCESS)
+		die("libddp: --check: cuCtxSynchronize failed before hashing the parameters");
 	for (size_t i = 0; i < nb; i++) {
 		struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
 		if (b->role != DDP_GR_PARAM)
 			continue;
+		if (!op_alive(NULL, b)) {
+			/* freed by the program (on every rank alike): not a parameter any more */
+			ddp_grad_forget(tracker, b->base);
+			continue;
+		}
 		if (b->size > hostcap) {
 			free(host);
 			hostcap = b->size;
@@ -346,6 +354,14 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 		}
 		free(val);
 	}
+	/* every rank has read our hashes of two checks ago before posting the
+	 * previous check's, which we read: drop them (the store keeps no history) */
+	if (prev_step[1]) {
+		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", prev_step[1], my_rank);
+		ddp_store_delete(st, key);
+	}
+	prev_step[1] = prev_step[0];
+	prev_step[0] = step;
 	stats.hash_checks++;
 	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step, np,
 		 my_world);
@@ -399,7 +415,7 @@ void ddp_sync_init(int rank, int world)
 	static const struct ddp_grad_ops ops = {
 		.ctx = NULL, .allreduce = op_allreduce, .broadcast = op_broadcast, .read = op_read,
 		.write = op_write, .relaunch = op_relaunch, .step_begin = op_step_begin,
-		.step_end = op_step_end,
+		.step_end = op_step_end, .alive = op_alive,
 	};
 	int mode = ddp_param_sync(); /* auto|on|off */
 	enum ddp_dtype ov = DDP_DT_UNKNOWN;
@@ -428,6 +444,7 @@ void ddp_sync_init(int rank, int world)
 	reader_setting = ddp_param_grad_reader_kernels();
 	check_every = ddp_param_check();
 	real_sync = (CUresult (*)(CUstream))hook_driver_sym("cuStreamSynchronize");
+	real_ctx_sync = (CUresult (*)(void))hook_driver_sym("cuCtxSynchronize");
 	if (!real_sync)
 		die("libddp: the driver has no cuStreamSynchronize");
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
@@ -516,6 +533,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
 		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
+		.truncated = launch_buf.truncated,
 	};
 	check_stream = (void *)s;
 	rc = ddp_grad_launch(tracker, &gl);

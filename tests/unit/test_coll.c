@@ -571,6 +571,47 @@ TEST(bad_arguments)
 	CHECK_EQ_INT(ddp_comm_init(NULL, 2, 2, 0, 1, &cfg, &c), DDP_ERR_INVALID);
 }
 
+/* A job stopped while rank 0 waits for a rank that never comes (the
+ * launcher kills the ranks when one of them failed at start-up): no segment
+ * may be left in DDP_SHM_DIR. */
+static int killed_setup_rank(struct coll_job *job, int rank, void *arg)
+{
+	struct results *res = arg;
+	struct ddp_store *st;
+	struct ddp_comm *c;
+	struct ddp_coll_config cfg;
+	if (rank != 0) {
+		sleep(10); /* never joins; killed by the harness */
+		return 0;
+	}
+	snprintf(res->err[0], sizeof res->err[0], "%.*s", (int)sizeof res->err[0] - 1, job->shm_dir);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.backend = DDP_COLL_HOST;
+	cfg.timeout_s = 10;
+	cfg.shm_dir = job->shm_dir;
+	coll_job_comm(job, rank, &cfg, &st, &c); /* blocks until killed */
+	return 3;
+}
+
+TEST(no_segment_left_when_killed_during_setup)
+{
+	struct results *res = coll_shared_alloc(sizeof *res);
+	int status[2];
+	REQUIRE(res);
+	coll_job_run(2, killed_setup_rank, res, 1.0, status);
+	CHECK_EQ_INT(status[0], 124);   /* rank 0 was still waiting when killed */
+	REQUIRE(res->err[0][0]);
+	int left = coll_dir_entries(res->err[0]);
+	CHECK_EQ_INT(left < 0 ? 0 : left, 0);   /* the directory is gone (removed empty) or empty */
+	if (left > 0) { /* clean up what leaked */
+		char cmd[600];
+		snprintf(cmd, sizeof cmd, "rm -rf '%s'", res->err[0]);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", res->err[0]);
+	}
+	coll_shared_free(res, sizeof *res);
+}
+
 /* > 2 GiB in one allreduce: 2^30 + 2^29 + 3 fp16 elements (3 GiB + 6 bytes
  * per rank) on 2 ranks.  Off by default: with 2 ranks it needs ~10 GiB of
  * RAM (buffers, reference) and about a minute on 2 cores. */

@@ -157,6 +157,73 @@ TEST(auto_picks_host_without_gpu_or_nccl)
 	coll_shared_free(nc, sizeof *nc);
 }
 
+/* Builds a stand-in "NCCL" that loads and resolves every symbol but reports
+ * version 2.13 (too old for the backend).  Returns its path, or NULL when no
+ * C compiler is at hand (the test then skips). */
+static const char *fake_old_nccl(char *path, size_t len)
+{
+	static const char src[] =
+		"int ncclGetVersion(int *v) { *v = 21300; return 0; }\n"
+		"int ncclGetUniqueId(void) { return 1; }\n"
+		"int ncclCommInitRankConfig(void) { return 1; }\n"
+		"int ncclCommGetAsyncError(void) { return 1; }\n"
+		"int ncclAllReduce(void) { return 1; }\n"
+		"int ncclBroadcast(void) { return 1; }\n"
+		"int ncclCommAbort(void) { return 1; }\n"
+		"int ncclCommDestroy(void) { return 1; }\n"
+		"const char *ncclGetErrorString(int r) { (void)r; return \"fake\"; }\n";
+	char dir[] = "/tmp/ddp-fake-nccl-XXXXXX", c_path[96], cmd[512];
+	if (!mkdtemp(dir))
+		return NULL;
+	snprintf(c_path, sizeof c_path, "%s/fake.c", dir);
+	snprintf(path, len, "%s/libnccl.so.2", dir);
+	FILE *f = fopen(c_path, "w");
+	if (!f)
+		return NULL;
+	fputs(src, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "cc -shared -fPIC -o '%s' '%s' 2>/dev/null", path, c_path);
+	int rc = system(cmd);
+	unlink(c_path);
+	if (rc != 0) {
+		rmdir(dir);
+		return NULL;
+	}
+	return path;
+}
+
+TEST(auto_picks_host_when_nccl_is_too_old)
+{
+	char path[128];
+	if (!fake_old_nccl(path, sizeof path))
+		SKIP("no C compiler (cc) to build a stand-in NCCL 2.13");
+	int v = 0;
+	CHECK_EQ_INT(ddp_coll_nccl_probe(path, &v, NULL, 0), DDP_OK);
+	CHECK_EQ_INT(v, 21300);
+	int status[2];
+	/* auto on a "real GPU" where every rank loads NCCL 2.13: host, not an
+	 * NCCL communicator that the backend then refuses as too old */
+	struct nccl_case *nc = run(2, path, DDP_COLL_AUTO, 1, status);
+	REQUIRE(nc);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(status[r], 0);
+		CHECK_EQ_INT(nc->rc[r], DDP_OK);
+		CHECK_EQ_INT(nc->chosen[r], DDP_COLL_HOST);
+	}
+	coll_shared_free(nc, sizeof *nc);
+	/* asked for explicitly, it is refused with the version */
+	nc = run(2, path, DDP_COLL_NCCL, 1, status);
+	REQUIRE(nc);
+	for (int r = 0; r < 2; r++) {
+		CHECK_EQ_INT(nc->rc[r], DDP_ERR_UNSUPPORTED);
+		CHECK(strstr(nc->err[r], "too old") != NULL);
+	}
+	coll_shared_free(nc, sizeof *nc);
+	unlink(path);
+	*strrchr(path, '/') = '\0';
+	rmdir(path);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

@@ -80,7 +80,7 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end,
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL,
 };
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)
@@ -110,7 +110,7 @@ static struct ddp_grad_arg S(const void *p, size_t bytes, uint32_t id, int word)
 
 static ddp_result L(struct ddp_grad *g, const char *name, int cls, const struct ddp_grad_arg *args, uint32_t n)
 {
-	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_DT_UNKNOWN, n, args, NULL, NULL };
+	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_DT_UNKNOWN, n, args, NULL, NULL, 0 };
 	return ddp_grad_launch(g, &l);
 }
 
@@ -276,7 +276,7 @@ TEST(struct_pointers_calibrated_and_restored)
 		fp[i] = 1.0f, fm[i] = 0.0f, fg[i] = 0x3f80;
 	struct ddp_grad_arg bw[] = { A(fg, sizeof fg, 22, 2, W, DDP_DT_BF16) };
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_DT_BF16, 3, op, NULL, NULL };
+	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_DT_BF16, 3, op, NULL, NULL, 0 };
 	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
 	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
 	CHECK_EQ_INT(relaunches, 1);
@@ -303,7 +303,7 @@ TEST(struct_pointers_calibrated_and_restored)
 TEST(unknown_dtype_refused_override_accepted)
 {
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_DT_UNKNOWN, 3, op, NULL, NULL };
+	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_DT_UNKNOWN, 3, op, NULL, NULL, 0 };
 	struct ddp_grad *g;
 	/* no template dtype, no signature: refuse, naming kernel and setting;
 	 * f64 (a type the collectives cannot average) is refused alike */
@@ -393,6 +393,114 @@ TEST(kernel_classes_by_name_and_settings)
 	CHECK_EQ_INT(ddp_dtype_parse("bf16"), DDP_DT_BF16);
 	CHECK_EQ_INT(ddp_dtype_parse("FP16"), DDP_DT_F16);
 	CHECK_EQ_INT(ddp_dtype_parse("int8"), DDP_DT_UNKNOWN);
+}
+
+/* A model with many tensors: the signature of one reduction over 1000
+ * gradients must stay within what ddp_check_signature accepts (16 KiB with
+ * its kind), and still differ when any buffer differs. */
+TEST(signature_of_many_buffers_is_bounded_and_complete)
+{
+	enum { NB = 1000 };
+	static struct ddp_grad_buf bufs[NB];
+	static struct ddp_grad_buf *list[NB];
+	static char s1[8192], s2[8192];
+	uint64_t h1 = 0, h2 = 0;
+	for (int i = 0; i < NB; i++) {
+		memset(&bufs[i], 0, sizeof bufs[i]);
+		snprintf(bufs[i].label, sizeof bufs[i].label, "multi_tensor_apply_kernel:0.%d", i % 110);
+		bufs[i].dtype = DDP_DT_F32;
+		bufs[i].count = 589824 + (uint64_t)i;
+		bufs[i].size = bufs[i].count * 4;
+		list[i] = &bufs[i];
+	}
+	/* a few buffers: the whole text, exactly */
+	size_t n = ddp_grad_signature(s1, sizeof s1, list, 2, 1, &h1);
+	CHECK_EQ_STR(s1, "n=2 multi_tensor_apply_kernel:0.0 f32 count=589824; multi_tensor_apply_kernel:0.1 f32 "
+			 "count=589825;");
+	CHECK_EQ_INT(n, strlen(s1));
+	ddp_grad_signature(s2, sizeof s2, list, 2, 0, NULL);
+	CHECK_EQ_STR(s2, "n=2 multi_tensor_apply_kernel:0.0 bytes=2359296; multi_tensor_apply_kernel:0.1 "
+			 "bytes=2359300;");
+	/* 1000 buffers (~50 KB described): bounded, with the hash of the whole */
+	n = ddp_grad_signature(s1, sizeof s1, list, NB, 1, &h1);
+	CHECK(n < sizeof s1);
+	CHECK_EQ_INT(n, strlen(s1));
+	CHECK(strlen("allreduce") + n + 3 <= 16 * 1024);
+	CHECK(strstr(s1, " more fnv=") != NULL);
+	CHECK(strncmp(s1, "n=1000 multi_tensor_apply_kernel:0.0 f32 count=589824;", 54) == 0);
+	/* the last buffer differs: beyond the kept text, but the text differs */
+	bufs[NB - 1].count++;
+	ddp_grad_signature(s2, sizeof s2, list, NB, 1, &h2);
+	CHECK(h1 != h2);
+	CHECK(strcmp(s1, s2) != 0);
+	/* a small cap still gives a terminated, bounded text */
+	char small[128];
+	n = ddp_grad_signature(small, sizeof small, list, NB, 1, NULL);
+	CHECK(n < sizeof small);
+	CHECK_EQ_INT(n, strlen(small));
+}
+
+/* The decoder holds a bounded number of arguments: an optimizer launch with
+ * more must stop the job (its gradients cannot all be seen), and any other
+ * launch with more must count as writing every gradient. */
+TEST(truncated_argument_lists)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	backward(g);
+	sgd(g, 0);
+	sgd(g, 1);
+	/* step 2: a backward launch whose argument list was cut before the
+	 * gradients: they must still be taken as written */
+	evlog[0] = '\0';
+	struct ddp_grad_arg bw[] = { A(act, sizeof act, 9, 0, R, F32) };
+	struct ddp_grad_launch l = { "huge_backward", 3, DDP_GK_OTHER, DDP_DT_UNKNOWN, 1, bw, NULL, NULL, 40 };
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	sgd(g, 0);
+	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
+	/* an optimizer launch with a cut argument list: an error naming it */
+	float p2[N], g2[N];
+	struct ddp_grad_arg op[] = { A(p2, sizeof p2, 40, 0, W, F32), A(g2, sizeof g2, 41, 1, R, F32) };
+	struct ddp_grad_launch lo = { "huge_adam", 4, DDP_GK_OPT, DDP_DT_UNKNOWN, 2, op, NULL, NULL, 300 };
+	CHECK_EQ_INT(ddp_grad_launch(g, &lo), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(ddp_grad_last_error(g), "huge_adam") != NULL);
+	CHECK(strstr(ddp_grad_last_error(g), "more buffers than libddp can decode") != NULL);
+	lo.kclass = DDP_GK_READER;
+	CHECK_EQ_INT(ddp_grad_launch(g, &lo), DDP_ERR_UNSUPPORTED);
+	ddp_grad_free(g);
+}
+
+/* A gradient freed after it was written (and before the reduction point)
+ * must not be reduced: its memory may be gone or belong to another buffer. */
+static uint64_t dead_base;
+
+static int m_alive(void *ctx, const struct ddp_grad_buf *b)
+{
+	(void)ctx;
+	return b->base != dead_base;
+}
+
+TEST(freed_gradient_is_not_reduced)
+{
+	struct ddp_grad_ops o = ops;
+	struct ddp_grad *g = NULL;
+	o.alive = m_alive;
+	evlog[0] = '\0';
+	dead_base = 0;
+	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);
+	backward(g);
+	sgd(g, 0);
+	sgd(g, 1);
+	evlog[0] = '\0';
+	backward(g);            /* both dirty */
+	dead_base = (uintptr_t)g0; /* ... then g0 is freed */
+	sgd(g, 1);
+	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1]");
+	size_t grads = 0;
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
+		grads += ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD;
+	CHECK_EQ_INT(grads, 1);
+	dead_base = 0;
+	ddp_grad_free(g);
 }
 
 int main(int argc, char **argv)
