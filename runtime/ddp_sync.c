@@ -592,6 +592,9 @@ void ddp_sync_exit(const char *trace_dir, int rank)
 			fclose(f);
 		}
 	}
+	/* The job goes away below; launches the program still makes after this
+	 * (its own atexit handlers run after ours) pass straight to the driver. */
+	__atomic_store_n(&ddp_sync_on_, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&sync_lock);
 	ddp_job_fini();
 }

@@ -8,7 +8,8 @@
  * that ddprun stops the job: never a silent unsynced run, never a hang).
  *
  * Contract: ddp_sync_init once at library init (after settings and rank).
- * ddp_sync_on_ is then final; the launch hooks test it and call
+ * ddp_sync_on_ is then set for the run (ddp_sync_exit clears it before the
+ * job is torn down, so later launches pass through); the launch hooks test it and call
  * ddp_sync_launch only when it is set (world size > 1 and DDP_SYNC not off),
  * so with sync off the launch path gains one branch.  ddp_sync_launch may
  * be entered from any thread; it serialises on one mutex.
