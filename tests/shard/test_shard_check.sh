@@ -8,7 +8,9 @@
 set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
-chk=$root/$BUILD/bin/ddp-shard-check
+# BUILD may be relative to the checkout or absolute
+case $BUILD in /*) build=$BUILD ;; *) build=$build ;; esac
+chk=$build/bin/ddp-shard-check
 # SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
 lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac

@@ -12,10 +12,12 @@
 set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
+# BUILD may be relative to the checkout or absolute
+case $BUILD in /*) build=$BUILD ;; *) build=$build ;; esac
 # SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
 lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
-progs=$root/$BUILD/tests/shard
+progs=$build/tests/shard
 py="python3 $root/tests/shard/shardlib.py"
 for f in "$lib" "$progs/stdio_read" "$progs/mmapsum"; do
 	[ -x "$f" ] || [ -f "$f" ] || { echo "not ok - built: $f missing (make $f)"; exit 1; }

@@ -12,17 +12,19 @@
 set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
+# BUILD may be relative to the checkout or absolute
+case $BUILD in /*) build=$BUILD ;; *) build=$build ;; esac
 # SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
 lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
-ckpt=$root/$BUILD/tests/shard/ckpt
+ckpt=$build/tests/shard/ckpt
 [ -f "$lib" ] && [ -x "$ckpt" ] || { echo "not ok - $lib or $ckpt missing"; exit 1; }
 tmp=$(mktemp -d /tmp/ddp_write.XXXXXX)
 # Temporary folders are never redirected.  When this checkout itself lives in
 # one (a CI clone under /tmp), only $tmp counts as temporary for these runs.
 export DDP_TEMP_DIRS=$tmp TMPDIR=$tmp
 # the job folder must not be a temporary folder (their files are not redirected)
-job=$(mktemp -d "$root/$BUILD/tests/shard/job.XXXXXX")
+job=$(mktemp -d "$build/tests/shard/job.XXXXXX")
 trap 'rm -rf "$tmp" "$job"' EXIT
 fails=0
 ok() { echo "ok - $1"; }

@@ -116,9 +116,25 @@ int sim_fault_code(const char *name, int dflt)
 
 /* ---- entry checks */
 
+/* Set in a child forked after cuInit: the driver's state (stream worker
+ * threads, locks they may hold) did not come along, so, as with the real
+ * driver, CUDA cannot be used there: every call fails, none may hang. */
+static atomic_int sim_forked;
+
+static void sim_atfork_child(void)
+{
+	atomic_store_explicit(&sim_forked, 1, memory_order_relaxed);
+}
+
+static void sim_register_atfork(void)
+{
+	pthread_atfork(NULL, NULL, sim_atfork_child);
+}
+
 CUresult sim_check_init(void)
 {
-	if (!atomic_load_explicit(&sim_initialized, memory_order_acquire))
+	if (!atomic_load_explicit(&sim_initialized, memory_order_acquire) ||
+	    atomic_load_explicit(&sim_forked, memory_order_relaxed))
 		return CUDA_ERROR_NOT_INITIALIZED;
 	int sticky = atomic_load_explicit(&sim_sticky, memory_order_relaxed);
 	return sticky ? (CUresult)sticky : CUDA_SUCCESS;
@@ -175,6 +191,10 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
 	if (flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_FAULT_CHECK("cuInit", CUDA_ERROR_NO_DEVICE);
+	if (atomic_load_explicit(&sim_forked, memory_order_relaxed))
+		return CUDA_ERROR_NOT_INITIALIZED; /* a forked child: see sim_check_init */
+	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+	pthread_once(&atfork_once, sim_register_atfork);
 	const char *v = getenv("SIMCUDA_VERBOSE");
 	sim_verbose = v && *v && strcmp(v, "0") != 0;
 	atomic_store_explicit(&sim_initialized, 1, memory_order_release);

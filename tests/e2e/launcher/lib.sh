@@ -5,9 +5,10 @@
 # and ends with `finish`.
 set -u
 BUILD=${BUILD:-build}
-DDPRUN=$PWD/$BUILD/bin/ddprun
-PROG=$PWD/$BUILD/tests/e2e/progs/rankprog
-STUB=$PWD/$BUILD/tests/e2e/progs/libstub_preload.so
+case $BUILD in /*) build_dir=$BUILD ;; *) build_dir=$PWD/$BUILD ;; esac   # relative or absolute
+DDPRUN=$build_dir/bin/ddprun
+PROG=$build_dir/tests/e2e/progs/rankprog
+STUB=$build_dir/tests/e2e/progs/libstub_preload.so
 export DDPRUN_NO_PRELOAD=1
 unset DDPRUN_FAKE_GPUS DDPRUN_GRACE DDPRUN_SECRET CUDA_VISIBLE_DEVICES
 for v in $(env | sed -n 's/^\(DDPRUN_[A-Z_]*\)=.*/\1/p'); do
