@@ -13,7 +13,7 @@ set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
 # BUILD may be relative to the checkout or absolute
-case $BUILD in /*) build=$BUILD ;; *) build=$build ;; esac
+case $BUILD in /*) build=$BUILD ;; *) build=$root/$BUILD ;; esac
 # SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
 lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
