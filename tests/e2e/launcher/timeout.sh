@@ -20,6 +20,11 @@ check "stopped after about 1 s (${t} ms), before the ranks would end (3 s)" [ $t
 check "all ranks progressing: exit 0" [ $? = 0 ]
 check "all ranks progressing: nobody named" hasnt "$err" 'made no progress'
 
+"$DDPRUN" -n 3 --timeout 1 sh -c '[ "$RANK" = 2 ] && exec sleep 5; exec "$0" heartbeat -1' "$PROG" >"$out" 2>"$err"
+rc=$?
+check "a rank that never posts while the others progress: exit 124" [ $rc = 124 ]
+check "a rank that never posts: it is the one named" has "$err" '^ddprun: rank 2 made no progress for 1 s; stopping the job$'
+
 "$DDPRUN" -n 2 --timeout 1 sh -c 'sleep 1.5' >"$out" 2>"$err"
-check "ranks without heartbeats are never timed out" [ $? = 0 ]
+check "no rank posts heartbeats: nobody is timed out" [ $? = 0 ]
 finish
