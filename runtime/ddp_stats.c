@@ -34,6 +34,18 @@ static void add_block(struct ddp_stats_thread *dst, const struct ddp_stats_threa
 	}
 }
 
+/* Puts a thread's block on the list the totals are summed from. */
+static void link_block(struct ddp_stats_thread *st)
+{
+	pthread_mutex_lock(&stats_lock);
+	st->next = stats_list;
+	if (stats_list)
+		stats_list->prev = st;
+	stats_list = st;
+	nblocks++;
+	pthread_mutex_unlock(&stats_lock);
+}
+
 static void thread_exit(void *p)
 {
 	struct ddp_stats_thread *st = p;
@@ -53,13 +65,7 @@ static void thread_exit(void *p)
 		 * from a later TLS destructor would use freed memory, so keep it
 		 * (zeroed, linked) until exit */
 		memset(st, 0, sizeof *st);
-		pthread_mutex_lock(&stats_lock);
-		st->next = stats_list;
-		if (stats_list)
-			stats_list->prev = st;
-		stats_list = st;
-		nblocks++;
-		pthread_mutex_unlock(&stats_lock);
+		link_block(st);
 		return;
 	}
 	/* runs on the exiting thread itself: once its pointer is dropped, a hook
@@ -91,13 +97,7 @@ struct ddp_stats_thread *ddp_stats_thread_new(void)
 
 	if (!st)
 		return NULL;
-	pthread_mutex_lock(&stats_lock);
-	st->next = stats_list;
-	if (stats_list)
-		stats_list->prev = st;
-	stats_list = st;
-	nblocks++;
-	pthread_mutex_unlock(&stats_lock);
+	link_block(st);
 	if (stats_key_ok)
 		pthread_setspecific(stats_key, st);
 	return st;
