@@ -11,7 +11,7 @@ LIBDDP := $(BUILD)/lib/libddp.so
 LIBDDP_RUNTIME_SRCS := runtime/ddp_alloc.c runtime/ddp_kreg.c runtime/ddp_launch.c \
 	runtime/ddp_sig.c runtime/ddp_trace.c runtime/ddp_stats.c runtime/ddp_summary.c \
 	runtime/ddp_inspect.c runtime/ddp_init.c \
-	runtime/ddp_grad.c runtime/ddp_sync.c runtime/ddp_job.c
+	runtime/ddp_grad.c runtime/ddp_sync.c runtime/ddp_job.c runtime/ddp_status.c
 LIBDDP_SRCS := $(sort $(wildcard interpose/*.c)) $(LIBDDP_RUNTIME_SRCS) $(DDP_COLL_SRCS)
 LIBDDP_OBJS := $(LIBDDP_SRCS:%.c=$(BUILD)/%.o)
 # Without ddprun (torchrun, srun, mpirun) rank 0 hosts the store itself

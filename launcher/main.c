@@ -201,6 +201,13 @@ static int run(int argc, char **argv)
 	job.world_size = (int)(o.nproc_per_node * o.nnodes);
 	job.master_addr = o.nnodes > 1 ? o.master_addr : "127.0.0.1";
 	job.port = (int)o.master_port;
+	job.status_fd = job.guard_fd = -1;
+	{
+		unsigned int r = 0;
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (unsigned int)launch_now();
+		snprintf(job.job_marker, sizeof job.job_marker, "DDPRUN_JOB_ID=%d.%08x", (int)getpid(), r);
+	}
 	job.ranks = calloc((size_t)job.nranks, sizeof *job.ranks);
 	if (!job.ranks) {
 		code = 1;
@@ -278,6 +285,10 @@ static int run(int argc, char **argv)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		launch_msg("warning: cannot become a child subreaper (%s); orphans of the ranks "
 			   "may survive", strerror(errno));
+	/* before any thread: the guardian outlives a SIGKILLed ddprun and takes
+	 * the job's processes with it; the status board shows the ranks' progress */
+	launch_guard_start(&job);
+	launch_status_create(&job);
 
 	if (o.node_rank == 0) {
 		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
@@ -301,10 +312,13 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
+	job.start = launch_now();
 	code = launch_supervise(&job, sigfd);
 	launch_store_stop(job.store);
 	close(sigfd);
 out:
+	launch_guard_stop(&job);
+	launch_status_free(&job);
 	launch_job_free(&job);
 	launch_options_free(&o);
 	return code;

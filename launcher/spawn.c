@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ddp_status.h"
 #include "launch.h"
 
 extern char **environ;
@@ -160,6 +161,10 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		DDP_CHECK(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout));
 	if (o->verbose > 0)
 		DDP_CHECK(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]));
+	/* every process of the job carries the marker (guard.c) */
+	DDP_CHECK(env_set(&e, "DDPRUN_JOB_ID", strchr(job->job_marker, '=') + 1));
+	if (job->status_fd >= 0)
+		DDP_CHECK(env_setf(&e, DDP_STATUS_FD_ENV, "%d", job->status_fd));
 	/* ddprun prefixes every output line with [rank k] itself */
 	DDP_CHECK(env_set(&e, "DDP_LOG_RANK_PREFIX", "0"));
 
@@ -232,6 +237,8 @@ static void child_exec(const struct launch_job *job, const struct launch_rank *r
 	}
 	if (dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
+	if (job->status_fd >= 0) /* the status board goes through exec */
+		fcntl(job->status_fd, F_SETFD, 0);
 	execvpe(job->o->prog_argv[0], job->o->prog_argv, r->envp);
 fail:
 	e = errno;

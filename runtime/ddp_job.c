@@ -287,6 +287,7 @@ ddp_result ddp_job_init(void)
 	info.world = ri->world_size;
 	info.local_rank = ri->local_rank;
 	info.local_world = ri->local_world_size > 0 ? ri->local_world_size : ri->world_size;
+	ddp_status_attach(info.local_rank); /* ddprun's status board, if any */
 	if (self_hosted)
 		rc = job_self_host(ri, &secret);
 	else

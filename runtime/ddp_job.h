@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 #include "ddp_err.h"
+#include "ddp_status.h"
 
 struct ddp_store;
 struct ddp_comm;
@@ -58,11 +59,13 @@ ddp_result ddp_job_comm(struct ddp_comm **out /* OUT */) __attribute__((visibili
 /* After ddp_job_comm failed: which ranks never came ("" when unknown). */
 const char *ddp_job_comm_error(void) __attribute__((visibility("hidden")));
 
-/* The progress counter the heartbeat posts. */
+/* The progress counter the heartbeat posts; ddp_job_progress also stamps
+ * the time on ddprun's status board (ddp_status.h). */
 extern volatile uint64_t ddp_job_progress_ __attribute__((visibility("hidden")));
 static inline void ddp_job_progress(void)
 {
 	__atomic_fetch_add(&ddp_job_progress_, 1, __ATOMIC_RELAXED);
+	ddp_status_progress();
 }
 
 /* Closes the store connection and the communicator (exit).  Rank 0 hosting
