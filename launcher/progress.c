@@ -169,7 +169,7 @@ int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t 
 		} else if (job->store) {
 			uint64_t c;
 			double age;
-			if (launch_store_progress(job->store, g, &c, &age) == DDP_OK && age >= 0)
+			if (ddp_store_server_progress(job->store, g, &c, &age) == DDP_OK && age >= 0)
 				last[g] = now - age;
 		}
 		if (last[g] >= 0)
