@@ -5,8 +5,12 @@
  *
  *  - --timeout SEC: a running rank whose last training progress (a kernel
  *    launch, an optimizer step, entering a collective) is SEC seconds old is
- *    stuck; of several, the one that stopped first is named (the others are
- *    usually waiting for it in a collective).  Progress is judged per rank
+ *    stuck.  Ranks waiting inside one of libddp's collectives wait for the
+ *    others: of the stuck ranks outside a collective, the one that stopped
+ *    first is named; while a rank outside a collective still progresses,
+ *    the waiters are left alone; when every running rank is stuck inside a
+ *    collective, the one in the earliest collective (then the last to enter
+ *    it) is named.  Progress is judged per rank
  *    against wall time: a rank spinning in its main thread, blocked in
  *    read(), stopped, or stuck inside a collective is caught although its
  *    heartbeat thread may still post.  A rank that never progressed counts
@@ -153,16 +157,17 @@ static int describe_waiters(struct launch_job *job, int skip, uint64_t above, ch
 
 int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t cap)
 {
-	int world = job->world_size, base = job->ranks[0].rank, any_seen = 0, stuck = -1;
-	double timeout = (double)job->o->timeout, stuck_last = 0;
+	int world = job->world_size, base = job->ranks[0].rank, any_seen = 0, busy = 0;
+	int out_pick = -1, in_pick = -1;
+	double timeout = (double)job->o->timeout, out_last = 0, in_last = 0;
+	uint64_t in_seq = 0;
 
 	why[0] = '\0';
 	double *last = malloc(sizeof *last * (size_t)world);
 	if (!last)
 		return -1;
 	for (int g = 0; g < world; g++) {
-		int li = g - base;
-		struct ddp_status_slot *s = slot_of(job, li);
+		struct ddp_status_slot *s = slot_of(job, g - base);
 		last[g] = -1;
 		if (s && DDP_STATUS_LOAD(s->progress) > 0) {
 			last[g] = ns_to_s(DDP_STATUS_LOAD(s->last_ns));
@@ -179,15 +184,28 @@ int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t 
 		int li = g - base;
 		if (li >= 0 && li < job->nranks && !job->ranks[li].running)
 			continue; /* finished here */
+		struct ddp_status_slot *s = slot_of(job, li);
+		uint64_t in = s ? DDP_STATUS_LOAD(s->coll_in) : 0;
 		double l = last[g] >= 0 ? last[g] : job->start;
-		if (now - l < timeout)
+		int stalled = now - l >= timeout;
+		if (!in && !stalled)
+			busy = 1;
+		if (!stalled)
 			continue;
-		if (stuck < 0 || l < stuck_last) {
-			stuck = g;
-			stuck_last = l;
+		if (!in && (out_pick < 0 || l < out_last)) {
+			out_pick = g;   /* stopped outside a collective: first one */
+			out_last = l;
+		} else if (in && (in_pick < 0 || in < in_seq || (in == in_seq && l > in_last))) {
+			in_pick = g;    /* all inside collectives: the one furthest behind */
+			in_seq = in;
+			in_last = l;
 		}
 	}
 	free(last);
+	/* ranks waiting inside a collective wait for the others: a rank that
+	 * stopped outside one is the cause; while one still progresses outside
+	 * a collective, the waiters are merely waiting for it */
+	int stuck = out_pick >= 0 ? out_pick : busy ? -1 : in_pick;
 	if (stuck < 0)
 		return -1;
 	int li = stuck - base;

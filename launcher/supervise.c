@@ -204,6 +204,8 @@ static void begin_stop(struct launch_job *job, struct sup_state *st, int sig)
 		st->deadline = launch_now() + job->grace;
 	}
 	signal_groups(job, sig);
+	if (sig == SIGTERM)
+		signal_groups(job, SIGCONT); /* a stopped rank acts on it only when continued */
 }
 
 static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int status)
