@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_log.h"
+#include "ddp_port.h"
 #include "ddp_status.h"
 
 static struct ddp_status_slot *slot;
@@ -39,15 +40,15 @@ void ddp_status_attach(int local_rank)
 	long fd = strtol(v, &end, 10);
 	if (*end || fd < 3 || fd > 1 << 20 || local_rank < 0)
 		return;
-	if (fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	if (ddp_sys_fstat((int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_size < (uint64_t)(local_rank + 1) * DDP_STATUS_SLOT_BYTES) {
 		DDP_WARN("libddp: %s=%s is not ddprun's status board: ddprun cannot watch this rank's progress",
 			 DDP_STATUS_FD_ENV, v);
 		return;
 	}
 	map_len = (size_t)st.st_size;
-	map_base = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-	close((int)fd); /* the program's children do not need it */
+	map_base = DDP_SYS(mmap64)(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+	DDP_SYS(close)((int)fd); /* the program's children do not need it */
 	if (map_base == MAP_FAILED) {
 		map_base = NULL;
 		DDP_WARN("libddp: cannot map ddprun's status board: %s", strerror(errno));
