@@ -65,6 +65,13 @@ enum { LAUNCH_BACKEND_AUTO, LAUNCH_BACKEND_NCCL, LAUNCH_BACKEND_HOST };
  * (and -1 otherwise); the caller prints and exits. */
 ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action);
 
+/* -n auto|gpu|cpu before main.c counts them */
+#define LAUNCH_NPROC_AUTO (-1L)
+#define LAUNCH_NPROC_GPU (-2L)
+#define LAUNCH_NPROC_CPU (-3L)
+/* Applies options given in another option's terms (--rdzv-endpoint). */
+ddp_result launch_options_resolve(struct launch_opts *o);
+
 /* Frees what launch_options_parse allocated inside *o (its lists). */
 void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
@@ -108,7 +115,8 @@ struct launch_job {
 	int world_size;
 	struct launch_rank *ranks;
 	struct ddp_store_server *store; /* node 0 only                 */
-	int port;                 /* MASTER_PORT given to ranks    */
+	int port;                 /* the store's port (DDP_STORE_PORT) */
+	int prog_port;            /* MASTER_PORT: the program's own (torch.distributed) */
 	const char *master_addr;
 	char secret[65];
 	char *self_dir;           /* directory of the ddprun binary */

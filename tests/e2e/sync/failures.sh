@@ -23,7 +23,7 @@ rc() { cat "$TMP/$1.rc"; }
 
 # --check on a healthy job: passes, and says so at info level
 DDPRUN_VERBOSE=1 run check_ok --check 5 -- "$BUILD/samples/mlp" --data "$D" --steps 20 --batch 8
-n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 ranks' "$TMP/check_ok.logs/rank0.log")
+n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 ranks' "$TMP/check_ok.logs/latest/rank0.log")
 # (step K is compared when step K+1 begins: steps 5, 10, 15)
 if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "--check 5: 3 comparisons in 20 steps, all identical"
 else not_ok "--check 5: rc $(rc check_ok), $n comparisons"; fi
