@@ -10,7 +10,8 @@
  * straight to the driver, never through the hooks).
  *
  * Whose store.  ddprun (rank source "ddprun": RANK/WORLD_SIZE without
- * TORCHELASTIC_RUN_ID) hosts the store at MASTER_ADDR:MASTER_PORT.  Any
+ * TORCHELASTIC_RUN_ID) hosts the store at DDP_STORE_ADDR:DDP_STORE_PORT
+ * (by hand without those: MASTER_ADDR:MASTER_PORT; ddp_rank.c).  Any
  * other launcher (torchrun, srun, mpirun, PMI) hosts none we can use, so
  * rank 0 starts runtime/store/ddp_ddp_store_server.c in this process ("self-hosted"):
  *   secret   DDP_STORE_SECRET, exported by the user, the same on every rank

@@ -6,7 +6,7 @@
  * can tell a hung rank), and the communicator, created lazily at the first
  * collective.
  *
- * The store: under ddprun it is ddprun's (MASTER_ADDR, MASTER_PORT,
+ * The store: under ddprun it is ddprun's (DDP_STORE_ADDR, DDP_STORE_PORT,
  * DDP_STORE_SECRET).  Under torchrun, Slurm, Open MPI or PMI no ddprun runs,
  * so rank 0's libddp hosts the store itself (runtime/store/ddp_store_server.c, one
  * thread) and keeps it until every rank has left; every rank connects to it
