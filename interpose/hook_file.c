@@ -588,29 +588,9 @@ DDP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 }
 
 /* _FORTIFY_SOURCE variants (no mode argument). */
-DDP_EXPORT int __open_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
-DDP_EXPORT int __open64_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
-DDP_EXPORT int __openat_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
-DDP_EXPORT int __openat64_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
-
-DDP_EXPORT int creat(const char *path, mode_t mode)
-{
-	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-DDP_EXPORT int creat64(const char *path, mode_t mode)
-{
-	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
 /* ---- read family ---------------------------------------------------- */
 
-DDP_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-	return hook_shard_read(fd, buf, n);
-}
-
-DDP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+static ssize_t do_read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();
@@ -633,17 +613,7 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off64_t off)
 	return view_pread(o, fd, buf, n, (uint64_t)off);
 }
 
-DDP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
-DDP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off) { return do_pread(fd, buf, n, off); }
-
-DDP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-	if (n > buflen)
-		__chk_fail();
-	return do_pread(fd, buf, n, off);
-}
-
-DDP_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+static ssize_t do_pread_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();
@@ -679,14 +649,6 @@ static ssize_t do_preadv(int fd, const struct iovec *iov, int cnt, off64_t off, 
 	}
 	return view_read_at_pos(o, fd, iov, cnt, off);
 }
-
-DDP_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) { return do_preadv(fd, iov, cnt, off, 0, 0); }
-DDP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off) { return do_preadv(fd, iov, cnt, off, 0, 0); }
-DDP_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) { return do_preadv(fd, iov, cnt, off, flags, 1); }
-DDP_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) { return do_preadv(fd, iov, cnt, off, flags, 1); }
-
-DDP_EXPORT off_t lseek(int fd, off_t off, int whence) { return hook_shard_lseek(fd, off, whence); }
-DDP_EXPORT off64_t lseek64(int fd, off64_t off, int whence) { return hook_shard_lseek(fd, off, whence); }
 
 /* Copy offloads would move the real bytes: refuse them on a sharded fd so
  * the caller falls back to read/write (cat, cp and Python do). */
@@ -763,22 +725,7 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 	return p;
 }
 
-DDP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return do_mmap(addr, len, prot, flags, fd, off);
-}
-
-DDP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-	return do_mmap(addr, len, prot, flags, fd, off);
-}
-
 /* ---- close and dup ---------------------------------------------------- */
-
-DDP_EXPORT int close(int fd)
-{
-	return hook_shard_close(fd);
-}
 
 /* After a dup-like call made newfd a copy of oldfd. */
 static int after_dup(int oldfd, int newfd)
@@ -794,20 +741,10 @@ static int after_dup(int oldfd, int newfd)
 	return newfd;
 }
 
-DDP_EXPORT int dup(int fd)
-{
-	return after_dup(fd, REAL(dup)(fd));
-}
-
 DDP_EXPORT int dup2(int fd, int fd2)
 {
 	int r = REAL(dup2)(fd, fd2);
 	return fd == fd2 ? r : after_dup(fd, r);
-}
-
-DDP_EXPORT int dup3(int fd, int fd2, int flags)
-{
-	return after_dup(fd, REAL(dup3)(fd, fd2, flags));
 }
 
 static int do_fcntl(int fd, int cmd, va_list ap)
@@ -863,3 +800,7 @@ DDP_EXPORT void closefrom(int lowfd)
 	if (REAL(closefrom))
 		ddp_libc_.closefrom(lowfd);
 }
+
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_FILE
+#include "hook_libc_gen.h"

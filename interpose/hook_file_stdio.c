@@ -116,16 +116,6 @@ static FILE *do_fopen(const char *path, const char *mode)
 	return f;
 }
 
-DDP_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
-{
-	return do_fopen(path, mode);
-}
-
-DDP_EXPORT FILE *fopen64(const char *restrict path, const char *restrict mode)
-{
-	return do_fopen(path, mode);
-}
-
 DDP_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	HOOK_LAUNDER(mode);
@@ -157,12 +147,6 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream)
 	return ddp_libc_.freopen64(p, mode, stream);
 }
 
-DDP_EXPORT FILE *freopen(const char *restrict path, const char *restrict mode, FILE *restrict stream)
-{
-	return do_freopen(path, mode, stream);
-}
-
-DDP_EXPORT FILE *freopen64(const char *restrict path, const char *restrict mode, FILE *restrict stream)
-{
-	return do_freopen(path, mode, stream);
-}
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_STDIO
+#include "hook_libc_gen.h"

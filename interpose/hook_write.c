@@ -421,21 +421,6 @@ out_real:
 	return ddp_libc_.renameat(odir, old, ndir, new);
 }
 
-DDP_EXPORT int rename(const char *old, const char *new)
-{
-	return do_rename(AT_FDCWD, old, AT_FDCWD, new, 0, 1);
-}
-
-DDP_EXPORT int renameat(int odir, const char *old, int ndir, const char *new)
-{
-	return do_rename(odir, old, ndir, new, 0, 0);
-}
-
-DDP_EXPORT int renameat2(int odir, const char *old, int ndir, const char *new, unsigned flags)
-{
-	return do_rename(odir, old, ndir, new, flags, 0);
-}
-
 enum { UNLINK_PLAIN, UNLINK_AT, UNLINK_REMOVE };
 
 static int do_unlink(int dirfd, const char *path, int flags, int kind)
@@ -471,10 +456,6 @@ static int do_unlink(int dirfd, const char *path, int flags, int kind)
 	}
 }
 
-DDP_EXPORT int unlink(const char *path) { return do_unlink(AT_FDCWD, path, 0, UNLINK_PLAIN); }
-DDP_EXPORT int unlinkat(int dirfd, const char *path, int flags) { return do_unlink(dirfd, path, flags, UNLINK_AT); }
-DDP_EXPORT int remove(const char *path) { return do_unlink(AT_FDCWD, path, 0, UNLINK_REMOVE); }
-
 DDP_EXPORT int access(const char *path, int mode)
 {
 	char buf[PATH_MAX];
@@ -488,3 +469,7 @@ DDP_EXPORT int access(const char *path, int mode)
 		p = hook_write_map_lookup(AT_FDCWD, path, buf, sizeof buf);
 	return ddp_libc_.access(p, mode);
 }
+
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_WRITE
+#include "hook_libc_gen.h"
