@@ -82,5 +82,5 @@ $(BUILD)/tests/simcuda/blas/test_blas: $(BUILD)/tests/simcuda/blas/test_blas.o
 $(BUILD)/tests/simcuda/run-test_blas.sh: $(BUILD)/tests/simcuda/blas/test_blas $(SIMBLAS_ALL) $(SIMCUDA_DIR)/libcuda.so
 	@printf '#!/bin/sh\nLD_LIBRARY_PATH=%s${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} exec %s "$$@"\n' \
 		"$(abspath $(SIMCUDA_DIR))" "$<" > $@ && chmod +x $@
-TESTS += $(BUILD)/tests/simcuda/run-test_blas.sh
+TESTS += $(BUILD)/tests/simcuda/run-test_blas.sh tests/simcuda/blas/under_libddp.sh
 endif
