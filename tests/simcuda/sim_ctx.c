@@ -486,8 +486,10 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	sim_primary_refs = 0;
 	sim_primary_flags = 0;
 	pthread_mutex_unlock(&sim_primary_mu);
-	if (made)
+	if (made) {
 		sim_ctx_sync_streams(&sim_primary);
+		sim_cls_context_gone(&sim_primary);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -546,6 +548,7 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 	if (!sim_ctx_valid(ctx) || ctx->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	sim_ctx_sync_streams(ctx);
+	sim_cls_context_gone(ctx);
 	/* Destroy every stream but keep the struct: stale handles fail cleanly. */
 	sim_ctx_destroy_streams(ctx);
 	ctx->legacy = NULL;

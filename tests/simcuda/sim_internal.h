@@ -85,6 +85,14 @@ struct CUctx_st {
 	struct CUstream_st *legacy;     /* the NULL stream                      */
 };
 
+/* Context-local storage of the export tables (sim_export.c): drops the
+ * entries of a context that is destroyed or reset, calling their
+ * destructors (no lock held). */
+void sim_cls_context_gone(struct CUctx_st *c);
+
+/* HMAC-MD2 answer of the integrity-check export table (sim_integrity.c). */
+void sim_integrity_hash(const void *msg, size_t len, const void *devs, size_t dev_len, uint64_t result[2]);
+
 /* The current context of the calling thread (NULL when none). */
 struct CUctx_st *sim_ctx_current(void);
 int sim_ctx_valid(const struct CUctx_st *c);
