@@ -256,9 +256,18 @@ struct CUfunc_st {
 	uint32_t magic;
 	struct CUmod_st *mod;
 	const struct ddp_kernel_info *info;      /* from the cubin                */
-	const struct sim_kernel_entry *host;     /* host implementation           */
+	const struct sim_kernel_entry *host;     /* host implementation; NULL in
+						    trace mode (launches skipped) */
 	int max_dyn_shared;                      /* cuFuncSetAttribute            */
 };
+
+/* Trace mode (sim_trace.c, SIMCUDA_UNKNOWN_KERNELS=skip): whether kernels
+ * without host code get a function whose launches do nothing; the kernel is
+ * named once when its function is made; each launch is counted (the exit
+ * summary says the run computed nothing real). */
+int sim_trace_skip_unknown(void);
+void sim_trace_kernel_skipped(const char *name);
+void sim_trace_launch_skipped(void);
 
 /* Validates a CUfunction or a CUkernel cast to one; NULL when invalid. */
 struct CUfunc_st *sim_func_get(const void *handle);

@@ -228,12 +228,12 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 		return CUDA_SUCCESS;
 	}
 	const struct sim_kernel_entry *h = sim_kernels_find ? sim_kernels_find(name) : NULL;
-	if (!h) {
+	if (!h && !sim_trace_skip_unknown()) {
 		sim_msg("no host implementation of kernel %s (looked in %s)", name,
 			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");
 		return CUDA_ERROR_NOT_FOUND;
 	}
-	CUresult rc = sim_check_params(k, h);
+	CUresult rc = h ? sim_check_params(k, h) : CUDA_SUCCESS;
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	f = calloc(1, sizeof(*f));
@@ -244,14 +244,18 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 	f->info = k;
 	f->host = h;
 	f->max_dyn_shared = 48 * 1024;
+	int made = 0;
 	pthread_mutex_lock(&m->mu);
 	if (m->funcs[idx]) { /* another thread was first */
 		free(f);
 		f = m->funcs[idx];
 	} else {
 		m->funcs[idx] = f;
+		made = 1;
 	}
 	pthread_mutex_unlock(&m->mu);
+	if (made && !h)
+		sim_trace_kernel_skipped(name);
 	*out = f;
 	return CUDA_SUCCESS;
 }
