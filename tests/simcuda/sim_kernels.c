@@ -9,15 +9,21 @@
  * sim_kernel_abi.h ABI 2).  Looked at,
  * once, on first use: "<realpath of /proc/self/exe>.kern.so" if it exists,
  * then each file of SIMCUDA_KERNELS (colon-separated; a missing file there is
- * reported).  Later, when a module image is loaded from memory that belongs
- * to a mapped file other than the executable (a shared library that embeds
- * its fatbin, such as the cuBLAS stand-ins), "<that file>.kern.so" is loaded
- * too if it exists (sim_kernels_image_loaded).  All entries go into one array
- * sorted by mangled name; a name defined twice keeps its first definition.
+ * reported).  All entries go into one array sorted by mangled name; a name
+ * defined twice keeps its first definition.  The tables' device variables
+ * (globals: __device__ / __constant__ storage, for cuModuleGetGlobal) are
+ * indexed the same way; an entry without an address (a name the cubin has
+ * but the source does not define, such as the compiler's math tables) is
+ * left out.
+ *
+ * Later, when a module image is loaded from memory that belongs to a mapped
+ * file other than the executable (a shared library that embeds its fatbin,
+ * such as the cuBLAS stand-ins), "<that file>.kern.so" is loaded too if it
+ * exists (sim_kernels_image_loaded); its entries rank after earlier ones.
  *
  * Contract: the first load runs under pthread_once; lookups and later loads
- * take one mutex (lookups happen once per function object, not per launch).
- * Libraries stay loaded until exit.
+ * take one mutex (lookups happen once per function object or variable, not
+ * per launch).  Libraries stay loaded until exit.
  */
 #include "sim_exec.h"
 
@@ -29,7 +35,7 @@
 #include <unistd.h>
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static pthread_mutex_t index_mu = PTHREAD_MUTEX_INITIALIZER; /* index_, nindex, searched, tried */
+static pthread_mutex_t index_mu = PTHREAD_MUTEX_INITIALIZER; /* both indexes, searched, tried */
 static size_t next_seq;                         /* load order of entries     */
 struct kentry {
 	const struct sim_kernel_entry *e;
@@ -37,6 +43,12 @@ struct kentry {
 };
 static struct kentry *index_;                   /* sorted by mangled name */
 static size_t nindex;
+struct gentry {
+	const struct sim_global_entry *g;
+	size_t seq;
+};
+static struct gentry *gindex;                   /* sorted by mangled name */
+static size_t ngindex;
 static char searched[4096] = "none";            /* for error messages     */
 
 static void searched_add(const char *path, const char *what)
@@ -53,6 +65,16 @@ static int entry_cmp(const void *a, const void *b)
 
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
+
+static int gentry_cmp(const void *a, const void *b)
+{
+	const struct gentry *x = a, *y = b;
+	int c = strcmp(x->g->mangled, y->g->mangled);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void index_dedupe(void);
 
 static void load_one(const char *path, int must_exist)
 {
@@ -101,21 +123,18 @@ static void load_one(const char *path, int must_exist)
 	index_ = grown;
 	for (uint32_t i = 0; i < t->count; i++)
 		index_[nindex++] = (struct kentry){&t->entries[i], next_seq++};
+	if (t->nglobals && t->globals) {
+		struct gentry *gg = realloc(gindex, (ngindex + t->nglobals) * sizeof(*gindex));
+		if (!gg) {
+			fprintf(stderr, "simcuda: out of memory loading %s\n", path);
+		} else {
+			gindex = gg;
+			for (uint32_t i = 0; i < t->nglobals; i++)
+				if (t->globals[i].addr && t->globals[i].mangled)
+					gindex[ngindex++] = (struct gentry){&t->globals[i], next_seq++};
+		}
+	}
 	searched_add(path, "loaded");
-}
-
-/* Sort by (name, load order), keep the first of each name. */
-static void index_dedupe(void)
-{
-	size_t out = 1;
-
-	if (nindex < 2)
-		return;
-	qsort(index_, nindex, sizeof(*index_), entry_cmp);
-	for (size_t i = 1; i < nindex; i++)
-		if (strcmp(index_[i].e->mangled, index_[out - 1].e->mangled))
-			index_[out++] = index_[i];
-	nindex = out;
 }
 
 static void load_all(void)
@@ -199,6 +218,27 @@ out:
 	pthread_mutex_unlock(&index_mu);
 }
 
+/* Sort both indexes by (name, load order), keep the first of each name. */
+static void index_dedupe(void)
+{
+	if (ngindex > 1) {
+		size_t out = 1;
+		qsort(gindex, ngindex, sizeof(*gindex), gentry_cmp);
+		for (size_t i = 1; i < ngindex; i++)
+			if (strcmp(gindex[i].g->mangled, gindex[out - 1].g->mangled))
+				gindex[out++] = gindex[i];
+		ngindex = out;
+	}
+	if (nindex > 1) {
+		size_t out = 1;
+		qsort(index_, nindex, sizeof(*index_), entry_cmp);
+		for (size_t i = 1; i < nindex; i++)
+			if (strcmp(index_[i].e->mangled, index_[out - 1].e->mangled))
+				index_[out++] = index_[i];
+		nindex = out;
+	}
+}
+
 const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 {
 	const struct sim_kernel_entry *found = NULL;
@@ -212,6 +252,30 @@ const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 		int c = strcmp(mangled, index_[mid].e->mangled);
 		if (!c) {
 			found = index_[mid].e;
+			break;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	pthread_mutex_unlock(&index_mu);
+	return found;
+}
+
+const struct sim_global_entry *sim_kernels_find_global(const char *mangled)
+{
+	const struct sim_global_entry *found = NULL;
+	size_t lo = 0, hi;
+
+	pthread_once(&load_once, load_all);
+	pthread_mutex_lock(&index_mu);
+	hi = ngindex;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(mangled, gindex[mid].g->mangled);
+		if (!c) {
+			found = gindex[mid].g;
 			break;
 		}
 		if (c < 0)
