@@ -1,9 +1,13 @@
 # samples/cublas.mk - samples/cublas_mlp: the mlp model written with the CUDA
 # runtime API and cuBLAS (docs/samples.md, docs/gpu.md).  Built by `make all`
-# when the toolkit has cuBLAS; it runs only on a real GPU (the CPU device
-# cannot run cudart or cuBLAS kernels), so no test here runs it: tests/gpu does.
+# when the toolkit has cuBLAS.  On a GPU, tests/gpu runs it; on the CPU device
+# it runs on the cuBLAS stand-ins (tests/simcuda/cublas.mk) and
+# tests/e2e/sync/cublas_mlp.sh trains it under ddprun.
 #
 #   $(BUILD)/samples/cublas_mlp          the trainer (cudart shared, -lcublas)
+#   $(BUILD)/samples/cublas_mlp_static   the same through the static cudart
+#   $(BUILD)/samples/cublas_mlp.kern.so  its kernels for the CPU device
+#                                        (+ cublas_mlp_static.kern.so link)
 #   $(BUILD)/samples/obj/cublas_mlp/     its objects (SASS for CUDA_ARCHS)
 
 CUBLAS_MLP := $(BUILD)/samples/cublas_mlp
