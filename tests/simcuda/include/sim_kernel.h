@@ -174,6 +174,19 @@ static inline unsigned sim_linear_tid(void) { return sim_rt->linear_tid(); }
 	sim_trap(why);
 }
 
+/* ddp-cpu-kernels turns each `k<<<cfg>>>(args)` of the source into
+ * `(sim_launch_site(), (void)sizeof((cfg), 0), (void)sizeof(decltype(k(args)) *))`:
+ * the launch is type-checked and compiles to this call.  Host code of a
+ * kernel library never runs, so reaching it means a kernel launched a
+ * kernel (dynamic parallelism), which the CPU device does not emulate. */
+static inline void sim_launch_site()
+{
+	if (sim_rt)
+		sim_trap("a kernel launch (<<<>>>) inside a kernel: dynamic parallelism is not emulated by the CPU device");
+	std::fprintf(stderr, "simcuda: a <<<>>> launch ran in a kernel library outside any kernel\n");
+	std::abort();
+}
+
 /* ---- barriers, fences, traps ------------------------------------------- */
 static inline void __syncthreads() { sim_syncthreads(); }
 static inline int __syncthreads_count(int p) { return sim_syncthreads_op(p, 0); }
@@ -474,6 +487,42 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 /* One table entry: SIM_KERNEL("_Z4axpyfPKfPfi", "axpy(float, float const*, float*, int)",
  *                              static_cast<void (*)(float, float const *, float *, int)>(&axpy)) */
 #define SIM_KERNEL(mangled, sig, fp) ::sim_reg::make<(fp)>(mangled, sig, (fp))
+
+/* The entries of one translation unit of a library made of several
+ * (ddp-cpu-kernels compiles each .cu with -DSIM_KERNEL_PART=i, and one more
+ * unit joins the parts with SIM_KERNEL_TABLE_PARTS). */
+struct sim_kernel_part {
+	uint32_t count;
+	const struct sim_kernel_entry *entries;
+};
+namespace sim_reg {
+static inline void join(struct sim_kernel_table *t, const sim_kernel_part *const *parts, std::size_t n)
+{
+	std::size_t total = 0, k = 0;
+	for (std::size_t i = 0; i < n; i++)
+		total += parts[i]->count;
+	if (!total)
+		return;
+	sim_kernel_entry *all = static_cast<sim_kernel_entry *>(std::calloc(total, sizeof(sim_kernel_entry)));
+	if (!all)
+		return; /* the driver then finds no kernel here and says so */
+	for (std::size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < parts[i]->count; j++)
+			all[k++] = parts[i]->entries[j];
+	t->entries = all;
+	t->count = (uint32_t)total;
+}
+} /* namespace sim_reg */
+#define SIM_KERNEL_PART_NAME2(n) sim_kernel_part_##n
+#define SIM_KERNEL_PART_NAME(n) SIM_KERNEL_PART_NAME2(n)
+
+#ifdef SIM_KERNEL_PART
+#define SIM_KERNEL_TABLE(arr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ sizeof(arr) / sizeof((arr)[0]), (arr) }
+#define SIM_KERNEL_TABLE_EMPTY() \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = { 0, nullptr }
+#else
 /* The exported table over a non-empty array of SIM_KERNEL entries. */
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
@@ -481,5 +530,17 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 #define SIM_KERNEL_TABLE_EMPTY() \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }
+#endif
+/* The exported table of a library of several parts, filled when the library
+ * is loaded (constructors run inside dlopen, before the driver reads it):
+ * SIM_KERNEL_TABLE_PARTS(&sim_kernel_part_0, &sim_kernel_part_1). */
+#define SIM_KERNEL_TABLE_PARTS(...) \
+	extern "C" __attribute__((visibility("default"))) struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }; \
+	__attribute__((constructor)) static void sim_kernel_table_join() \
+	{ \
+		const sim_kernel_part *const parts[] = { __VA_ARGS__ }; \
+		::sim_reg::join(&sim_kernel_table, parts, sizeof(parts) / sizeof(parts[0])); \
+	}
 
 #endif /* SIM_KERNEL_H */
