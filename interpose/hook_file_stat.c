@@ -43,22 +43,14 @@ int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int fl
 
 static int real_fstat(int fd, struct stat64 *st)
 {
-	hook_file_resolve();
-	if (hook_libc.fstat64)
-		return hook_libc.fstat64(fd, st);
-	if (hook_libc.fxstat64)
-		return hook_libc.fxstat64(1, fd, st);
-	return (int)syscall(SYS_fstat, fd, st);
+	hook_libc_resolve();
+	return ddp_sys_fstat(fd, (struct stat *)st);
 }
 
 int hook_real_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	hook_file_resolve();
-	if (hook_libc.fstatat64)
-		return hook_libc.fstatat64(dirfd, path, st, flags);
-	if (hook_libc.fxstatat64)
-		return hook_libc.fxstatat64(1, dirfd, path, st, flags);
-	return (int)syscall(SYS_newfstatat, dirfd, path, st, flags);
+	hook_libc_resolve();
+	return ddp_sys_fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
 static int do_fstat(int fd, struct stat64 *st)
@@ -186,12 +178,12 @@ DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned m
 				dirfd = AT_FDCWD;
 		}
 	}
-	hook_file_resolve();
-	if (!hook_libc.statx) {
+	hook_libc_resolve();
+	if (!ddp_libc_.statx) {
 		errno = ENOSYS;
 		return -1;
 	}
-	r = hook_libc.statx(dirfd, p, flags, mask, stx);
+	r = ddp_libc_.statx(dirfd, p, flags, mask, stx);
 	if (r == 0)
 		hook_shard_patch_statx(fd_based && dirfd != AT_FDCWD ? dirfd : -1, stx);
 	return r;

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_coll.h - the collectives libddp injects: allreduce-average and
+ * broadcast, over a host backend (shared memory within one node) or NCCL
+ * (loaded with dlopen at run time), with signature checks and a watchdog.
+ *
+ * Usage (every rank, same order of calls):
+ *
+ *     struct ddp_coll_config cfg;
+ *     ddp_coll_config_default(&cfg);           // DDP_BACKEND, DDP_COLL_TIMEOUT...
+ *     cfg.driver = &my_driver_table;           // for device buffers
+ *     ddp_comm_init(store, rank, world, local_rank, local_world, &cfg, &comm);
+ *     ddp_check_signature(comm, "allreduce", "f32 count=1234 bufs=W1,b1");
+ *     ddp_allreduce_avg(comm, (void *)dptr, count, DDP_DT_F32, 1, stream);
+ *     ddp_broadcast(comm, (void *)dptr, bytes, 0, 1, stream);
+ *     ddp_comm_destroy(comm);
+ *
+ * Semantics:
+ * - ddp_allreduce_avg leaves on every rank the element-wise mean of the
+ *   ranks' buffers, bit-identical on every rank.  Host backend: summed in a
+ *   wider type (fp32 in double, fp16/bf16 in fp32) in rank order 0..N-1,
+ *   divided by N and rounded once (ddp_dtype.h).  NCCL backend: ncclAvg.
+ * - Both calls return when the result is in the buffer (device buffers: the
+ *   copies were enqueued on `stream` and the stream was synchronised), so the
+ *   caller's later work on any stream sees the result.
+ * - A collective that makes no progress for cfg.timeout_s seconds returns
+ *   DDP_ERR_TIMEOUT naming the ranks that never arrived; a peer process that
+ *   died is noticed within about a second (DDP_ERR_REMOTE naming it).  After
+ *   any error the communicator is broken: every later call fails at once
+ *   with DDP_ERR_REMOTE, and the job must stop.  Other ranks waiting in the
+ *   same collective fail too (they see the abort), never hang.
+ * - Errors are one line, `libddp: ...`, logged once (DDP_ERROR) and kept for
+ *   ddp_coll_last_error().
+ *
+ * Contract: one struct ddp_comm per process; it is used by one thread at a
+ * time (the library's injection thread); the store connection passed to
+ * ddp_comm_init must not be used by another thread while a call of this API
+ * runs.  No global constructors, nothing on stdout; logging through
+ * DDP_*(COLL, ...).  Driver calls go only through cfg.driver (filled by the
+ * caller with the real driver's entry points), so the interposer need not
+ * track them.
+ */
+#ifndef DDP_COLL_H
+#define DDP_COLL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda.h>
+#include "ddp_port.h"
+#include "ddp_dtype.h"
+#include "ddp_err.h"
+
+struct ddp_store;
+struct ddp_comm;
+
+/* Backend choice.  The values are the indices of DDP_BACKEND=auto|host|nccl. */
+enum ddp_coll_backend {
+	DDP_COLL_AUTO = 0, /* NCCL when cfg.real_gpu and NCCL loads, else host */
+	DDP_COLL_HOST = 1, /* shared memory, one node, any buffers              */
+	DDP_COLL_NCCL = 2, /* NCCL, device buffers only                          */
+};
+
+struct ddp_coll_config {
+	enum ddp_coll_backend backend; /* DDP_BACKEND                          */
+	double timeout_s;              /* DDP_COLL_TIMEOUT: no progress for this long = error */
+	const char *shm_dir;           /* DDP_SHM_DIR: where the host segment lives */
+	const char *nccl_lib;          /* DDP_NCCL_LIB: path or soname of NCCL  */
+	int real_gpu;                  /* buffers live on a real GPU (auto -> NCCL) */
+	size_t stage_bytes;            /* pinned staging per buffer (x2); 0 = default 8 MiB */
+	size_t slot_bytes;             /* host segment bytes per rank per chunk; 0 = default */
+	int no_host_cma;               /* !DDP_COLL_HOST_CMA: host buffers go through the
+					  segment too, never process_vm_readv */
+	/* The driver entry points the collectives call: a view of the port's
+	 * table (ddp_port.h; libddp passes &ddp_driver_, tests fill their own).
+	 * Used for device buffers (memcpy*, streamSynchronize, memAllocHost/
+	 * FreeHost), NCCL (streamQuery) and error names; NULL: host buffers only. */
+	const struct ddp_driver *driver;
+};
+
+/* Statistics per kind of collective (index enum ddp_coll_kind). */
+enum ddp_coll_kind { DDP_COLL_ALLREDUCE = 0, DDP_COLL_BROADCAST = 1, DDP_COLL_KINDS };
+struct ddp_coll_stats {
+	uint64_t calls[DDP_COLL_KINDS];
+	uint64_t bytes[DDP_COLL_KINDS];  /* bytes of the caller's buffer       */
+	uint64_t ns[DDP_COLL_KINDS];     /* wall time inside the calls          */
+};
+
+/* Fills cfg from the settings (ddp_params.h getters: DDP_BACKEND,
+ * DDP_COLL_TIMEOUT, DDP_SHM_DIR, DDP_NCCL_LIB); driver NULL, real_gpu 0. */
+void ddp_coll_config_default(struct ddp_coll_config *cfg /* OUT */);
+
+/* Collective over the whole job: every rank calls it with the same world
+ * sizes and backend.  It agrees with the others through the store (keys
+ * "coll/<n>/...", n counting the communicators of the job), and for the host
+ * backend maps a shared segment that is unlinked once every rank mapped it.
+ * Host backend with ranks on several nodes (local_world != world):
+ * DDP_ERR_UNSUPPORTED with a message.  cfg NULL: ddp_coll_config_default.
+ * cfg is copied except *driver and the strings, which must outlive the comm. */
+ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local_rank,
+			 int local_world, const struct ddp_coll_config *cfg,
+			 struct ddp_comm **out /* OUT */);
+
+/* In place: buf (a host pointer, or a CUdeviceptr cast to void * when
+ * buf_is_device) holds count elements of dtype; on return it holds the mean
+ * over the ranks.  count may be 0 (the ranks still synchronise).  dtype must
+ * be reducible (f32, f16, bf16: ddp_dtype_reducible), else DDP_ERR_INVALID. */
+ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
+			     int buf_is_device, CUstream stream);
+
+/* In place: rank `root`'s bytes are copied into every rank's buf. */
+ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root,
+			 int buf_is_device, CUstream stream);
+
+/* Checks that every rank is about to issue the same collective.  Every rank
+ * posts "kind: sig" under coll/<n>/sig/<k>/<rank> (k counts checks) and reads
+ * every other rank's.  Identical: DDP_OK.  Different: DDP_ERR_REMOTE on every
+ * rank, with one error line (printed by the lowest rank that sees it, kept
+ * on all) naming the ranks that differ from rank 0 and the first differing
+ * word, e.g.
+ *   libddp: collectives differ between ranks at check #0: rank 2 has
+ *   'count=1000' where rank 0 has 'count=1234' (ranks differing: 2)
+ * A rank that never posts: DDP_ERR_TIMEOUT naming it.  The comm is broken
+ * after an error.  kind and sig: printable text; the pair at most 16 KiB. */
+ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char *sig);
+
+/* The backend in use, as enum and name ("host", "nccl"). */
+enum ddp_coll_backend ddp_comm_backend(const struct ddp_comm *c);
+const char *ddp_comm_backend_name(const struct ddp_comm *c);
+
+/* The one-line message of the last error on c ("" when none). */
+const char *ddp_coll_last_error(const struct ddp_comm *c);
+
+/* Copies the statistics so far. */
+void ddp_coll_get_stats(const struct ddp_comm *c, struct ddp_coll_stats *out /* OUT */);
+
+/* NCCL's version code (e.g. 22809) once loaded, else 0. */
+int ddp_comm_nccl_version(const struct ddp_comm *c);
+
+/* Frees everything (the pinned staging through cfg.driver: call it while the
+ * CUDA context lives, or the staging is left to process exit).  Does not
+ * synchronise with the other ranks.  NULL is a no-op. */
+void ddp_comm_destroy(struct ddp_comm *c);
+
+/* Loads NCCL alone (no communicator): path NULL means "libnccl.so.2".  On
+ * success *version holds ncclGetVersion's code.  A missing library or symbol:
+ * DDP_ERR_UNSUPPORTED with a message naming DDP_NCCL_LIB (returned in msg,
+ * which may be NULL).  For tests and `ddprun --dry-run`. */
+ddp_result ddp_coll_nccl_probe(const char *path, int *version /* OUT */, char *msg, size_t msg_len);
+
+#endif /* DDP_COLL_H */

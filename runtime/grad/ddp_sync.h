@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync.h - gradient synchronisation glue: decides, per kernel launch,
+ * what to reduce or broadcast (through the tracker, ddp_grad.h) and does it
+ * with the collectives (ddp_coll.h): signature checks before each new kind
+ * of collective, `--check N` parameter hashing, statistics, trace events,
+ * and the fatal-error path (one line, then the process exits non-zero so
+ * that ddprun stops the job: never a silent unsynced run, never a hang).
+ *
+ * Contract: ddp_sync_init once at library init (after settings and rank).
+ * ddp_sync_on_ is then set for the run (ddp_sync_exit clears it before the
+ * job is torn down, so later launches pass through); the launch hooks test it and call
+ * ddp_sync_launch only when it is set (world size > 1 and DDP_SYNC not off),
+ * so with sync off the launch path gains one branch.  ddp_sync_launch may
+ * be entered from any thread; it serialises on one mutex.
+ */
+#ifndef DDP_SYNC_H
+#define DDP_SYNC_H
+
+#include <stdint.h>
+#include <cuda.h>
+#include "ddp_port.h"
+
+struct ddp_kfunc;
+
+extern int ddp_sync_on_ __attribute__((visibility("hidden")));
+
+/* Reads DDP_SYNC & co; with sync on, connects the job (ddp_job_init).  A
+ * failure is fatal (exits the process). */
+void ddp_sync_init(int rank, int world) __attribute__((visibility("hidden")));
+
+/* Called by the launch hooks BEFORE the launch reaches the driver. */
+void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
+	__attribute__((visibility("hidden")));
+
+/* At exit: ends an open step, logs the summary (and writes
+ * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job. */
+void ddp_sync_exit(const char *trace_dir, int rank) __attribute__((visibility("hidden")));
+
+#endif /* DDP_SYNC_H */
