@@ -484,33 +484,61 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 }
 } /* namespace sim_reg */
 
+/* ---- device variables (used by sim-kernreg's X.reg.cpp) ------------------
+ * __device__ and __constant__ variables are ordinary globals of the kernel
+ * library; the table lists them so that cuModuleGetGlobal /
+ * cudaMemcpyToSymbol reach the very storage the kernels use.  sim-kernreg
+ * lists every variable of the cubin as SIM_GLOBAL(name, ::qualified::name);
+ * names the source does not define (the compiler's own tables) resolve,
+ * through a using-directive, to a sim_reg::absent placeholder, whose entry
+ * has no address and is ignored by the driver. */
+namespace sim_reg {
+struct absent {};
+template <class T> inline void *global_addr(T *p) { return const_cast<void *>(static_cast<const volatile void *>(p)); }
+inline void *global_addr(const absent *) { return nullptr; }
+template <class T> constexpr std::size_t global_size(T *) { return sizeof(T); }
+constexpr std::size_t global_size(const absent *) { return 0; }
+} /* namespace sim_reg */
+#define SIM_GLOBAL(mangled, var) { mangled, ::sim_reg::global_addr(&(var)), ::sim_reg::global_size(&(var)) }
+
 /* One table entry: SIM_KERNEL("_Z4axpyfPKfPfi", "axpy(float, float const*, float*, int)",
  *                              static_cast<void (*)(float, float const *, float *, int)>(&axpy)) */
 #define SIM_KERNEL(mangled, sig, fp) ::sim_reg::make<(fp)>(mangled, sig, (fp))
 
-/* The entries of one translation unit of a library made of several
- * (ddp-cpu-kernels compiles each .cu with -DSIM_KERNEL_PART=i, and one more
- * unit joins the parts with SIM_KERNEL_TABLE_PARTS). */
+/* The entries (and device variables) of one translation unit of a library
+ * made of several (ddp-cpu-kernels compiles each .cu with
+ * -DSIM_KERNEL_PART=i, and one more unit joins the parts with
+ * SIM_KERNEL_TABLE_PARTS). */
 struct sim_kernel_part {
 	uint32_t count;
 	const struct sim_kernel_entry *entries;
+	uint32_t nglobals;
+	const struct sim_global_entry *globals;
 };
 namespace sim_reg {
-static inline void join(struct sim_kernel_table *t, const sim_kernel_part *const *parts, std::size_t n)
+template <class E>
+static inline const E *join_one(const sim_kernel_part *const *parts, std::size_t n, uint32_t sim_kernel_part::*cnt,
+				const E *sim_kernel_part::*arr, uint32_t *total_out)
 {
 	std::size_t total = 0, k = 0;
 	for (std::size_t i = 0; i < n; i++)
-		total += parts[i]->count;
+		total += parts[i]->*cnt;
+	*total_out = 0;
 	if (!total)
-		return;
-	sim_kernel_entry *all = static_cast<sim_kernel_entry *>(std::calloc(total, sizeof(sim_kernel_entry)));
+		return nullptr;
+	E *all = static_cast<E *>(std::calloc(total, sizeof(E)));
 	if (!all)
-		return; /* the driver then finds no kernel here and says so */
+		return nullptr; /* the driver then finds nothing here and says so */
 	for (std::size_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < parts[i]->count; j++)
-			all[k++] = parts[i]->entries[j];
-	t->entries = all;
-	t->count = (uint32_t)total;
+		for (uint32_t j = 0; j < parts[i]->*cnt; j++)
+			all[k++] = (parts[i]->*arr)[j];
+	*total_out = (uint32_t)total;
+	return all;
+}
+static inline void join(struct sim_kernel_table *t, const sim_kernel_part *const *parts, std::size_t n)
+{
+	t->entries = join_one(parts, n, &sim_kernel_part::count, &sim_kernel_part::entries, &t->count);
+	t->globals = join_one(parts, n, &sim_kernel_part::nglobals, &sim_kernel_part::globals, &t->nglobals);
 }
 } /* namespace sim_reg */
 #define SIM_KERNEL_PART_NAME2(n) sim_kernel_part_##n
@@ -519,14 +547,28 @@ static inline void join(struct sim_kernel_table *t, const sim_kernel_part *const
 #ifdef SIM_KERNEL_PART
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
-		{ sizeof(arr) / sizeof((arr)[0]), (arr) }
+		{ sizeof(arr) / sizeof((arr)[0]), (arr), 0, nullptr }
+#define SIM_KERNEL_TABLE_G(arr, garr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ sizeof(arr) / sizeof((arr)[0]), (arr), sizeof(garr) / sizeof((garr)[0]), (garr) }
+#define SIM_KERNEL_TABLE_EMPTY_G(garr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ 0, nullptr, sizeof(garr) / sizeof((garr)[0]), (garr) }
 #define SIM_KERNEL_TABLE_EMPTY() \
-	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = { 0, nullptr }
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = { 0, nullptr, 0, nullptr }
 #else
 /* The exported table over a non-empty array of SIM_KERNEL entries. */
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr), &::sim_reg::bind, 0, nullptr }
+/* The same with the device variables of a non-empty SIM_GLOBAL array. */
+#define SIM_KERNEL_TABLE_G(arr, garr) \
+	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr), &::sim_reg::bind, \
+		  sizeof(garr) / sizeof((garr)[0]), (garr) }
+#define SIM_KERNEL_TABLE_EMPTY_G(garr) \
+	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, sizeof(garr) / sizeof((garr)[0]), (garr) }
 #define SIM_KERNEL_TABLE_EMPTY() \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }
