@@ -5,13 +5,13 @@ BENCH_DIR := $(BUILD)/bench
 BENCH_NULLDRV := $(BENCH_DIR)/nulldrv/libcuda.so.1
 BENCH_LAUNCH := $(BENCH_DIR)/launch_rate
 
-$(BENCH_NULLDRV): bench/nulldrv.c
+$(BENCH_NULLDRV): bench/nulldrv.c bench/nullk.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fvisibility=hidden -shared -Wl,-soname,libcuda.so.1 $< -o $@
 
-$(BENCH_LAUNCH): bench/launch_rate.c
+$(BENCH_LAUNCH): bench/launch_rate.c bench/nullk.h
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $< -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda -pthread
 
 BINS += $(BENCH_NULLDRV) $(BENCH_LAUNCH)
 
