@@ -58,7 +58,7 @@ srate() { # threads, ddprun|plain, env...
 		if [ "$how" = plain ]; then
 			env LD_LIBRARY_PATH="$nd" "$@" "$LR" sync "$M" "$t" "$T"
 		else
-			env DDP_CUDA_LIB="$(cd "$nd" && pwd)/libcuda.so.1" "$@" "$B/bin/ddprun" -n 2 --backend host \
+			env DDP_CUDA_LIB="$(cd "$nd" && pwd)/libcuda.so.1" LD_LIBRARY_PATH="$nd" "$@" "$B/bin/ddprun" -n 2 --backend host \
 				"$LR" sync "$M" "$t" "$T" 2>/dev/null
 		fi | awk '/ns_per_launch/ { print $NF }'
 	done | median
