@@ -54,6 +54,16 @@ void hook_port_fill(void)
 	BY_NAME(kernelGetParamInfo, "cuKernelGetParamInfo");
 	BY_NAME(ctxGetDevice, "cuCtxGetDevice");
 	BY_NAME(deviceGetAttribute, "cuDeviceGetAttribute");
+	BY_NAME(streamCreateWithPriority, "cuStreamCreateWithPriority");
+	BY_NAME(streamDestroy, "cuStreamDestroy_v2");
+	BY_NAME(ctxGetStreamPriorityRange, "cuCtxGetStreamPriorityRange");
+	BY_NAME(eventCreate, "cuEventCreate");
+	BY_NAME(eventDestroy, "cuEventDestroy_v2");
+	BY_NAME(eventRecord, "cuEventRecord");
+	BY_NAME(eventQuery, "cuEventQuery");
+	BY_NAME(eventSynchronize, "cuEventSynchronize");
+	BY_NAME(streamWaitEvent, "cuStreamWaitEvent");
+	BY_NAME(launchHostFunc, "cuLaunchHostFunc");
 	d->cpu_device = hook_driver_sym("simcuda_cpu_device") != NULL;
 	d->own_begin = own_begin;
 	d->own_end = own_end;

@@ -188,7 +188,7 @@ static ddp_result coll_check_args(struct ddp_comm *c, const char *what, const vo
 	return DDP_OK;
 }
 
-static void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes, double t0)
+void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes, double t0)
 {
 	double dt = coll_now() - t0;
 	c->stats.calls[k]++;
@@ -197,8 +197,7 @@ static void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes,
 	c->seq++;
 }
 
-ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype, int buf_is_device,
-			     CUstream stream)
+ddp_result coll_check_allreduce(struct ddp_comm *c, const void *buf, size_t count, enum ddp_dtype dtype, int dev)
 {
 	if (!ddp_dtype_reducible(dtype))
 		return coll_fail(c, DDP_ERR_INVALID, 1,
@@ -207,7 +206,15 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 	size_t es = ddp_dtype_size(dtype);
 	if (count > SIZE_MAX / es)
 		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": count %zu too large", c->seq, count);
-	DDP_CHECK(coll_check_args(c, "allreduce", buf, count * es, buf_is_device));
+	return coll_check_args(c, "allreduce", buf, count * es, dev);
+}
+
+ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype, int buf_is_device,
+			     CUstream stream)
+{
+	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
+	DDP_CHECK(coll_check_allreduce(c, buf, count, dtype, buf_is_device));
+	size_t es = ddp_dtype_size(dtype);
 	double t0 = coll_now();
 	ddp_result rc;
 	if (c->world == 1)
@@ -227,6 +234,7 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int buf_is_device,
 			 CUstream stream)
 {
+	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
 	if (root < 0 || root >= c->world)
 		return coll_fail(c, DDP_ERR_INVALID, 1, "broadcast #%" PRIu64 ": root %d is not a rank (world %d)",
 				 c->seq, root, c->world);
@@ -432,6 +440,7 @@ void ddp_comm_destroy(struct ddp_comm *c)
 {
 	if (!c)
 		return;
+	coll_async_destroy(c);
 	coll_host_destroy(c);
 	coll_nccl_destroy(c);
 	free(c);

@@ -32,8 +32,27 @@
  * - Errors are one line, `libddp: ...`, logged once (DDP_ERROR) and kept for
  *   ddp_coll_last_error().
  *
+ * Stream-ordered (asynchronous) allreduce, the caller never waits:
+ *
+ *     uint64_t t;
+ *     ddp_allreduce_avg_async(comm, (void *)dptr, count, DDP_DT_F32, 1, producer, &t);
+ *     ...                                     // the host goes on launching
+ *     ddp_coll_stream_wait(comm, t, consumer); // consumer's later work sees the mean
+ *
+ *   The reduction runs on the comm's communication stream (created at the
+ *   first call, non-blocking, highest priority) after everything enqueued on
+ *   `producer` so far; ddp_coll_stream_wait makes `consumer` wait for it
+ *   (cuStreamWaitEvent), the host thread not at all.  NCCL runs on that
+ *   stream; the host backend runs on a progress thread fed in stream order
+ *   by host functions (cuLaunchHostFunc), so the CPU device overlaps it with
+ *   kernels exactly as a GPU overlaps NCCL.  Ops complete in issue order.
+ *   Results are those of ddp_allreduce_avg (bit-identical on every rank).
+ *   The synchronous calls first wait for every async op.  An error on the
+ *   progress thread breaks the comm; the next call returns it.
+ *
  * Contract: one struct ddp_comm per process; it is used by one thread at a
- * time (the library's injection thread); the store connection passed to
+ * time (the library's injection thread), plus the async calls' own progress
+ * thread (ddp_coll_async.c), which never runs user-visible callbacks; the store connection passed to
  * ddp_comm_init must not be used by another thread while a call of this API
  * runs.  No global constructors, nothing on stdout; logging through
  * DDP_*(COLL, ...).  Driver calls go only through cfg.driver (filled by the
@@ -106,6 +125,52 @@ ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local
  * be reducible (f32, f16, bf16: ddp_dtype_reducible), else DDP_ERR_INVALID. */
 ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
 			     int buf_is_device, CUstream stream);
+
+/* ---- stream-ordered calls (see the header comment) */
+
+/* Enqueues the allreduce-average of buf behind everything enqueued on
+ * `producer` so far and returns at once; *ticket (OUT) names the op (1, 2,
+ * ... in issue order; 0 on error).  Same arguments and result as
+ * ddp_allreduce_avg.  buf must not be touched by anything but the
+ * collective until the op is done (a consumer stream waited for it, or
+ * ddp_coll_wait).  cfg.driver must have streams, events and host
+ * functions (ddp_port.h). */
+ddp_result ddp_allreduce_avg_async(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
+				   int buf_is_device, CUstream producer, uint64_t *ticket /* OUT */);
+
+/* Makes `consumer` wait (on the device, not the host) for op `ticket` and
+ * every op before it; ticket 0 means every op issued so far. */
+ddp_result ddp_coll_stream_wait(struct ddp_comm *c, uint64_t ticket, CUstream consumer);
+
+/* The host waits for op `ticket` (0: every op issued so far), watching
+ * NCCL's errors and the timeout; returns the first async error if any. */
+ddp_result ddp_coll_wait(struct ddp_comm *c, uint64_t ticket);
+
+/* ddp_coll_wait(c, 0) when async ops were ever issued, else DDP_OK. */
+ddp_result ddp_coll_async_drain(struct ddp_comm *c);
+
+/* Is op `ticket` (0: the last) done?  1 yes, 0 not yet, -1 driver error.
+ * Never blocks. */
+int ddp_coll_async_query(struct ddp_comm *c, uint64_t ticket);
+
+/* DDP_OK, or the error an async op met (the comm is then broken and
+ * ddp_coll_last_error has the line).  Cheap: one atomic load when fine. */
+ddp_result ddp_coll_async_error(struct ddp_comm *c);
+
+/* The last ticket handed out (0: none). */
+uint64_t ddp_coll_async_issued(const struct ddp_comm *c);
+
+/* When each finished async op ran (monotonic ns, ddp_now_ns()'s clock): the
+ * host backend's reduction from its first chunk's start to its last
+ * chunk's end; NCCL: between host functions stamped before and after
+ * ncclAllReduce on the communication stream.  Each op is returned once,
+ * oldest first; at most 256 are kept unread. */
+struct ddp_coll_time {
+	uint64_t ticket;
+	uint64_t start_ns, end_ns;
+	uint64_t bytes;          /* NCCL: bytes of the op; host backend: 0 */
+};
+size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out /* OUT [max] */, size_t max);
 
 /* In place: rank `root`'s bytes are copied into every rank's buf. */
 ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root,

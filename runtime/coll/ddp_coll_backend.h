@@ -17,6 +17,7 @@
 
 struct coll_host;
 struct coll_nccl;
+struct coll_async;
 
 struct ddp_comm {
 	struct ddp_store *store;      /* rendezvous; used only by this comm's thread */
@@ -29,6 +30,7 @@ struct ddp_comm {
 	int broken;                   /* an error happened: everything fails       */
 	struct coll_host *host;       /* host backend state (NULL for NCCL)         */
 	struct coll_nccl *nccl;       /* NCCL state (NULL for host)                 */
+	struct coll_async *async;     /* stream-ordered calls (ddp_coll_async.c), NULL until the first */
 	struct ddp_coll_stats stats;
 	char err[COLL_ERR_LEN];       /* last error line ("" none)                 */
 };
@@ -43,6 +45,18 @@ double coll_now(void);
 
 /* Text for a CUresult ("CUDA_ERROR_x" when the table has getErrorName). */
 const char *coll_cu_name(const struct ddp_comm *c, CUresult e);
+
+/* Argument checks of an allreduce (dtype, count, buffer, driver). */
+ddp_result coll_check_allreduce(struct ddp_comm *c, const void *buf, size_t count, enum ddp_dtype dtype, int dev);
+
+/* Counts one finished collective of kind k (bytes, time since t0 in
+ * coll_now() seconds) and advances c->seq. */
+void coll_account(struct ddp_comm *c, enum ddp_coll_kind k, size_t bytes, double t0);
+
+/* ---- stream-ordered calls (ddp_coll_async.c) */
+/* Waits for every async op, stops the progress thread, frees the stream,
+ * events and staging.  No-op without async state. */
+void coll_async_destroy(struct ddp_comm *c);
 
 /* ---- host backend (ddp_coll_host.c) */
 ddp_result coll_host_init(struct ddp_comm *c);
@@ -63,6 +77,11 @@ ddp_result coll_nccl_init(struct ddp_comm *c);
 ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
 			       CUstream s);
 ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s);
+/* Enqueues ncclAllReduce(ncclAvg) on s and returns (no wait). */
+ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s);
+/* Waits on the host for ev, watching NCCL's asynchronous errors and the
+ * timeout (as the synchronous calls watch their stream). */
+ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev);
 void coll_nccl_abort(struct ddp_comm *c);
 void coll_nccl_destroy(struct ddp_comm *c);
 int coll_nccl_version(const struct ddp_comm *c);

@@ -328,8 +328,9 @@ static void nccl_stuck_ranks(struct ddp_comm *c, char *list, size_t len)
 	}
 }
 
-/* Waits for the enqueued collective: stream done, NCCL error, or timeout. */
-static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t r, CUstream s)
+/* Waits for the enqueued collective: stream done (or, with ev, the event),
+ * NCCL error, or timeout. */
+static ddp_result nccl_watch_q(struct ddp_comm *c, const char *what, ncclResult_t r, CUstream s, CUevent ev)
 {
 	struct coll_nccl *n = c->nccl;
 	int timed_out = 0;
@@ -342,7 +343,7 @@ static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t 
 	}
 	double deadline = coll_now() + c->cfg.timeout_s;
 	for (unsigned i = 0; !timed_out; i++) {
-		CUresult q = c->cfg.driver->streamQuery(s);
+		CUresult q = ev ? c->cfg.driver->eventQuery(ev) : c->cfg.driver->streamQuery(s);
 		if (q == CUDA_SUCCESS)
 			return DDP_OK;
 		if (q != CUDA_ERROR_NOT_READY) {
@@ -372,6 +373,11 @@ static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t 
 			 what, c->cfg.timeout_s, c->rank, list[0] ? list : "none (all stuck: network or GPU hang?)");
 }
 
+static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t r, CUstream s)
+{
+	return nccl_watch_q(c, what, r, s, NULL);
+}
+
 static ncclDataType_t nccl_dtype(enum ddp_dtype t)
 {
 	return t == DDP_DT_F16 ? ncclFloat16 : t == DDP_DT_BF16 ? ncclBfloat16 : ncclFloat32;
@@ -394,6 +400,33 @@ ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 	ncclResult_t r = c->nccl->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, c->nccl->comm,
 					      (cudaStream_t)s);
 	return nccl_watch(c, what, r, s);
+}
+
+ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s)
+{
+	struct coll_nccl *n;
+	int timed_out = 0;
+	DDP_CHECK(nccl_check_ready(c));
+	n = c->nccl;
+	ncclResult_t r = n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s);
+	if (r == ncclInProgress) /* non-blocking communicator: enqueued once ready */
+		r = nccl_wait_ready(n, c->cfg.timeout_s, &timed_out);
+	if (r != ncclSuccess || timed_out) {
+		ddp_result rc = coll_fail(c, timed_out ? DDP_ERR_TIMEOUT : DDP_ERR_NCCL, 1,
+					  "async allreduce #%" PRIu64 " (%s, count=%zu) failed on rank %d: %s", c->seq,
+					  ddp_dtype_name(t), count, c->rank, timed_out ? "enqueue timed out" : nccl_err(n, r));
+		nccl_abort(n);
+		return rc;
+	}
+	return DDP_OK;
+}
+
+ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
+{
+	char what[64];
+	DDP_CHECK(nccl_check_ready(c));
+	snprintf(what, sizeof what, "async allreduce before #%" PRIu64, c->seq);
+	return nccl_watch_q(c, what, ncclSuccess, NULL, ev);
 }
 
 ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s)
@@ -431,6 +464,18 @@ ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s)
 {
 	(void)buf, (void)bytes, (void)root, (void)s;
+	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
+}
+
+ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s)
+{
+	(void)buf, (void)count, (void)t, (void)s;
+	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
+}
+
+ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
+{
+	(void)ev;
 	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
 }
 

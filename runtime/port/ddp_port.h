@@ -110,6 +110,18 @@ struct ddp_driver {
 	CUresult (*funcGetParamInfo)(CUfunction f, size_t i, size_t *off, size_t *size);
 	CUresult (*kernelGetParamInfo)(CUkernel k, size_t i, size_t *off, size_t *size);
 	CUresult (*ctxGetDevice)(CUdevice *dev);
+	/* streams, events and host functions: the collectives' communication
+	 * stream (ddp_coll.h, the _async calls) */
+	CUresult (*streamCreateWithPriority)(CUstream *s, unsigned flags, int priority);
+	CUresult (*streamDestroy)(CUstream s);
+	CUresult (*ctxGetStreamPriorityRange)(int *least, int *greatest);
+	CUresult (*eventCreate)(CUevent *e, unsigned flags);
+	CUresult (*eventDestroy)(CUevent e);
+	CUresult (*eventRecord)(CUevent e, CUstream s);
+	CUresult (*eventQuery)(CUevent e);
+	CUresult (*eventSynchronize)(CUevent e);
+	CUresult (*streamWaitEvent)(CUstream s, CUevent e, unsigned flags);
+	CUresult (*launchHostFunc)(CUstream s, CUhostFn fn, void *user);
 	CUresult (*deviceGetAttribute)(int *v, CUdevice_attribute a, CUdevice dev);
 	/* the launch entry points, by enum ddp_launch_kind (ddp_port_relaunch) */
 	CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,

@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_coll_async.c - stream-ordered collectives (ddp_coll.h, the _async
+ * calls): the reduction is enqueued on the communicator's own communication
+ * stream, which first waits for an event recorded on the producing stream;
+ * a consumer's stream waits for the event recorded on the communication
+ * stream after it.  The calling thread never waits for the data.
+ *
+ *   producer:  ... kernels ... [record P_t]
+ *   comm:          [wait P_t] [D2H chunk][host fn: reduce][H2D chunk] ... [record D_t]
+ *   consumer:                                           [wait D_t] kernel ...
+ *
+ * NCCL: ncclAllReduce on the communication stream, between two host
+ * functions that stamp the start and end times (they make no CUDA call).
+ * Host backend: the communication stream copies each chunk of a device
+ * buffer into the pinned async staging buffer, then runs a host function
+ * that hands the chunk to this communicator's progress thread and blocks
+ * the stream until the progress thread has reduced it (through the host
+ * backend, like a synchronous host-buffer allreduce), then copies it back.
+ * A host buffer needs no copies: the host function reduces it in place.
+ * So on the CPU device the reduction runs beside the kernels of the
+ * producing stream exactly as NCCL's kernels run beside them on a GPU.
+ *
+ * Tickets: op t (1, 2, ...) uses event slot t % ASYNC_SLOTS for its
+ * producer and done events.  Waiting on a slot that a later op re-recorded
+ * waits for that later op: later, never earlier, so always correct.
+ *
+ * Errors: a failure on the progress thread (a dead peer, a timeout in the
+ * host backend's barriers) is kept in the async state (failed, err) and the
+ * jobs behind it are completed without running, so no stream waits forever;
+ * the caller learns it at its next call (ddp_coll_async_error, the waits,
+ * any collective), as with every other collective error: the comm is
+ * broken.
+ *
+ * Contract: the _async calls, the waits and ddp_comm_destroy run on the
+ * comm's one calling thread (ddp_coll.h).  Threads of this file: the
+ * progress thread (host backend; started at the first async allreduce) and
+ * whatever thread the driver runs host functions on.  a->mu guards the job
+ * queue, the done flags, the finished-op ring and the failure; everything
+ * else in struct coll_async belongs to the calling thread.  A host function
+ * makes no CUDA call.  The synchronous collectives first wait for every
+ * async op (ddp_coll_async_drain), so the backends' state never has two
+ * users at once.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ddp_coll_backend.h"
+#include "ddp_log.h"
+#include "ddp_stats.h"
+
+#define ASYNC_SLOTS 64                   /* event ring (power of two)         */
+#define ASYNC_DONE_RING 256              /* finished ops kept for the caller   */
+#define ASYNC_DEFAULT_STAGE (16u << 20)  /* pinned staging of device buffers  */
+
+/* One reduction the progress thread runs: a chunk of an op. */
+struct async_job {
+	struct coll_async *a;
+	void *buf;                 /* host memory: staging chunk or the caller's */
+	size_t count;
+	enum ddp_dtype t;
+	uint64_t ticket;
+	int first, last;           /* first / last chunk of its op (times)       */
+	int done;                  /* set by the progress thread (a->mu)         */
+	struct async_job *next;
+};
+
+/* Start and end of an NCCL op, stamped by host functions on the stream. */
+struct async_stamp {
+	struct coll_async *a;
+	uint64_t ticket;
+	uint64_t bytes;
+	int end;
+};
+
+struct coll_async {
+	struct ddp_comm *c;
+	CUstream cs;                       /* the communication stream            */
+	CUevent prod[ASYNC_SLOTS];         /* recorded on producers               */
+	CUevent done[ASYNC_SLOTS];         /* recorded on cs after each op         */
+	void *stage;                       /* pinned, stage_bytes (host backend)   */
+	size_t stage_bytes;
+	uint64_t issued;                   /* last ticket handed out              */
+	/* progress thread */
+	pthread_t thread;
+	int thread_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;                 /* jobs queued / quit                   */
+	pthread_cond_t cv_done;            /* a job finished                       */
+	struct async_job *head, *tail;     /* (mu)                                 */
+	int quit;                          /* (mu)                                 */
+	/* finished ops, for ddp_coll_async_times (mu) */
+	struct ddp_coll_time ring[ASYNC_DONE_RING];
+	uint64_t ring_w, ring_r;
+	uint64_t cur_start_ns;             /* start of the op in progress (mu)    */
+	/* failure on the progress thread (mu; failed also read atomically) */
+	int failed;
+	ddp_result fail_rc;
+	char err[COLL_ERR_LEN];
+};
+
+static uint64_t now_ns(void)
+{
+	return ddp_now_ns();
+}
+
+static ddp_result async_cu(struct ddp_comm *c, CUresult e, const char *op)
+{
+	if (e == CUDA_SUCCESS)
+		return DDP_OK;
+	return coll_fail(c, DDP_ERR_CUDA, 1, "async allreduce #%" PRIu64 ": %s failed on rank %d: %s", c->seq, op,
+			 c->rank, coll_cu_name(c, e));
+}
+
+/* Records a finished op (a->mu held). */
+static void ring_put(struct coll_async *a, uint64_t ticket, uint64_t t0, uint64_t t1, uint64_t bytes)
+{
+	struct ddp_coll_time *r = &a->ring[a->ring_w % ASYNC_DONE_RING];
+	r->ticket = ticket;
+	r->start_ns = t0;
+	r->end_ns = t1;
+	r->bytes = bytes;
+	a->ring_w++;
+	if (a->ring_w - a->ring_r > ASYNC_DONE_RING)
+		a->ring_r = a->ring_w - ASYNC_DONE_RING; /* the caller did not read: drop the oldest */
+}
+
+/* ---- progress thread (host backend) */
+
+static void *async_progress(void *arg)
+{
+	struct coll_async *a = arg;
+	struct ddp_comm *c = a->c;
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		while (!a->head && !a->quit)
+			pthread_cond_wait(&a->cv, &a->mu);
+		struct async_job *j = a->head;
+		if (!j)
+			break;
+		a->head = j->next;
+		if (!a->head)
+			a->tail = NULL;
+		int skip = a->failed;
+		pthread_mutex_unlock(&a->mu);
+
+		uint64_t t0 = now_ns();
+		ddp_result rc = DDP_OK;
+		if (!skip) {
+			rc = coll_host_allreduce(c, j->buf, j->count, j->t, 0, NULL);
+			if (rc == DDP_OK)
+				coll_account(c, DDP_COLL_ALLREDUCE, j->count * ddp_dtype_size(j->t), (double)t0 * 1e-9);
+		}
+		uint64_t t1 = now_ns();
+
+		pthread_mutex_lock(&a->mu);
+		if (rc != DDP_OK && !a->failed) {
+			a->failed = 1;
+			a->fail_rc = rc;
+			snprintf(a->err, sizeof a->err, "%s", c->err[0] ? c->err : "libddp: async allreduce failed");
+		}
+		if (j->first)
+			a->cur_start_ns = t0;
+		if (j->last)
+			ring_put(a, j->ticket, a->cur_start_ns, t1, 0);
+		j->done = 1;
+		pthread_cond_broadcast(&a->cv_done);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* Host function on cs: hand the job over, hold the stream until it ran. */
+static void CUDA_CB async_host_job(void *p)
+{
+	struct async_job *j = p;
+	struct coll_async *a = j->a;
+	pthread_mutex_lock(&a->mu);
+	j->next = NULL;
+	if (a->tail)
+		a->tail->next = j;
+	else
+		a->head = j;
+	a->tail = j;
+	pthread_cond_signal(&a->cv);
+	while (!j->done)
+		pthread_cond_wait(&a->cv_done, &a->mu);
+	pthread_mutex_unlock(&a->mu);
+	free(j);
+}
+
+/* Host function on cs (NCCL): a time stamp. */
+static void CUDA_CB async_host_stamp(void *p)
+{
+	struct async_stamp *s = p;
+	struct coll_async *a = s->a;
+	uint64_t t = now_ns();
+	pthread_mutex_lock(&a->mu);
+	if (!s->end)
+		a->cur_start_ns = t;
+	else
+		ring_put(a, s->ticket, a->cur_start_ns, t, s->bytes);
+	pthread_mutex_unlock(&a->mu);
+	free(s);
+}
+
+/* ---- set-up */
+
+static ddp_result async_setup(struct ddp_comm *c)
+{
+	const struct ddp_driver *d = c->cfg.driver;
+	struct coll_async *a;
+	int lo = 0, hi = 0;
+
+	if (c->async)
+		return DDP_OK;
+	if (!d || !d->streamCreateWithPriority || !d->eventCreate || !d->eventRecord || !d->streamWaitEvent ||
+	    !d->launchHostFunc || !d->eventSynchronize || !d->eventQuery)
+		return coll_fail(c, DDP_ERR_INVALID, 1,
+				 "async allreduce: the driver table lacks streams, events or host functions (internal error)");
+	if (!(a = calloc(1, sizeof *a)))
+		return coll_fail(c, DDP_ERR_NOMEM, 1, "async allreduce: out of memory");
+	a->c = c;
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	pthread_cond_init(&a->cv_done, NULL);
+	c->async = a;
+	if (d->ctxGetStreamPriorityRange)
+		(void)d->ctxGetStreamPriorityRange(&lo, &hi);
+	/* the highest priority: a collective waiting for its turn delays every rank */
+	DDP_CHECK(async_cu(c, d->streamCreateWithPriority(&a->cs, CU_STREAM_NON_BLOCKING, hi), "cuStreamCreateWithPriority"));
+	for (int i = 0; i < ASYNC_SLOTS; i++) {
+		DDP_CHECK(async_cu(c, d->eventCreate(&a->prod[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+		DDP_CHECK(async_cu(c, d->eventCreate(&a->done[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
+	}
+	if (c->backend == DDP_COLL_HOST && c->world > 1) {
+		if (pthread_create(&a->thread, NULL, async_progress, a) != 0)
+			return coll_fail(c, DDP_ERR_SYS, 1, "async allreduce: cannot start the progress thread");
+		a->thread_started = 1;
+	}
+	DDP_DEBUG(COLL, "async collectives: communication stream %p (priority %d)", (void *)a->cs, hi);
+	return DDP_OK;
+}
+
+static ddp_result async_stage(struct ddp_comm *c)
+{
+	struct coll_async *a = c->async;
+	if (a->stage)
+		return DDP_OK;
+	a->stage_bytes = c->cfg.stage_bytes ? 2 * c->cfg.stage_bytes : ASYNC_DEFAULT_STAGE;
+	a->stage_bytes = (a->stage_bytes + 4095) & ~(size_t)4095;
+	CUresult e = c->cfg.driver->memAllocHost(&a->stage, a->stage_bytes);
+	if (e != CUDA_SUCCESS) {
+		a->stage = NULL;
+		return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate %zu MiB of pinned staging memory: %s",
+				 a->stage_bytes >> 20, coll_cu_name(c, e));
+	}
+	return DDP_OK;
+}
+
+/* ---- the API */
+
+ddp_result ddp_coll_async_error(struct ddp_comm *c)
+{
+	struct coll_async *a = c->async;
+	if (!a || !__atomic_load_n(&a->failed, __ATOMIC_ACQUIRE))
+		return c->broken ? DDP_ERR_REMOTE : DDP_OK;
+	pthread_mutex_lock(&a->mu);
+	ddp_result rc = a->fail_rc;
+	if (!c->broken || !c->err[0])
+		snprintf(c->err, sizeof c->err, "%s", a->err);
+	c->broken = 1;
+	pthread_mutex_unlock(&a->mu);
+	return rc;
+}
+
+static ddp_result enqueue_host_job(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, uint64_t ticket,
+				   int first, int last)
+{
+	struct coll_async *a = c->async;
+	struct async_job *j = calloc(1, sizeof *j);
+	if (!j)
+		return coll_fail(c, DDP_ERR_NOMEM, 1, "async allreduce: out of memory");
+	j->a = a;
+	j->buf = buf;
+	j->count = count;
+	j->t = t;
+	j->ticket = ticket;
+	j->first = first;
+	j->last = last;
+	CUresult e = c->cfg.driver->launchHostFunc(a->cs, async_host_job, j);
+	if (e != CUDA_SUCCESS) {
+		free(j);
+		return async_cu(c, e, "cuLaunchHostFunc");
+	}
+	return DDP_OK;
+}
+
+static ddp_result enqueue_stamp(struct ddp_comm *c, uint64_t ticket, uint64_t bytes, int end)
+{
+	struct async_stamp *s = calloc(1, sizeof *s);
+	if (!s)
+		return coll_fail(c, DDP_ERR_NOMEM, 1, "async allreduce: out of memory");
+	s->a = c->async;
+	s->ticket = ticket;
+	s->bytes = bytes;
+	s->end = end;
+	CUresult e = c->cfg.driver->launchHostFunc(c->async->cs, async_host_stamp, s);
+	if (e != CUDA_SUCCESS) {
+		free(s);
+		return async_cu(c, e, "cuLaunchHostFunc");
+	}
+	return DDP_OK;
+}
+
+ddp_result ddp_allreduce_avg_async(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
+				   int buf_is_device, CUstream producer, uint64_t *ticket)
+{
+	const struct ddp_driver *d = c->cfg.driver;
+	*ticket = 0;
+	DDP_CHECK(ddp_coll_async_error(c));
+	DDP_CHECK(coll_check_allreduce(c, buf, count, dtype, buf_is_device));
+	DDP_CHECK(async_setup(c));
+	struct coll_async *a = c->async;
+	const size_t es = ddp_dtype_size(dtype);
+	uint64_t t = a->issued + 1;
+	unsigned slot = (unsigned)(t % ASYNC_SLOTS);
+
+	DDP_CHECK(async_cu(c, d->eventRecord(a->prod[slot], producer), "cuEventRecord (producer)"));
+	DDP_CHECK(async_cu(c, d->streamWaitEvent(a->cs, a->prod[slot], 0), "cuStreamWaitEvent (communication stream)"));
+	if (c->world == 1) {
+		/* the mean of one buffer is itself; the events still order */
+	} else if (c->backend == DDP_COLL_NCCL) {
+		DDP_CHECK(enqueue_stamp(c, t, count * es, 0));
+		DDP_CHECK(coll_nccl_allreduce_enqueue(c, buf, count, dtype, a->cs));
+		DDP_CHECK(enqueue_stamp(c, t, count * es, 1));
+		c->stats.calls[DDP_COLL_ALLREDUCE]++;
+		c->stats.bytes[DDP_COLL_ALLREDUCE] += count * es;
+		c->seq++;
+	} else if (!buf_is_device || count == 0) {
+		DDP_CHECK(enqueue_host_job(c, buf_is_device ? NULL : buf, count, dtype, t, 1, 1));
+	} else {
+		DDP_CHECK(async_stage(c));
+		const size_t per = a->stage_bytes / es;
+		const CUdeviceptr db = (CUdeviceptr)(uintptr_t)buf;
+		for (size_t off = 0; off < count; off += per) {
+			size_t m = count - off < per ? count - off : per;
+			DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(a->stage, db + off * es, m * es, a->cs), "copy to host"));
+			DDP_CHECK(enqueue_host_job(c, a->stage, m, dtype, t, off == 0, off + m >= count));
+			DDP_CHECK(async_cu(c, d->memcpyHtoDAsync(db + off * es, a->stage, m * es, a->cs), "copy to device"));
+		}
+	}
+	DDP_CHECK(async_cu(c, d->eventRecord(a->done[slot], a->cs), "cuEventRecord (communication stream)"));
+	a->issued = t;
+	*ticket = t;
+	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s count=%zu %s, enqueued", t, ddp_dtype_name(dtype), count,
+		  buf_is_device ? "device" : "host");
+	return DDP_OK;
+}
+
+ddp_result ddp_coll_stream_wait(struct ddp_comm *c, uint64_t ticket, CUstream consumer)
+{
+	struct coll_async *a = c->async;
+	DDP_CHECK(ddp_coll_async_error(c));
+	if (!a || !a->issued)
+		return DDP_OK;
+	if (!ticket || ticket > a->issued)
+		ticket = a->issued;
+	return async_cu(c, c->cfg.driver->streamWaitEvent(consumer, a->done[ticket % ASYNC_SLOTS], 0),
+			"cuStreamWaitEvent (consumer)");
+}
+
+int ddp_coll_async_query(struct ddp_comm *c, uint64_t ticket)
+{
+	struct coll_async *a = c->async;
+	if (!a || !a->issued)
+		return 1;
+	if (!ticket || ticket > a->issued)
+		ticket = a->issued;
+	CUresult e = c->cfg.driver->eventQuery(a->done[ticket % ASYNC_SLOTS]);
+	return e == CUDA_SUCCESS ? 1 : e == CUDA_ERROR_NOT_READY ? 0 : -1;
+}
+
+ddp_result ddp_coll_wait(struct ddp_comm *c, uint64_t ticket)
+{
+	struct coll_async *a = c->async;
+	if (!a || !a->issued)
+		return ddp_coll_async_error(c);
+	if (!ticket || ticket > a->issued)
+		ticket = a->issued;
+	CUevent ev = a->done[ticket % ASYNC_SLOTS];
+	if (c->backend == DDP_COLL_NCCL && c->world > 1)
+		DDP_CHECK(coll_nccl_watch_event(c, ev));
+	else
+		DDP_CHECK(async_cu(c, c->cfg.driver->eventSynchronize(ev), "cuEventSynchronize"));
+	return ddp_coll_async_error(c);
+}
+
+ddp_result ddp_coll_async_drain(struct ddp_comm *c)
+{
+	if (!c->async || !c->async->issued)
+		return DDP_OK;
+	return ddp_coll_wait(c, 0);
+}
+
+size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out, size_t max)
+{
+	struct coll_async *a = c->async;
+	size_t n = 0;
+	if (!a)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	while (n < max && a->ring_r < a->ring_w)
+		out[n++] = a->ring[a->ring_r++ % ASYNC_DONE_RING];
+	pthread_mutex_unlock(&a->mu);
+	return n;
+}
+
+uint64_t ddp_coll_async_issued(const struct ddp_comm *c)
+{
+	return c->async ? c->async->issued : 0;
+}
+
+void coll_async_destroy(struct ddp_comm *c)
+{
+	struct coll_async *a = c->async;
+	const struct ddp_driver *d = c->cfg.driver;
+	if (!a)
+		return;
+	if (a->issued && a->cs && d->eventSynchronize)
+		(void)d->eventSynchronize(a->done[a->issued % ASYNC_SLOTS]);
+	if (a->thread_started) {
+		pthread_mutex_lock(&a->mu);
+		a->quit = 1;
+		pthread_cond_broadcast(&a->cv);
+		pthread_mutex_unlock(&a->mu);
+		pthread_join(a->thread, NULL);
+	}
+	for (int i = 0; i < ASYNC_SLOTS; i++) {
+		if (a->prod[i] && d->eventDestroy)
+			(void)d->eventDestroy(a->prod[i]);
+		if (a->done[i] && d->eventDestroy)
+			(void)d->eventDestroy(a->done[i]);
+	}
+	if (a->cs && d->streamDestroy)
+		(void)d->streamDestroy(a->cs);
+	if (a->stage && d->memFreeHost)
+		(void)d->memFreeHost(a->stage);
+	pthread_cond_destroy(&a->cv);
+	pthread_cond_destroy(&a->cv_done);
+	pthread_mutex_destroy(&a->mu);
+	free(a);
+	c->async = NULL;
+}
