@@ -128,6 +128,26 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 
 /* ---- stream-ordered calls (see the header comment) */
 
+/* A piece of device (or host) memory reduced by one async op. */
+struct ddp_coll_seg {
+	uint64_t addr;
+	uint64_t bytes;          /* whole elements of the op's dtype */
+};
+
+/* How an op of several segments is reduced.  AUTO: one segment in place;
+ * several: host backend, device buffers: gathered into the pinned staging
+ * buffer, one collective, scattered back; NCCL: one ncclAllReduce per
+ * segment inside one NCCL group (no copies).  EACH: one collective per
+ * segment (host backend; NCCL groups them anyway).  STAGED: as AUTO. */
+enum ddp_coll_seg_mode { DDP_SEG_AUTO = 0, DDP_SEG_STAGED = 1, DDP_SEG_EACH = 2 };
+
+/* One async op over n segments of one dtype (all device or all host
+ * memory): every segment ends up holding the mean.  Ticket, ordering and
+ * errors as ddp_allreduce_avg_async; every rank passes the same sizes. */
+ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+					enum ddp_dtype dtype, int buf_is_device, CUstream producer,
+					enum ddp_coll_seg_mode mode, uint64_t *ticket /* OUT */);
+
 /* Enqueues the allreduce-average of buf behind everything enqueued on
  * `producer` so far and returns at once; *ticket (OUT) names the op (1, 2,
  * ... in issue order; 0 on error).  Same arguments and result as
@@ -171,6 +191,35 @@ struct ddp_coll_time {
 	uint64_t bytes;          /* NCCL: bytes of the op; host backend: 0 */
 };
 size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out /* OUT [max] */, size_t max);
+
+/* ---- buckets (ddp_coll_bucket.c) */
+
+/* A gradient range as the caller knows it. */
+struct ddp_coll_range {
+	uint64_t addr, bytes;
+	uint32_t alloc_id;       /* ranges of one allocation may merge        */
+	enum ddp_dtype dtype;
+};
+/* A bucket: ranges r[first .. first+n), bytes in all, one dtype. */
+struct ddp_coll_bucket {
+	size_t first, n;
+	uint64_t bytes;
+	enum ddp_dtype dtype;
+};
+
+/* Groups r[0..n), in that order, into buckets: consecutive ranges of one
+ * dtype, at most cap_bytes together (a larger range alone).  Writes at
+ * most max buckets to out; returns how many there are. */
+size_t ddp_coll_bucket_plan(const struct ddp_coll_range *r, size_t n, uint64_t cap_bytes,
+			    struct ddp_coll_bucket *out /* OUT [max] */, size_t max);
+
+/* The segments of the ranges r[0..n) (one bucket): ranges of one
+ * allocation that touch or overlap become one segment (their union);
+ * nothing else merges.  tmp: scratch of n ranges; out: room for n
+ * segments.  Returns the number of segments (sorted by allocation, then
+ * address). */
+size_t ddp_coll_bucket_segments(const struct ddp_coll_range *r, size_t n, struct ddp_coll_range *tmp,
+				struct ddp_coll_seg *out /* OUT [n] */);
 
 /* In place: rank `root`'s bytes are copied into every rank's buf. */
 ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root,

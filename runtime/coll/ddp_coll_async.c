@@ -244,22 +244,6 @@ static ddp_result async_setup(struct ddp_comm *c)
 	return DDP_OK;
 }
 
-static ddp_result async_stage(struct ddp_comm *c)
-{
-	struct coll_async *a = c->async;
-	if (a->stage)
-		return DDP_OK;
-	a->stage_bytes = c->cfg.stage_bytes ? 2 * c->cfg.stage_bytes : ASYNC_DEFAULT_STAGE;
-	a->stage_bytes = (a->stage_bytes + 4095) & ~(size_t)4095;
-	CUresult e = c->cfg.driver->memAllocHost(&a->stage, a->stage_bytes);
-	if (e != CUDA_SUCCESS) {
-		a->stage = NULL;
-		return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate %zu MiB of pinned staging memory: %s",
-				 a->stage_bytes >> 20, coll_cu_name(c, e));
-	}
-	return DDP_OK;
-}
-
 /* ---- the API */
 
 ddp_result ddp_coll_async_error(struct ddp_comm *c)
@@ -315,13 +299,96 @@ static ddp_result enqueue_stamp(struct ddp_comm *c, uint64_t ticket, uint64_t by
 	return DDP_OK;
 }
 
-ddp_result ddp_allreduce_avg_async(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
-				   int buf_is_device, CUstream producer, uint64_t *ticket)
+/* Makes the pinned async staging at least `bytes` (first use, or a larger
+ * bucket than before: waits for every op in flight, which may use it). */
+static ddp_result async_stage(struct ddp_comm *c, size_t bytes)
+{
+	struct coll_async *a = c->async;
+	const struct ddp_driver *d = c->cfg.driver;
+	size_t want = c->cfg.stage_bytes ? 2 * c->cfg.stage_bytes : ASYNC_DEFAULT_STAGE;
+	if (bytes > want)
+		want = bytes;
+	want = (want + 4095) & ~(size_t)4095;
+	if (a->stage && a->stage_bytes >= bytes)
+		return DDP_OK;
+	if (a->stage) {
+		if (a->issued)
+			DDP_CHECK(async_cu(c, d->eventSynchronize(a->done[a->issued % ASYNC_SLOTS]), "cuEventSynchronize"));
+		(void)d->memFreeHost(a->stage);
+		a->stage = NULL;
+	}
+	CUresult e = d->memAllocHost(&a->stage, want);
+	if (e != CUDA_SUCCESS) {
+		a->stage = NULL;
+		return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate %zu MiB of pinned staging memory: %s", want >> 20,
+				 coll_cu_name(c, e));
+	}
+	a->stage_bytes = want;
+	return DDP_OK;
+}
+
+/* Host backend, a device segment reduced in place: chunks through the
+ * staging buffer (copy in, reduce, copy back, all on cs). */
+static ddp_result enqueue_dev_inplace(struct ddp_comm *c, CUdeviceptr db, size_t count, enum ddp_dtype t,
+				      uint64_t ticket, int first, int last)
+{
+	struct coll_async *a = c->async;
+	const struct ddp_driver *d = c->cfg.driver;
+	const size_t es = ddp_dtype_size(t);
+	DDP_CHECK(async_stage(c, 0));
+	const size_t per = a->stage_bytes / es;
+	if (count == 0)
+		return enqueue_host_job(c, NULL, 0, t, ticket, first, last);
+	for (size_t off = 0; off < count; off += per) {
+		size_t m = count - off < per ? count - off : per;
+		DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(a->stage, db + off * es, m * es, a->cs), "copy to host"));
+		DDP_CHECK(enqueue_host_job(c, a->stage, m, t, ticket, first && off == 0, last && off + m >= count));
+		DDP_CHECK(async_cu(c, d->memcpyHtoDAsync(db + off * es, a->stage, m * es, a->cs), "copy to device"));
+	}
+	return DDP_OK;
+}
+
+/* Host backend, several device segments gathered into the staging buffer,
+ * reduced as one collective, scattered back. */
+static ddp_result enqueue_dev_staged(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n, uint64_t total,
+				     enum ddp_dtype t, uint64_t ticket)
+{
+	struct coll_async *a = c->async;
+	const struct ddp_driver *d = c->cfg.driver;
+	DDP_CHECK(async_stage(c, (size_t)total));
+	unsigned char *st = a->stage;
+	size_t off = 0;
+	for (size_t i = 0; i < n; off += seg[i].bytes, i++)
+		DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(st + off, (CUdeviceptr)seg[i].addr, seg[i].bytes, a->cs),
+				   "copy to host"));
+	DDP_CHECK(enqueue_host_job(c, st, (size_t)total / ddp_dtype_size(t), t, ticket, 1, 1));
+	off = 0;
+	for (size_t i = 0; i < n; off += seg[i].bytes, i++)
+		DDP_CHECK(async_cu(c, d->memcpyHtoDAsync((CUdeviceptr)seg[i].addr, st + off, seg[i].bytes, a->cs),
+				   "copy to device"));
+	return DDP_OK;
+}
+
+ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+					enum ddp_dtype dtype, int buf_is_device, CUstream producer,
+					enum ddp_coll_seg_mode mode, uint64_t *ticket)
 {
 	const struct ddp_driver *d = c->cfg.driver;
+	uint64_t total = 0;
 	*ticket = 0;
 	DDP_CHECK(ddp_coll_async_error(c));
-	DDP_CHECK(coll_check_allreduce(c, buf, count, dtype, buf_is_device));
+	if (n == 0)
+		return coll_fail(c, DDP_ERR_INVALID, 1, "async allreduce #%" PRIu64 ": no segments", c->seq);
+	for (size_t i = 0; i < n; i++) {
+		size_t es = ddp_dtype_reducible(dtype) ? ddp_dtype_size(dtype) : 1;
+		if (seg[i].bytes % es)
+			return coll_fail(c, DDP_ERR_INVALID, 1,
+					 "async allreduce #%" PRIu64 ": segment %zu of %" PRIu64 " bytes is not whole %s elements",
+					 c->seq, i, seg[i].bytes, ddp_dtype_name(dtype));
+		DDP_CHECK(coll_check_allreduce(c, (const void *)(uintptr_t)seg[i].addr, (size_t)(seg[i].bytes / es),
+					       dtype, buf_is_device));
+		total += seg[i].bytes;
+	}
 	DDP_CHECK(async_setup(c));
 	struct coll_async *a = c->async;
 	const size_t es = ddp_dtype_size(dtype);
@@ -333,31 +400,43 @@ ddp_result ddp_allreduce_avg_async(struct ddp_comm *c, void *buf, size_t count, 
 	if (c->world == 1) {
 		/* the mean of one buffer is itself; the events still order */
 	} else if (c->backend == DDP_COLL_NCCL) {
-		DDP_CHECK(enqueue_stamp(c, t, count * es, 0));
-		DDP_CHECK(coll_nccl_allreduce_enqueue(c, buf, count, dtype, a->cs));
-		DDP_CHECK(enqueue_stamp(c, t, count * es, 1));
-		c->stats.calls[DDP_COLL_ALLREDUCE]++;
-		c->stats.bytes[DDP_COLL_ALLREDUCE] += count * es;
-		c->seq++;
-	} else if (!buf_is_device || count == 0) {
-		DDP_CHECK(enqueue_host_job(c, buf_is_device ? NULL : buf, count, dtype, t, 1, 1));
+		DDP_CHECK(enqueue_stamp(c, t, total, 0));
+		if (n == 1)
+			DDP_CHECK(coll_nccl_allreduce_enqueue(c, (void *)(uintptr_t)seg[0].addr, (size_t)(seg[0].bytes / es),
+							      dtype, a->cs));
+		else
+			DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, dtype, a->cs));
+		DDP_CHECK(enqueue_stamp(c, t, total, 1));
+		c->stats.calls[DDP_COLL_ALLREDUCE] += n;
+		c->stats.bytes[DDP_COLL_ALLREDUCE] += total;
+		c->seq += n;
+	} else if (buf_is_device && n > 1 && mode != DDP_SEG_EACH) {
+		DDP_CHECK(enqueue_dev_staged(c, seg, n, total, dtype, t));
 	} else {
-		DDP_CHECK(async_stage(c));
-		const size_t per = a->stage_bytes / es;
-		const CUdeviceptr db = (CUdeviceptr)(uintptr_t)buf;
-		for (size_t off = 0; off < count; off += per) {
-			size_t m = count - off < per ? count - off : per;
-			DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(a->stage, db + off * es, m * es, a->cs), "copy to host"));
-			DDP_CHECK(enqueue_host_job(c, a->stage, m, dtype, t, off == 0, off + m >= count));
-			DDP_CHECK(async_cu(c, d->memcpyHtoDAsync(db + off * es, a->stage, m * es, a->cs), "copy to device"));
+		for (size_t i = 0; i < n; i++) {
+			if (buf_is_device)
+				DDP_CHECK(enqueue_dev_inplace(c, (CUdeviceptr)seg[i].addr, (size_t)(seg[i].bytes / es), dtype, t,
+							      i == 0, i == n - 1));
+			else
+				DDP_CHECK(enqueue_host_job(c, (void *)(uintptr_t)seg[i].addr, (size_t)(seg[i].bytes / es), dtype,
+							   t, i == 0, i == n - 1));
 		}
 	}
 	DDP_CHECK(async_cu(c, d->eventRecord(a->done[slot], a->cs), "cuEventRecord (communication stream)"));
 	a->issued = t;
 	*ticket = t;
-	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s count=%zu %s, enqueued", t, ddp_dtype_name(dtype), count,
-		  buf_is_device ? "device" : "host");
+	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s, %zu segment%s, %" PRIu64 " bytes %s, enqueued", t,
+		  ddp_dtype_name(dtype), n, n == 1 ? "" : "s", total, buf_is_device ? "device" : "host");
 	return DDP_OK;
+}
+
+ddp_result ddp_allreduce_avg_async(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
+				   int buf_is_device, CUstream producer, uint64_t *ticket)
+{
+	*ticket = 0;
+	DDP_CHECK(coll_check_allreduce(c, buf, count, dtype, buf_is_device));
+	struct ddp_coll_seg s = { (uint64_t)(uintptr_t)buf, (uint64_t)count * ddp_dtype_size(dtype) };
+	return ddp_allreduce_avg_segs_async(c, &s, 1, dtype, buf_is_device, producer, DDP_SEG_AUTO, ticket);
 }
 
 ddp_result ddp_coll_stream_wait(struct ddp_comm *c, uint64_t ticket, CUstream consumer)

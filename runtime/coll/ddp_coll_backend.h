@@ -79,6 +79,9 @@ ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s);
 /* Enqueues ncclAllReduce(ncclAvg) on s and returns (no wait). */
 ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s);
+/* Enqueues one ncclAllReduce(ncclAvg) per segment inside one NCCL group. */
+ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+					     enum ddp_dtype t, CUstream s);
 /* Waits on the host for ev, watching NCCL's asynchronous errors and the
  * timeout (as the synchronous calls watch their stream). */
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev);

@@ -69,6 +69,8 @@ struct nccl_syms {
 	ncclResult_t (*CommDestroy)(ncclComm_t comm);
 	const char *(*GetErrorString)(ncclResult_t r);
 	const char *(*GetLastError)(ncclComm_t comm); /* optional (2.13+) */
+	ncclResult_t (*GroupStart)(void);
+	ncclResult_t (*GroupEnd)(void);
 };
 
 static const struct {
@@ -86,6 +88,8 @@ static const struct {
 	{ "ncclCommDestroy", offsetof(struct nccl_syms, CommDestroy), 0 },
 	{ "ncclGetErrorString", offsetof(struct nccl_syms, GetErrorString), 0 },
 	{ "ncclGetLastError", offsetof(struct nccl_syms, GetLastError), 1 },
+	{ "ncclGroupStart", offsetof(struct nccl_syms, GroupStart), 0 },
+	{ "ncclGroupEnd", offsetof(struct nccl_syms, GroupEnd), 0 },
 };
 
 struct coll_nccl {
@@ -421,6 +425,34 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 	return DDP_OK;
 }
 
+ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+					     enum ddp_dtype t, CUstream s)
+{
+	struct coll_nccl *n_;
+	int timed_out = 0;
+	DDP_CHECK(nccl_check_ready(c));
+	n_ = c->nccl;
+	const size_t es = ddp_dtype_size(t);
+	ncclResult_t r = n_->s.GroupStart();
+	for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++)
+		r = n_->s.AllReduce((void *)(uintptr_t)seg[i].addr, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / es,
+				    nccl_dtype(t), ncclAvg, n_->comm, (cudaStream_t)s);
+	ncclResult_t re = n_->s.GroupEnd();
+	if (r == ncclSuccess || r == ncclInProgress)
+		r = re;
+	if (r == ncclInProgress)
+		r = nccl_wait_ready(n_, c->cfg.timeout_s, &timed_out);
+	if (r != ncclSuccess || timed_out) {
+		ddp_result rc = coll_fail(c, timed_out ? DDP_ERR_TIMEOUT : DDP_ERR_NCCL, 1,
+					  "grouped async allreduce #%" PRIu64 " (%s, %zu ranges) failed on rank %d: %s",
+					  c->seq, ddp_dtype_name(t), n, c->rank,
+					  timed_out ? "enqueue timed out" : nccl_err(n_, r));
+		nccl_abort(n_);
+		return rc;
+	}
+	return DDP_OK;
+}
+
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
 {
 	char what[64];
@@ -470,6 +502,13 @@ ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int 
 ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s)
 {
 	(void)buf, (void)count, (void)t, (void)s;
+	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
+}
+
+ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+					     enum ddp_dtype t, CUstream s)
+{
+	(void)seg, (void)n, (void)t, (void)s;
 	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
 }
 

@@ -44,3 +44,7 @@ TESTS += $(COLL_TEST_DIR)/test_coll $(COLL_TEST_DIR)/test_coll_device $(COLL_TES
 	$(COLL_TEST_DIR)/test_coll_async
 
 # The benchmark (not a test).
+
+# Bucket planning (pure; also under ASan).
+$(eval $(call unit_test,test_coll_bucket,tests/unit/test_coll_bucket.c,,coll))
+$(BUILD)/tests/unit/test_coll_bucket.o: CPPFLAGS += -Itests

@@ -365,6 +365,48 @@ static int async_rank(struct coll_job *job, int rank, void *arg)
 			FAILR("rank %d: time record %zu: ticket %llu, %llu..%llu", rank, i,
 			      (unsigned long long)tr[i].ticket, (unsigned long long)tr[i].start_ns,
 			      (unsigned long long)tr[i].end_ns);
+	/* segments of one allocation with gaps: staged (one collective) and
+	 * one collective each; the gaps keep this rank's own bytes */
+	static const size_t so[3] = { 0, 2000, 5016 }, sn[3] = { 1000, 3000, 20000 }; /* in floats */
+	const size_t span = 25016;
+	static const enum ddp_coll_seg_mode modes[2] = { DDP_SEG_AUTO, DDP_SEG_EACH };
+	for (int mi = 0; mi < 2; mi++) {
+		float *hv = h;
+		uint64_t ts;
+		memset(hv, 0x11 * (rank + 1), span * 4);
+		for (int q = 0; q < 3; q++)
+			for (size_t i = 0; i < sn[q]; i++)
+				hv[so[q] + i] = (float)val(rank, so[q] + i);
+		struct ddp_coll_seg sg[3];
+		for (int q = 0; q < 3; q++) {
+			sg[q].addr = d + so[q] * 4;
+			sg[q].bytes = sn[q] * 4;
+		}
+		uint64_t before = ddp_coll_async_issued(c);
+		if (cuMemcpyHtoDAsync(d, hv, span * 4, prod) ||
+		    ddp_allreduce_avg_segs_async(c, sg, 3, DDP_DT_F32, 1, prod, modes[mi], &ts) != DDP_OK ||
+		    ts != before + 1 || ddp_coll_wait(c, ts) != DDP_OK)
+			FAILR("rank %d: segments (mode %d): %s", rank, mi, ddp_coll_last_error(c));
+		if (cuMemcpyDtoH(hv, d, span * 4))
+			FAILR("rank %d: DtoH failed", rank);
+		unsigned char sent[4];
+		memset(sent, 0x11 * (rank + 1), 4);
+		for (size_t i = 0; i < span; i++) {
+			int in = 0;
+			for (int q = 0; q < 3; q++)
+				in |= i >= so[q] && i < so[q] + sn[q];
+			if (!in) {
+				if (memcmp(&hv[i], sent, 4))
+					FAILR("rank %d: segments (mode %d): gap float %zu was overwritten", rank, mi, i);
+				continue;
+			}
+			double sum = 0;
+			for (int r = 0; r < W; r++)
+				sum += val(r, i);
+			if (hv[i] != (float)(sum / W))
+				FAILR("rank %d: segments (mode %d): element %zu = %g, expected %g", rank, mi, i, hv[i], sum / W);
+		}
+	}
 	free(hb);
 	cuMemFree(d);
 	ddp_comm_destroy(c);
