@@ -7,6 +7,11 @@
  *                               count, allocations, bytes copied, hook time)
  *   DIR/rank<k>.trace.json   -> DIR/combined.trace.json, one timeline with
  *                               every rank's events (pid = rank)
+ *   DIR/rank<k>.sync.json    -> when present (gradient synchronisation
+ *                               ran), the gradient communication per step
+ *                               over steps 3+ ("per_step": collectives,
+ *                               comm_ms, comm_hidden_ms, grad_wait_ms) with
+ *                               the hidden percentage, one column per rank
  * A missing or empty directory, and a file that is not valid JSON, are one
  * clear error line naming the path; the exit status is then 1.
  *
@@ -330,6 +335,100 @@ static void free_table(struct table *t)
 	free(t->rows);
 }
 
+/* Steps 1 and 2 learn (step 1: broadcasts and calibration; step 2: the
+ * first early reductions); the figures are over the steps after them. */
+#define COMM_FIRST_STEP 3
+
+struct comm_col {
+	int present;
+	double steps, colls, comm, hidden, wait;
+	char overlap[16];
+};
+
+/* Reads DIR/rank<k>.sync.json when it exists: 0 (absent or read), -1 (an
+ * unreadable or malformed file: one line printed). */
+static int read_comm(const char *dir, int rank, struct comm_col *col)
+{
+	char path[4096], *text = NULL;
+	struct jv v;
+	memset(col, 0, sizeof *col);
+	snprintf(path, sizeof path, "%s/rank%d.sync.json", dir, rank);
+	FILE *probe = fopen(path, "r");
+	if (!probe)
+		return 0;
+	fclose(probe);
+	if (load_json(path, &text, &v)) {
+		free(text);
+		return -1;
+	}
+	const struct jv *ps = jget(&v, "per_step"), *ov = jget(&v, "overlap");
+	if (ps && ps->t != J_ARR) {
+		launch_msg("report: %s: \"per_step\" is not an array", path);
+		jfree(&v);
+		free(text);
+		return -1;
+	}
+	col->present = 1;
+	snprintf(col->overlap, sizeof col->overlap, "%s", ov && ov->t == J_STR ? ov->str : "-");
+	for (size_t i = 0; ps && i < ps->n; i++) {
+		const struct jv *e = &ps->items[i];
+		if (jnum(e, "step") < COMM_FIRST_STEP)
+			continue;
+		col->steps++;
+		col->colls += jnum(e, "collectives");
+		col->comm += jnum(e, "comm_ms");
+		col->hidden += jnum(e, "comm_hidden_ms");
+		col->wait += jnum(e, "grad_wait_ms");
+	}
+	jfree(&v);
+	free(text);
+	return 0;
+}
+
+static void print_comm(const struct comm_col *col, const int *ranks, size_t nranks)
+{
+	size_t any = 0;
+	for (size_t r = 0; r < nranks; r++)
+		any += (size_t)col[r].present;
+	if (!any)
+		return;
+	printf("\nGradient communication, per step over steps %d+ (rank<k>.sync.json)\n%-44s", COMM_FIRST_STEP, "");
+	for (size_t r = 0; r < nranks; r++) {
+		char h[32];
+		snprintf(h, sizeof h, "rank %d", ranks[r]);
+		printf(" %14s", h);
+	}
+	static const char *const rows[] = { "overlap", "steps", "collectives", "comm ms (collectives running)",
+					    "comm hidden ms (producer still busy)", "hidden %",
+					    "grad wait ms (consumer waiting)" };
+	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
+		printf("\n%-44s", rows[i]);
+		for (size_t r = 0; r < nranks; r++) {
+			const struct comm_col *c = &col[r];
+			double n = c->steps > 0 ? c->steps : 1;
+			if (!c->present) {
+				printf(" %14s", "-");
+				continue;
+			}
+			switch (i) {
+			case 0: printf(" %14s", c->overlap); break;
+			case 1: printf(" %14.0f", c->steps); break;
+			case 2: printf(" %14.1f", c->colls / n); break;
+			case 3: printf(" %14.3f", c->comm / n); break;
+			case 4: printf(" %14.3f", c->hidden / n); break;
+			case 5:
+				if (c->comm > 0)
+					printf(" %13.1f%%", 100.0 * c->hidden / c->comm);
+				else
+					printf(" %14s", "-");
+				break;
+			default: printf(" %14.3f", c->wait / n); break;
+			}
+		}
+	}
+	printf("\n");
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -346,7 +445,8 @@ int launch_report_main(int argc, char **argv)
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: ddprun report DIR\n"
 			       "  merges DIR/rank<k>.summary.json into one table (stdout) and\n"
-			       "  DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto)\n");
+			       "  DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto); with\n"
+			       "  DIR/rank<k>.sync.json, the gradient communication per step (steps 3+)\n");
 			return 0;
 		}
 		if (dir) {
@@ -424,6 +524,16 @@ int launch_report_main(int argc, char **argv)
 	print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
 	print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
 	print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
+	struct comm_col *comm = calloc(nranks, sizeof *comm);
+	if (!comm)
+		goto out;
+	for (size_t r = 0; r < nranks; r++)
+		if (read_comm(dir, ranks[r], &comm[r])) {
+			free(comm);
+			goto out;
+		}
+	print_comm(comm, ranks, nranks);
+	free(comm);
 
 	/* the combined timeline */
 	snprintf(path, sizeof path, "%s/combined.trace.json", dir);

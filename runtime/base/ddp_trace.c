@@ -70,6 +70,8 @@ ddp_result ddp_trace_open(const char *dir, int rank, size_t events_per_thread)
 	fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
 	fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
 		   "\"args\":{\"name\":\"rank %d\"}}", rank, rank);
+	fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+		   "\"args\":{\"name\":\"communication\"}}", rank, DDP_TRACE_TRACK_TID + DDP_TRACE_TRACK_COMM);
 	first_event = 0;
 	trace_rank = rank;
 	if (events_per_thread)
@@ -98,7 +100,8 @@ static void write_events(const struct trace_buf *b, size_t n)
 			   "\"pid\":%d,\"tid\":%d,\"args\":{\"result\":%d",
 			e->cat ? e->cat : "hook", (unsigned long long)(e->ts_ns / 1000),
 			(unsigned long long)(e->ts_ns % 1000), (unsigned long long)(e->dur_ns / 1000),
-			(unsigned long long)(e->dur_ns % 1000), trace_rank, b->tid, (int)e->result);
+			(unsigned long long)(e->dur_ns % 1000), trace_rank,
+			e->track ? DDP_TRACE_TRACK_TID + (int)e->track : b->tid, (int)e->result);
 		if (e->kernel) {
 			fputs(",\"kernel\":\"", f);
 			ddp_json_escape(f, e->kernel);

@@ -32,7 +32,15 @@ struct ddp_trace_ev {
 	uint32_t grid[3], block[3]; /* grid[0] == 0: none                  */
 	int32_t result;          /* CUresult                              */
 	uint64_t step;           /* optimizer step (0: none)               */
+	uint32_t track;          /* 0: the recording thread's row; else one of
+				  * DDP_TRACE_TRACK_* (its own named row)  */
 };
+
+/* Rows of the trace that are not threads: events with .track = one of these
+ * appear on a row of that name (tid DDP_TRACE_TRACK_TID + track), whatever
+ * thread records them; their ts may lie in the past (measured afterwards). */
+#define DDP_TRACE_TRACK_COMM 1   /* "communication": collectives as they ran */
+#define DDP_TRACE_TRACK_TID 900000
 
 /* Opens DIR/rank<rank>.trace.json (DIR is created if missing). events_per_
  * thread sizes each thread's buffer. */
