@@ -1,0 +1,77 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# patterns.sh - gradient synchronisation on samples/patterns: six ways
+# hand-written CUDA C trainers keep gradients and run their optimizer
+# (docs/samples.md).  With NO setting, patterns 1-5 under `ddprun -n 2` and
+# `-n 3` with batch B equal one process at N x B (fp32 1e-5, bf16 params
+# 1e-2), every rank bit-identical, the step count right, and the bytes
+# reduced per step (rank<k>.sync.json) exactly the gradient bytes: no
+# activation, no padding, nothing else.  DDP_SYNC=off fails the comparison
+# (negative control).  Pattern 6 (an optimizer no name pattern matches)
+# stops with one line naming DDP_OPT_KERNELS instead of exiting 0, and
+# trains correctly once DDP_OPT_KERNELS names it.
+. "$(dirname "$0")/lib.sh"
+need patterns
+D=$BUILD/data/mlp.rec
+S=30
+NPARAM=16032     # E 96x16, W1 64x128, b1 64, W2 96x64, b2 96
+
+# sync_field NAME K FIELD: a field of rank K's sync summary
+sync_field() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+		"$TMP/$1.trace/rank$2.sync.json" "$3" 2>/dev/null
+}
+
+# bytes_ok NAME N GRADBYTES: every step after the first reduced exactly
+# GRADBYTES on every rank (step 1 may reduce a reader's candidates too)
+bytes_ok() {
+	local name=$1 n=$2 gb=$3 r bad=
+	for r in $(seq 0 $((n - 1))); do
+		python3 - "$TMP/$name.trace/rank$r.sync.json" "$gb" "$S" <<-'EOF' || bad="$bad $r"
+		import json, sys
+		s = json.load(open(sys.argv[1]))
+		gb, steps = int(sys.argv[2]), int(sys.argv[3])
+		by = s["bytes_reduced_by_step"]
+		sys.exit(0 if s["steps"] == steps and len(by) == steps and all(b == gb for b in by[1:])
+			 and by[0] >= gb else 1)
+		EOF
+	done
+	if [ -z "$bad" ]; then ok "$name: $S steps, $gb bytes reduced per step on every rank (the gradients, nothing else)"
+	else not_ok "$name: steps/bytes wrong on rank(s)$bad: $(cat "$TMP/$name.trace/rank0.sync.json" 2>/dev/null | cut -c1-300)"; fi
+}
+
+for p in 1 2 3 4 5; do
+	tol=1e-5
+	[ $p = 4 ] || [ $p = 5 ] && tol=1e-2
+	gb=$((NPARAM * 4))
+	[ $p = 5 ] && gb=$((NPARAM * 2))
+	for n in 2 3; do
+		name=p$p.n$n
+		ref $name patterns --pattern $p --data "$D" --steps $S --batch $((n * 8))
+		DDPRUN_TRACE=$TMP/$name.trace DDPRUN_VERBOSE=1 ddp $name $n patterns "$D" --pattern $p --data "$D" \
+			--steps $S --batch 8
+		equiv $name $n $tol
+		bytes_ok $name $n $gb
+	done
+	# negative control: the same comparison fails without synchronisation
+	DDP_SYNC=off ddp p$p.off 2 patterns "$D" --pattern $p --data "$D" --steps $S --batch 8
+	out=$(python3 "$HERE/relerr.py" "$TMP/p$p.off.0.bin" "$TMP/p$p.n2.ref.bin" $tol)
+	if [ $? -eq 1 ] && ! identical p$p.off 2; then
+		ok "p$p: DDP_SYNC=off fails the equivalence ($out > $tol) and the ranks differ"
+	else not_ok "p$p: DDP_SYNC=off control did not fail ($out)"; fi
+done
+
+# pattern 6: no optimizer recognised -> the job stops, naming the setting
+ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
+rc=$?
+line=$(grep -m1 'libddp:.*DDP_OPT_KERNELS' "$TMP/p6.ddp.err")
+if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p6: stops (rc $rc): ${line:0:200}"
+else not_ok "p6: rc $rc, message '$line' ($(tail -2 "$TMP/p6.ddp.err" | tr '\n' ' '))"; fi
+# ... and trains as one model once the setting names the optimizer
+ref p6ok patterns --pattern 6 --data "$D" --steps $S --batch 16 --lr 0.1
+DDP_OPT_KERNELS=+update_weights DDPRUN_TRACE=$TMP/p6ok.trace ddp p6ok 2 patterns "$D" --pattern 6 --data "$D" \
+	--steps $S --batch 8 --lr 0.1
+equiv p6ok 2 1e-5
+bytes_ok p6ok 2 $((NPARAM * 4))
+exit $FAILED
