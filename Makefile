@@ -43,7 +43,7 @@ WARN      := -Wall -Wextra -Werror
 comma     := ,
 SANFLAGS  := $(if $(SANITIZE),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined,)
 OPT       ?= -O2
-CPPFLAGS  := -D_GNU_SOURCE -Iruntime -I$(CUDA_INC) $(if $(NCCL_INC),-I$(NCCL_INC),)
+CPPFLAGS  := -D_GNU_SOURCE -I$(CUDA_INC) $(if $(NCCL_INC),-I$(NCCL_INC),)
 CFLAGS    := -std=c11 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
 CXXFLAGS  := -std=c++17 $(OPT) -g -fPIC $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS   := $(SANFLAGS)

@@ -14,7 +14,7 @@
  * launch always reaches the driver unchanged and its result is returned.
  *
  * With gradient synchronisation on (ddp_sync_on_, world size > 1) every
- * launch is first handed to ddp_sync_launch (runtime/ddp_sync.c), which may
+ * launch is first handed to ddp_sync_launch (runtime/grad/ddp_sync.c), which may
  * reduce gradients or broadcast parameters before the launch goes out.
  *
  * Contract: the steady-state path (known kernel, no observer, no trace,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * hook_mem.c - allocation hooks: every successful allocation enters the
- * allocation table (runtime/ddp_alloc.c), every free leaves it.
+ * allocation table (runtime/track/ddp_alloc.c), every free leaves it.
  *
  *   cuMemAlloc_v2, cuMemAllocPitch_v2      plain   (pitch: pitch * height)
  *   cuMemAllocAsync(+_ptsz), FromPool      async-pool

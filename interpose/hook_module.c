@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * hook_module.c - module and library hooks: feed the kernel registry
- * (runtime/ddp_kreg.c).
+ * (runtime/track/ddp_kreg.c).
  *
  *   cuModuleLoad*, cuLibraryLoad*    image parsed once, after the driver
  *                                    accepted it (a corrupt image is the

@@ -109,7 +109,7 @@ struct launch_job {
 	int nranks;               /* ranks on this node            */
 	int world_size;
 	struct launch_rank *ranks;
-	struct launch_store *store; /* node 0 only                 */
+	struct ddp_store_server *store; /* node 0 only                 */
 	int port;                 /* MASTER_PORT given to ranks    */
 	const char *master_addr;
 	char secret[65];
@@ -156,16 +156,6 @@ void launch_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int launch_report_main(int argc, char **argv);
 int launch_inspect_main(int argc, char **argv);
 
-#if __has_include("store_server.h")
-#include "store_server.h"
-#else
-struct launch_store;
-ddp_result launch_store_start(const char *bind_addr, int port, const char *secret,
-			      struct launch_store **out);
-int launch_store_port(const struct launch_store *s);
-ddp_result launch_store_progress(struct launch_store *s, int rank, uint64_t *counter,
-				 double *age_seconds);
-void launch_store_stop(struct launch_store *s);
-#endif
+#include "ddp_store_server.h"
 
 #endif /* LAUNCH_H */

@@ -281,28 +281,28 @@ static int run(int argc, char **argv)
 
 	if (o.node_rank == 0) {
 		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
-		if (launch_store_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
+		if (ddp_store_server_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
 			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
 				   "another --master-port)", bind, job.port);
 			code = 1;
 			goto out;
 		}
-		job.port = launch_store_port(job.store);
+		job.port = ddp_store_server_port(job.store);
 		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job.port);
 	}
 	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
-		launch_store_stop(job.store);
+		ddp_store_server_stop(job.store);
 		code = 1;
 		goto out;
 	}
 	if (launch_spawn_all(&job, &code) != DDP_OK) {
 		launch_output_finish();
-		launch_store_stop(job.store);
+		ddp_store_server_stop(job.store);
 		goto out;
 	}
 	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
 	code = launch_supervise(&job, sigfd);
-	launch_store_stop(job.store);
+	ddp_store_server_stop(job.store);
 	close(sigfd);
 out:
 	launch_job_free(&job);

@@ -1,5 +1,6 @@
-# launcher/: ddprun.  Every launcher/*.c (ours, the store server, report,
-# inspect) is linked into $(BUILD)/bin/ddprun with libddpcommon.a.
+# launcher/: ddprun.  Every launcher/*.c (command line, spawning, output,
+# supervision, report, inspect) is linked into $(BUILD)/bin/ddprun with the
+# common runtime modules (the store server among them: runtime/store).
 LAUNCHER_SRCS := $(wildcard launcher/*.c)
 LAUNCHER_OBJS := $(LAUNCHER_SRCS:%.c=$(BUILD)/%.o)
 DDPRUN := $(BUILD)/bin/ddprun

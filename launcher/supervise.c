@@ -282,7 +282,7 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 	for (int g = 0; g < world; g++) {
 		uint64_t c;
 		double age;
-		if (launch_store_progress(job->store, g, &c, &age) != DDP_OK || age < 0)
+		if (ddp_store_server_progress(job->store, g, &c, &age) != DDP_OK || age < 0)
 			continue; /* never reported */
 		if (!st->hb_seen[g] || c != st->hb_counter[g]) {
 			st->hb_seen[g] = 1;

@@ -1,30 +1,58 @@
-# runtime/: what the hooks decide.  libddpcommon.a holds the pieces shared by
-# libddp.so, the CPU device (tests/simcuda), ddprun and the tools.  Files are
-# listed here by name (owner in brackets); a file that does not exist yet is
-# skipped, so every listed file must compile whenever it exists.
-RUNTIME_COMMON_SRCS := $(wildcard \
-	runtime/ddp_log.c runtime/ddp_params.c runtime/ddp_dtype.c \
-	runtime/ddp_fatbin.c runtime/ddp_cubin.c runtime/ddp_ptx.c runtime/ddp_demangle.c \
-	runtime/ddp_rank.c runtime/ddp_shard.c runtime/ddp_shard_format.c \
-	runtime/ddp_store_proto.c runtime/ddp_store_client.c)
-RUNTIME_COMMON_OBJS = $(RUNTIME_COMMON_SRCS:%.c=$(BUILD)/%.o)
-DDP_COMMON_LIB := $(BUILD)/lib/libddpcommon.a
-# Libraries a user of libddpcommon.a links with.
+# SPDX-License-Identifier: MIT
+#
+# runtime/: what the hooks decide, one folder per mechanism.  Each folder has
+# its own module.mk that declares its sources with ddp_module; the folder's
+# archive is $(BUILD)/lib/libddp_<name>.a, and a program or test links the
+# modules it needs by name:
+#
+#   $(eval $(call ddp_module,NAME,SOURCES))  declares module NAME
+#   $(call ddp_lib_files,NAMES)              its archives (prerequisites)
+#   $(call ddp_libs,NAMES)                   the same, grouped for a link line
+#
+# The dependency rule (checked by tests/arch/check_layers.sh in `make test`):
+# runtime/ includes no header of interpose/ or launcher/, and reaches the
+# real driver and libc only through port/ (ddp_port.h), so no runtime object
+# imports a symbol that libddp.so exports.  Every runtime object is compiled
+# once, with hidden visibility, and linked as it is into libddp.so, ddprun,
+# the CPU device and the tests.
+#
+# Modules, lowest first:
+#   port   the door outward: real driver and libc entry points
+#   base   errors, logs, settings, element types, counters, traces, rank
+#   image  fatbin/cubin/PTX reader, demangler, kernel signatures
+#   shard  input sharding views and record formats
+#   store  the rendezvous store: protocol, client, server
+#   track  allocation table, kernel registry, launch decoder, inspector, summary
+#   coll   collectives (host shared memory, NCCL)
+#   job    the job: rank 0 hosting, joining, communicator
+#   grad   gradient identification and synchronisation
+RUNTIME_MODULES := base image shard store track coll job grad
+RUNTIME_DIRS := $(addprefix runtime/,$(RUNTIME_MODULES))
+CPPFLAGS += $(addprefix -I,$(RUNTIME_DIRS))
+
+define ddp_module
+DDP_MOD_SRCS_$(1) := $(2)
+DDP_MOD_OBJS_$(1) := $$(patsubst %.c,$$(BUILD)/%.o,$(2))
+DDP_MOD_LIB_$(1) := $$(BUILD)/lib/libddp_$(1).a
+$$(DDP_MOD_LIB_$(1)): $$(DDP_MOD_OBJS_$(1))
+	@mkdir -p $$(dir $$@)
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+$$(DDP_MOD_OBJS_$(1)): CFLAGS += -fvisibility=hidden
+BINS += $$(DDP_MOD_LIB_$(1))
+RUNTIME_OBJS += $$(DDP_MOD_OBJS_$(1))
+endef
+ddp_lib_files = $(foreach m,$(1),$(DDP_MOD_LIB_$(m)))
+ddp_libs = -Wl,--start-group $(call ddp_lib_files,$(1)) -Wl,--end-group
+
+RUNTIME_OBJS :=
+include $(addsuffix /module.mk,$(RUNTIME_DIRS))
+
+# What ddprun, the CPU device, the tools and most tests link: the modules
+# below track (in link order), and the libraries they need.
+DDP_COMMON_MODULES := shard store image base
+DDP_COMMON_LIB = $(call ddp_lib_files,$(DDP_COMMON_MODULES))
+RUNTIME_COMMON_SRCS = $(foreach m,$(DDP_COMMON_MODULES),$(DDP_MOD_SRCS_$(m)))
 DDP_COMMON_LIBS := -lelf -lzstd -llz4 -lstdc++ -lpthread -ldl
-
-$(DDP_COMMON_LIB): $(RUNTIME_COMMON_OBJS)
-	@mkdir -p $(dir $@)
-	$(Q)rm -f $@ && ar rcs $@ $^
-
-BINS += $(DDP_COMMON_LIB)
-
-# The element types (names, sizes, the averaging kernels): the kernels must
-# vectorise at any -O level.
-$(BUILD)/runtime/ddp_dtype.o: CFLAGS += -ftree-vectorize -fvect-cost-model=dynamic
-
-# The collectives: compiled once, under $(BUILD)/runtime/, with libddp.so's
-# flags (interpose/module.mk), and linked into libddp.so and the collectives'
-# tests; not into libddpcommon.a.  Defined here, in the first fragment, so
-# every other fragment may use the lists in its prerequisites.
-DDP_COLL_SRCS := runtime/ddp_coll.c runtime/ddp_coll_host.c runtime/ddp_coll_nccl.c
-DDP_COLL_OBJS = $(DDP_COLL_SRCS:%.c=$(BUILD)/%.o)
+# Every module, for libddp.so and the tests of the upper modules.
+DDP_ALL_LIBS = $(call ddp_libs,$(RUNTIME_MODULES))
+DDP_ALL_LIB_FILES = $(call ddp_lib_files,$(RUNTIME_MODULES))

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * ddp_params_main.c - `ddp-params [--markdown]`: prints every libddp setting
- * declared in runtime/params.def (name, type, default, meaning).  The
+ * declared in runtime/base/params.def (name, type, default, meaning).  The
  * markdown form is docs/configuration.md's table; a test keeps them equal.
  *
  * Contract: reads nothing but its arguments; exit 2 on a bad argument.

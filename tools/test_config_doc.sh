@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# docs/configuration.md must hold exactly the table runtime/params.def generates.
+# docs/configuration.md must hold exactly the table runtime/base/params.def generates.
 set -u
 tool=${BUILD:-build}/bin/ddp-params
 [ -x "$tool" ] || { echo "ddp-params not built"; exit 77; }
 if tools/update_config_doc.sh "$tool" docs/configuration.md --check; then
-	echo "ok - docs/configuration.md matches runtime/params.def"
+	echo "ok - docs/configuration.md matches runtime/base/params.def"
 else
 	echo "not ok - docs/configuration.md is stale: run 'make docs-config'"
 fi

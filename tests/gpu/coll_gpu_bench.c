@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * coll_gpu_bench.c - allreduce-average of device buffers through libddp's
- * collectives (ddp_allreduce_avg, runtime/ddp_coll.h) against a direct NCCL
+ * collectives (ddp_allreduce_avg, runtime/coll/ddp_coll.h) against a direct NCCL
  * call of the same size (ncclAllReduce with ncclAvg, then
  * cuStreamSynchronize, as the library's call is synchronous).
  *

@@ -17,7 +17,7 @@ BINS += $(GPU_COLL_BENCH)
 endif
 
 $(GPU_COLL_BENCH): $(GPU_DIR)/coll_gpu_bench.o $(BUILD)/tests/unit/test_coll_harness.o \
-		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB)
+		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES))
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda $(DDP_COMMON_LIBS) -ldl -lm
 

@@ -10,7 +10,7 @@
  *
  * listing every __global__ function by its mangled name with a typed
  * trampoline and the host sizes of its parameters.  The driver matches a
- * module's kernels (from the fatbin, via runtime/ddp_fatbin.h) by mangled name
+ * module's kernels (from the fatbin, via runtime/image/ddp_fatbin.h) by mangled name
  * and refuses a launch when the cubin's parameter sizes differ from the host
  * signature's.
  *

@@ -2,7 +2,7 @@
  *
  * sim_module.c - modules, libraries and functions: loading real nvcc images
  * (fatbin, cudart wrapper, cubin, PTX) with the shared reader
- * (runtime/ddp_fatbin.h) and pairing each kernel with its host
+ * (runtime/image/ddp_fatbin.h) and pairing each kernel with its host
  * implementation (sim_exec.h: sim_kernels_find).
  *
  * cuModuleGetFunction(name): the cubin must have the kernel (else

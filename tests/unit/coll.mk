@@ -1,10 +1,10 @@
 # tests/unit/coll.mk - the tests of the collectives (helper G):
-# runtime/ddp_coll*.c and the element types of runtime/ddp_dtype.c (the
+# runtime/ddp_coll*.c and the element types of runtime/base/ddp_dtype.c (the
 # allreduce bandwidth benchmark is bench/coll.mk).
 #
 # DDP_COLL_SRCS / DDP_COLL_OBJS (runtime/module.mk) are the objects libddp.so
 # links too (compiled with its flags, interpose/module.mk); they are NOT in
-# libddpcommon.a.  runtime/ddp_dtype.c is (with its vectorisation flags).
+# libddpcommon.a.  runtime/base/ddp_dtype.c is (with its vectorisation flags).
 
 # Where the tests look for NCCL (they skip, saying so, when it is absent).
 COLL_TEST_NCCL_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib/libnccl.so.2 $(CUDA_HOME)/lib64/libnccl.so.2 \
@@ -16,17 +16,17 @@ $(eval $(call unit_test,test_coll_dtype,tests/unit/test_coll_dtype.c,-lm))
 
 # Multi-process tests (fork + in-process store server): TESTS only.
 $(COLL_TEST_DIR)/test_coll: $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_coll_harness.o \
-		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB)
+		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES))
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
 
 $(COLL_TEST_DIR)/test_coll_device: $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_harness.o \
-		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB) $(SIMCUDA_DIR)/libcuda.so
+		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES)) $(SIMCUDA_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $(filter %.o %.a,$^) -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) $(DDP_COMMON_LIBS) -lm
 
 $(COLL_TEST_DIR)/test_coll_nccl: $(BUILD)/tests/unit/test_coll_nccl.o $(BUILD)/tests/unit/test_coll_harness.o \
-		$(BUILD)/launcher/store_server.o $(DDP_COLL_OBJS) $(DDP_COMMON_LIB)
+		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES))
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
 

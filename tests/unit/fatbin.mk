@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # tests/unit/fatbin.mk - the fatbin/cubin reader's unit test and fuzz target
-# (runtime/ddp_fatbin.c, ddp_cubin.c, ddp_ptx.c, ddp_demangle.c).
+# (runtime/image/ddp_fatbin.c, ddp_cubin.c, ddp_ptx.c, ddp_demangle.c).
 #
 # The test reads real nvcc output built here from tests/unit/kernels/*.cu:
 # single-arch cubins, PTX text, fatbins for each --compress-mode, -G, a

@@ -2,5 +2,5 @@
 # test.
 
 # Pure unit test of the tracker on synthetic launch sequences (also under ASan).
-$(eval $(call unit_test,test_grad,tests/unit/test_grad.c runtime/ddp_grad.c,))
+$(eval $(call unit_test,test_grad,tests/unit/test_grad.c,,grad))
 $(BUILD)/tests/unit/test_grad.o: CPPFLAGS += -Itests

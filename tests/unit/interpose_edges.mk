@@ -4,7 +4,7 @@
 #  - tests/e2e/interpose/edges.sh (CPU device): fork() in the program, and
 #    dlsym(RTLD_DEFAULT) from a library loaded RTLD_LOCAL; its programs are
 #    built here (tests/e2e/interpose/progs/drv_fork.c, dlsym_scope.c).
-$(eval $(call unit_test,test_ip_edges,tests/unit/test_ip_edges.c runtime/ddp_sig.c runtime/ddp_kreg.c runtime/ddp_grad.c runtime/ddp_stats.c,-lpthread))
+$(eval $(call unit_test,test_ip_edges,tests/unit/test_ip_edges.c,-lpthread,track grad))
 $(BUILD)/tests/unit/test_ip_edges.o: CPPFLAGS += -Itests
 
 IPE_DIR := $(BUILD)/tests/e2e/interpose/edges

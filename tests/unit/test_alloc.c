@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_alloc.c - the allocation table (runtime/ddp_alloc.c): inserts,
+ * test_alloc.c - the allocation table (runtime/track/ddp_alloc.c): inserts,
  * lookups inside/outside/at the edges, frees, stale overlaps, VMM range
  * removal, counters, a full table, O(log n) lookups, and lock-free readers
  * racing a writer.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_coll_dtype.c - the element types of runtime/ddp_dtype.c: the table
+ * test_coll_dtype.c - the element types of runtime/base/ddp_dtype.c: the table
  * of names and sizes against a hand-written one, the parser, and the
  * fp16/bf16 conversions and the averaging kernel against independent
  * references: the compiler's _Float16 (exhaustively for fp16 -> fp32, a

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_store.h"
-#include "store_server.h"
+#include "ddp_store_server.h"
 #include "test_coll_harness.h"
 
 #define JOB_SECRET "coll-test-secret"
@@ -57,7 +57,7 @@ int coll_dir_entries(const char *dir)
 int coll_job_run(int world, coll_rank_fn fn, void *arg, double limit_s, int *status)
 {
 	struct coll_job job;
-	struct launch_store *srv = NULL;
+	struct ddp_store_server *srv = NULL;
 	pid_t pids[64];
 	int failed = 0, left = 0;
 	memset(&job, 0, sizeof job);
@@ -65,14 +65,14 @@ int coll_job_run(int world, coll_rank_fn fn, void *arg, double limit_s, int *sta
 		return world;
 	for (int r = 0; r < world; r++)
 		status[r] = 125;
-	if (launch_store_start("127.0.0.1", 0, JOB_SECRET, &srv) != DDP_OK)
+	if (ddp_store_server_start("127.0.0.1", 0, JOB_SECRET, &srv) != DDP_OK)
 		return world;
-	job.port = launch_store_port(srv);
+	job.port = ddp_store_server_port(srv);
 	job.world = world;
 	snprintf(job.shm_dir, sizeof job.shm_dir, "%s/ddp-coll-test-XXXXXX",
 		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	if (!mkdtemp(job.shm_dir)) {
-		launch_store_stop(srv);
+		ddp_store_server_stop(srv);
 		return world;
 	}
 	fflush(stdout);
@@ -120,7 +120,7 @@ int coll_job_run(int world, coll_rank_fn fn, void *arg, double limit_s, int *sta
 	}
 	for (int r = 0; r < world; r++)
 		failed += status[r] != 0;
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 	/* leave the directory if a segment leaked: the test checks it first */
 	rmdir(job.shm_dir);
 	return failed;

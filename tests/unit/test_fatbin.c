@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * test_fatbin.c - unit tests of the fatbin/cubin/PTX reader
- * (runtime/ddp_fatbin.c, ddp_cubin.c, ddp_ptx.c, ddp_demangle.c) on real
+ * (runtime/image/ddp_fatbin.c, ddp_cubin.c, ddp_ptx.c, ddp_demangle.c) on real
  * nvcc output built by tests/unit/fatbin.mk from the .cu files in tests/unit/kernels/ and
  * embedded in this binary.
  *

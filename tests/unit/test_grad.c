@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_grad.c - the step and gradient tracker (runtime/ddp_grad.c) on
+ * test_grad.c - the step and gradient tracker (runtime/grad/ddp_grad.c) on
  * synthetic launch sequences: "device" buffers are host arrays, the
  * callbacks record what the tracker asked for (allreduce / broadcast lists
  * by label, relaunches) in a log string, and the expectations are written

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_launch.c - the launch decoder (runtime/ddp_launch.c) against a real
+ * test_launch.c - the launch decoder (runtime/track/ddp_launch.c) against a real
  * allocation table and hand-made kernel records: pointers by const-ness,
  * scalars never taken for pointers, untyped 8-byte values, pointers inside
  * by-value structs, the packed `extra` buffer, and inconsistent arguments.

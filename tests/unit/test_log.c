@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * test_log.c - unit tests of runtime/ddp_log.c (levels, subsystems, errors). */
+ * test_log.c - unit tests of runtime/base/ddp_log.c (levels, subsystems, errors). */
 #define CHECK_MAIN
 #include "../check.h"
 #include "ddp_log.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT
- * test_shard.c - unit tests of runtime/ddp_shard.c, ddp_shard_format.c and
+ * test_shard.c - unit tests of runtime/shard/ddp_shard.c, ddp_shard_format.c and
  * ddp_rank.c: spec parsing and its messages, format detection and header
  * rewriting for every format, the view arithmetic against an independent
  * construction of each rank's record list (DistributedSampler style), and

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * test_sig.c - the demangled-signature reader (runtime/ddp_sig.c) and how
+ * test_sig.c - the demangled-signature reader (runtime/image/ddp_sig.c) and how
  * the kernel registry applies it (ddp_kreg_apply_signature).
  */
 #define CHECK_MAIN

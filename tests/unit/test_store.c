@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
  * test_store.c - the rendezvous store: wire parser on crafted bytes, and the
- * server (launcher/store_server.c) started in-process on loopback, driven by
- * client threads (runtime/ddp_store_client.c) and by raw sockets that send
+ * server (runtime/store/ddp_ddp_store_server.c) started in-process on loopback, driven by
+ * client threads (runtime/store/ddp_store_client.c) and by raw sockets that send
  * bad secrets, garbage, oversized and half messages.
  */
 #define CHECK_MAIN
@@ -17,7 +17,7 @@
 #include <fcntl.h>
 #include "ddp_log.h"
 #include "ddp_store.h"
-#include "../../launcher/store_server.h"
+#include "../../runtime/store/ddp_store_server.h"
 
 #define SECRET "t0p-s3cret-for-test"
 
@@ -34,18 +34,18 @@ static void sleep_s(double s)
 	nanosleep(&ts, NULL);
 }
 
-static struct launch_store *start_server(void)
+static struct ddp_store_server *start_server(void)
 {
-	struct launch_store *srv = NULL;
-	if (launch_store_start("127.0.0.1", 0, SECRET, &srv) != DDP_OK)
+	struct ddp_store_server *srv = NULL;
+	if (ddp_store_server_start("127.0.0.1", 0, SECRET, &srv) != DDP_OK)
 		return NULL;
 	return srv;
 }
 
-static struct ddp_store *client(struct launch_store *srv, int rank)
+static struct ddp_store *client(struct ddp_store_server *srv, int rank)
 {
 	struct ddp_store *c = NULL;
-	if (ddp_store_connect("127.0.0.1", launch_store_port(srv), SECRET, rank, 5.0, &c) != DDP_OK)
+	if (ddp_store_connect("127.0.0.1", ddp_store_server_port(srv), SECRET, rank, 5.0, &c) != DDP_OK)
 		return NULL;
 	return c;
 }
@@ -182,7 +182,7 @@ static int raw_sees_eof(int fd)
 }
 
 /* The server still serves a fresh client: SET then GET round trip. */
-static int server_alive(struct launch_store *srv)
+static int server_alive(struct ddp_store_server *srv)
 {
 	struct ddp_store *c = client(srv, 0);
 	void *v = NULL;
@@ -196,10 +196,10 @@ static int server_alive(struct launch_store *srv)
 
 /* The number of authenticated connections once it settles to want (the
  * server notices closed connections asynchronously); returns the last seen. */
-static int clients_settle(struct launch_store *srv, int want)
+static int clients_settle(struct ddp_store_server *srv, int want)
 {
-	int n = launch_store_clients(srv);
-	for (double end = now_s() + 3.0; n != want && now_s() < end; n = launch_store_clients(srv))
+	int n = ddp_store_server_clients(srv);
+	for (double end = now_s() + 3.0; n != want && now_s() < end; n = ddp_store_server_clients(srv))
 		sleep_s(0.01);
 	return n;
 }
@@ -377,28 +377,28 @@ TEST(secret_compare_and_timeouts)
 
 TEST(server_refuses_bad_arguments)
 {
-	struct launch_store *s = (struct launch_store *)1;
-	CHECK(launch_store_start("127.0.0.1", 0, "", &s) == DDP_ERR_INVALID && s == NULL);
-	CHECK(launch_store_start("127.0.0.1", 0, NULL, &s) == DDP_ERR_INVALID);
-	CHECK(launch_store_start("not-an-address", 0, SECRET, &s) == DDP_ERR_INVALID);
+	struct ddp_store_server *s = (struct ddp_store_server *)1;
+	CHECK(ddp_store_server_start("127.0.0.1", 0, "", &s) == DDP_ERR_INVALID && s == NULL);
+	CHECK(ddp_store_server_start("127.0.0.1", 0, NULL, &s) == DDP_ERR_INVALID);
+	CHECK(ddp_store_server_start("not-an-address", 0, SECRET, &s) == DDP_ERR_INVALID);
 	/* Port already taken. */
-	struct launch_store *a = start_server();
+	struct ddp_store_server *a = start_server();
 	REQUIRE(a);
-	CHECK(launch_store_start("127.0.0.1", launch_store_port(a), SECRET, &s) == DDP_ERR_SYS);
-	launch_store_stop(a);
-	launch_store_stop(NULL);
+	CHECK(ddp_store_server_start("127.0.0.1", ddp_store_server_port(a), SECRET, &s) == DDP_ERR_SYS);
+	ddp_store_server_stop(a);
+	ddp_store_server_stop(NULL);
 }
 
 TEST(default_bind_is_loopback)
 {
-	struct launch_store *srv = NULL;
-	REQUIRE(launch_store_start(NULL, 0, SECRET, &srv) == DDP_OK);
+	struct ddp_store_server *srv = NULL;
+	REQUIRE(ddp_store_server_start(NULL, 0, SECRET, &srv) == DDP_OK);
 	/* Independent check: ask the kernel which address the store bound. */
 	int found = 0;
 	FILE *f = fopen("/proc/net/tcp", "r");
 	char line[512];
 	char want[32];
-	snprintf(want, sizeof want, "0100007F:%04X", launch_store_port(srv));
+	snprintf(want, sizeof want, "0100007F:%04X", ddp_store_server_port(srv));
 	while (f && fgets(line, sizeof line, f))
 		if (strstr(line, want) && strstr(line, " 0A "))
 			found = 1; /* 0A = LISTEN */
@@ -406,12 +406,12 @@ TEST(default_bind_is_loopback)
 		fclose(f);
 	CHECK(found);
 	CHECK(server_alive(srv));
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(set_get_roundtrip)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *c = client(srv, 0);
 	REQUIRE(c);
@@ -460,11 +460,11 @@ TEST(set_get_roundtrip)
 	CHECK_EQ_INT(clients_settle(srv, 2), 2);
 	ddp_store_close(d);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 struct getter {
-	struct launch_store *srv;
+	struct ddp_store_server *srv;
 	const char *key;
 	double timeout;
 	ddp_result rc;
@@ -486,7 +486,7 @@ static void *getter_main(void *arg)
 
 TEST(get_waits_for_a_later_set)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *c = client(srv, 0);
 	REQUIRE(c);
@@ -507,11 +507,11 @@ TEST(get_waits_for_a_later_set)
 		free(g[i].val);
 	}
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 struct adder {
-	struct launch_store *srv;
+	struct ddp_store_server *srv;
 	int rank;
 	ddp_result rc;
 	int64_t max_seen;
@@ -536,7 +536,7 @@ static void *adder_main(void *arg)
 
 TEST(add_from_8_threads_is_exact)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct adder a[8];
 	pthread_t t[8];
@@ -576,11 +576,11 @@ TEST(add_from_8_threads_is_exact)
 	CHECK(strstr(ddp_store_last_error(c), "not a counter") != NULL);
 	CHECK(ddp_store_add(c, "neg", 3, &total) == DDP_OK && total == 0);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 struct barrier_arg {
-	struct launch_store *srv;
+	struct ddp_store_server *srv;
 	int rank;
 	int ok;
 	int rounds;
@@ -613,7 +613,7 @@ static void *barrier_main(void *arg)
 
 TEST(barrier_world_4_reusable)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct barrier_arg b[4];
 	pthread_t t[4];
@@ -645,7 +645,7 @@ TEST(barrier_world_4_reusable)
 	ddp_store_close(c[1]);
 	ddp_store_close(c[2]);
 	ddp_store_close(c[3]);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 struct bar_one {
@@ -664,7 +664,7 @@ static void *bar_one_main(void *arg)
 
 TEST(barrier_world_size_mismatch)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *a = client(srv, 0), *b = client(srv, 1), *c = client(srv, 2);
 	REQUIRE(a && b && c);
@@ -680,12 +680,12 @@ TEST(barrier_world_size_mismatch)
 	ddp_store_close(a);
 	ddp_store_close(b);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(wait_times_out_in_time)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *c = client(srv, 0);
 	REQUIRE(c);
@@ -704,16 +704,16 @@ TEST(wait_times_out_in_time)
 	CHECK(ddp_store_get(c, "never/appears", &v, &n, 0.3) == DDP_ERR_TIMEOUT);
 	CHECK(now_s() - t0 >= 0.25 && now_s() - t0 < 2.0);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(wrong_secret_is_refused_and_logged_without_the_secret)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *c = (struct ddp_store *)1;
 	capture_begin();
-	ddp_result rc = ddp_store_connect("127.0.0.1", launch_store_port(srv), "wrong-guess-42", 0,
+	ddp_result rc = ddp_store_connect("127.0.0.1", ddp_store_server_port(srv), "wrong-guess-42", 0,
 					  2.0, &c);
 	const char *log = capture_end();
 	CHECK(rc == DDP_ERR_REMOTE);
@@ -723,7 +723,7 @@ TEST(wrong_secret_is_refused_and_logged_without_the_secret)
 	CHECK(strstr(log, "wrong-guess-42") == NULL);
 	CHECK(strstr(log, SECRET) == NULL);
 	/* The same over a raw socket: REFUSED reply, then the server closes. */
-	int fd = raw_connect(launch_store_port(srv));
+	int fd = raw_connect(ddp_store_server_port(srv));
 	REQUIRE(fd >= 0);
 	capture_begin();
 	raw_hello(fd, SECRET "x", 0); /* a prefix of the right secret is not enough */
@@ -739,14 +739,14 @@ TEST(wrong_secret_is_refused_and_logged_without_the_secret)
 	close(fd);
 	CHECK_EQ_INT(clients_settle(srv, 0), 0);
 	CHECK(server_alive(srv));
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(missing_hello_is_refused)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
-	int fd = raw_connect(launch_store_port(srv));
+	int fd = raw_connect(ddp_store_server_port(srv));
 	REQUIRE(fd >= 0);
 	capture_begin();
 	raw_msg(fd, DDP_STORE_SET, "k", 1, "v", 1);
@@ -766,7 +766,7 @@ TEST(missing_hello_is_refused)
 	size_t n;
 	CHECK(ddp_store_get(c, "k", &v, &n, 0) == DDP_ERR_TIMEOUT);
 	/* A second HELLO on an authenticated connection is a protocol error. */
-	fd = raw_connect(launch_store_port(srv));
+	fd = raw_connect(ddp_store_server_port(srv));
 	REQUIRE(fd >= 0);
 	raw_hello(fd, SECRET, 5);
 	CHECK_EQ_INT(raw_reply(fd, NULL, 0), DDP_STORE_ST_OK);
@@ -775,12 +775,12 @@ TEST(missing_hello_is_refused)
 	CHECK(raw_sees_eof(fd));
 	close(fd);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(oversized_key_and_value_refused_server_stays_up)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *other = client(srv, 1);
 	REQUIRE(other);
@@ -792,7 +792,7 @@ TEST(oversized_key_and_value_refused_server_stays_up)
 	CHECK(ddp_store_set(other, "k", big, (size_t)DDP_STORE_MAX_VAL + 1) == DDP_ERR_INVALID);
 	/* Server side: headers claiming too much close that connection only. */
 	for (int which = 0; which < 2; which++) {
-		int fd = raw_connect(launch_store_port(srv));
+		int fd = raw_connect(ddp_store_server_port(srv));
 		REQUIRE(fd >= 0);
 		raw_hello(fd, SECRET, 2);
 		CHECK_EQ_INT(raw_reply(fd, NULL, 0), DDP_STORE_ST_OK);
@@ -827,14 +827,14 @@ TEST(oversized_key_and_value_refused_server_stays_up)
 	free(back);
 	free(val);
 	ddp_store_close(other);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(garbage_and_half_messages_then_disconnect)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
-	int port = launch_store_port(srv);
+	int port = ddp_store_server_port(srv);
 	struct ddp_store *c = client(srv, 0);
 	REQUIRE(c);
 	capture_begin();
@@ -913,41 +913,41 @@ TEST(garbage_and_half_messages_then_disconnect)
 	CHECK(server_alive(srv));
 	CHECK_EQ_INT(clients_settle(srv, 1), 1);
 	ddp_store_close(c);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 TEST(heartbeat_progress_and_age)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
 	struct ddp_store *c = client(srv, 3);
 	REQUIRE(c);
 	uint64_t counter;
 	double age;
-	CHECK(launch_store_progress(srv, 3, &counter, &age) == DDP_OK);
+	CHECK(ddp_store_server_progress(srv, 3, &counter, &age) == DDP_OK);
 	CHECK(counter == 0 && age < 0);
-	CHECK(launch_store_progress(srv, -1, &counter, &age) == DDP_ERR_INVALID);
+	CHECK(ddp_store_server_progress(srv, -1, &counter, &age) == DDP_ERR_INVALID);
 	volatile uint64_t progress = 41;
 	CHECK(ddp_store_heartbeat_start(c, &progress, 0.02) == DDP_OK);
 	CHECK(ddp_store_heartbeat_start(c, &progress, 0.02) == DDP_ERR_INVALID);
 	sleep_s(0.4);
-	CHECK(launch_store_progress(srv, 3, &counter, &age) == DDP_OK);
+	CHECK(ddp_store_server_progress(srv, 3, &counter, &age) == DDP_OK);
 	CHECK_EQ_INT(counter, 41);
 	CHECK(age >= 0.25 && age < 5.0); /* unchanged since the first post */
 	__atomic_store_n(&progress, 42, __ATOMIC_RELAXED);
 	for (double end = now_s() + 3.0; now_s() < end; sleep_s(0.005)) {
-		CHECK(launch_store_progress(srv, 3, &counter, &age) == DDP_OK);
+		CHECK(ddp_store_server_progress(srv, 3, &counter, &age) == DDP_OK);
 		if (counter == 42)
 			break;
 	}
 	CHECK_EQ_INT(counter, 42);
 	CHECK(age >= 0 && age < 0.2); /* just changed */
 	sleep_s(0.3);
-	CHECK(launch_store_progress(srv, 3, &counter, &age) == DDP_OK);
+	CHECK(ddp_store_server_progress(srv, 3, &counter, &age) == DDP_OK);
 	CHECK(counter == 42 && age >= 0.25); /* heartbeats kept coming; the counter did not move */
 	/* Other ranks never reported. */
-	CHECK(launch_store_progress(srv, 0, &counter, &age) == DDP_OK && age < 0);
-	CHECK(launch_store_progress(srv, 100000, &counter, &age) == DDP_OK && age < 0);
+	CHECK(ddp_store_server_progress(srv, 0, &counter, &age) == DDP_OK && age < 0);
+	CHECK(ddp_store_server_progress(srv, 100000, &counter, &age) == DDP_OK && age < 0);
 	/* The main connection works while the heartbeat runs. */
 	CHECK(ddp_store_set(c, "k", "v", 1) == DDP_OK);
 	double t0 = now_s();
@@ -958,7 +958,7 @@ TEST(heartbeat_progress_and_age)
 	REQUIRE(tool);
 	CHECK(ddp_store_heartbeat_start(tool, &progress, 0.1) == DDP_ERR_INVALID);
 	ddp_store_close(tool);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 struct stopper {
@@ -981,9 +981,9 @@ static void *stopper_get(void *arg)
 
 TEST(server_stop_with_connected_clients)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
-	int port = launch_store_port(srv);
+	int port = ddp_store_server_port(srv);
 	struct ddp_store *waiting = client(srv, 0), *idle = client(srv, 1), *hb = client(srv, 2);
 	REQUIRE(waiting && idle && hb);
 	volatile uint64_t progress = 1;
@@ -993,7 +993,7 @@ TEST(server_stop_with_connected_clients)
 	pthread_create(&t, NULL, stopper_get, &st);
 	sleep_s(0.2);
 	capture_begin();
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 	pthread_join(t, NULL);
 	CHECK(st.rc == DDP_ERR_REMOTE);
 	CHECK(st.elapsed < 5.0);
@@ -1033,16 +1033,16 @@ static void *late_conn_main(void *arg)
 
 TEST(connect_retries_until_the_server_is_up)
 {
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
-	int port = launch_store_port(srv);
-	launch_store_stop(srv);
+	int port = ddp_store_server_port(srv);
+	ddp_store_server_stop(srv);
 	struct late_conn l = { port, DDP_ERR_INTERNAL };
 	pthread_t t;
 	pthread_create(&t, NULL, late_conn_main, &l);
 	sleep_s(0.3);
 	srv = NULL;
-	ddp_result rc = launch_store_start("127.0.0.1", port, SECRET, &srv);
+	ddp_result rc = ddp_store_server_start("127.0.0.1", port, SECRET, &srv);
 	if (rc != DDP_OK) {
 		pthread_join(t, NULL);
 		SKIP("the freed port was taken by someone else meanwhile");
@@ -1050,7 +1050,7 @@ TEST(connect_retries_until_the_server_is_up)
 	pthread_join(t, NULL);
 	CHECK(l.rc == DDP_OK);
 	CHECK(server_alive(srv));
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 /* A flood of connections that never say HELLO (idle, or slowloris-style)
@@ -1059,7 +1059,7 @@ TEST(connect_retries_until_the_server_is_up)
  * after the 10 s HELLO deadline), the refusals are not logged one by one,
  * and a rank still connects and is served while the flood stays open. */
 #define FLOOD 700
-#define MAX_PENDING 256 /* STORE_MAX_PENDING of store_server.c */
+#define MAX_PENDING 256 /* STORE_MAX_PENDING of ddp_store_server.c */
 TEST(idle_connection_flood_is_bounded)
 {
 	struct rlimit rl;
@@ -1071,9 +1071,9 @@ TEST(idle_connection_flood_is_bounded)
 		rl.rlim_cur = want;
 		REQUIRE(setrlimit(RLIMIT_NOFILE, &rl) == 0);
 	}
-	struct launch_store *srv = start_server();
+	struct ddp_store_server *srv = start_server();
 	REQUIRE(srv);
-	int port = launch_store_port(srv);
+	int port = ddp_store_server_port(srv);
 	static int fds[FLOOD];
 	int opened = 0;
 	capture_begin();
@@ -1116,7 +1116,7 @@ TEST(idle_connection_flood_is_bounded)
 	CHECK(strstr(log, SECRET) == NULL);
 	for (int i = 0; i < opened; i++)
 		close(fds[i]);
-	launch_store_stop(srv);
+	ddp_store_server_stop(srv);
 }
 
 int main(int argc, char **argv)

@@ -4,7 +4,7 @@
 # timeout.sh - --timeout SEC: a rank whose store heartbeat counter stops
 # while the others go on is named and the job stopped (exit 124); ranks that
 # keep progressing are left alone.  The ranks post heartbeats with the store
-# client of runtime/ddp_store.h directly (rankprog heartbeat).
+# client of runtime/store/ddp_store.h directly (rankprog heartbeat).
 . "$(dirname "$0")/lib.sh"
 out=$TMP/out err=$TMP/err
 

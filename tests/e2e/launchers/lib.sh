@@ -5,7 +5,7 @@
 # start them, with libddp.so preloaded by hand.  Neither torchrun nor Slurm
 # nor Open MPI is needed: each rank is started here in the background with
 # exactly the variables that launcher sets (launcher_env), so rank 0's
-# libddp must host the rendezvous store itself (runtime/ddp_job.c).
+# libddp must host the rendezvous store itself (runtime/job/ddp_job.c).
 #
 # The equivalence check is the one of tests/e2e/sync: N ranks of
 # samples/mlp at batch B with stride sharding (DDP_SHARD) end with the

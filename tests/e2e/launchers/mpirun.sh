@@ -18,7 +18,7 @@ ref b16 --steps $S --batch 16
 P=$(free_port)
 run_ranks auto ompi 2 DDP_STORE_PORT=$P "${STALE[@]}" -- --steps $S --batch 8
 if grep -q 'no MASTER_ADDR/MASTER_PORT: gradient synchronisation is off' "$TMP/auto.0.err"; then
-	echo "skip - mpirun -np 2 with DDP_SYNC=auto: runtime/ddp_sync.c still turns sync off without MASTER_ADDR (it must ask ddp_job_launched()); checked with DDP_SYNC=on below"
+	echo "skip - mpirun -np 2 with DDP_SYNC=auto: runtime/grad/ddp_sync.c still turns sync off without MASTER_ADDR (it must ask ddp_job_launched()); checked with DDP_SYNC=on below"
 else
 	equiv "mpirun -np 2 (DDP_SYNC=auto, inside a Slurm allocation)" auto b16 2
 fi

@@ -18,7 +18,7 @@ slurm_job_for_free_port
 ref b16 --steps $S --batch 16
 run_ranks auto slurm 2 -- --steps $S --batch 8
 if grep -q 'no MASTER_ADDR/MASTER_PORT: gradient synchronisation is off' "$TMP/auto.0.err"; then
-	echo "skip - srun -n 2 with DDP_SYNC=auto: runtime/ddp_sync.c still turns sync off without MASTER_ADDR (it must ask ddp_job_launched()); checked with DDP_SYNC=on below"
+	echo "skip - srun -n 2 with DDP_SYNC=auto: runtime/grad/ddp_sync.c still turns sync off without MASTER_ADDR (it must ask ddp_job_launched()); checked with DDP_SYNC=on below"
 else
 	equiv "srun -n 2 (DDP_SYNC=auto)" auto b16 2
 fi

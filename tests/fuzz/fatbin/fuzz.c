@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * fuzz.c - libFuzzer target for the module image reader (runtime/ddp_fatbin.c,
+ * fuzz.c - libFuzzer target for the module image reader (runtime/image/ddp_fatbin.c,
  * ddp_cubin.c, ddp_ptx.c, ddp_demangle.c).
  *
  * Each input is handed to ddp_image_kind and ddp_module_parse with its exact

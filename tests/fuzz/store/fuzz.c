@@ -7,7 +7,7 @@
  *      replies, message after message; every accepted message must lie inside
  *      the buffer and every rejection must say why.
  *   2. The same stream is fed to the server's connection state machine
- *      (launcher/store_server.c, included here so its static core is
+ *      (runtime/store/ddp_store_server.c, included here so its static core is
  *      reachable; no sockets: fd = -1, replies discarded) over one or two
  *      connections, pre-authenticated or not, in chunks of 1, 7 or all bytes,
  *      with the clock advancing so parked requests time out.  Afterwards the
@@ -15,7 +15,7 @@
  * Mode bits: 0 pre-authenticate, 1..2 chunk size, 3 two connections,
  * 6+7 both set: log at trace level (exercises the log formatting too).
  */
-#include "../../../launcher/store_server.c"
+#include "../../../runtime/store/ddp_store_server.c"
 
 #define FUZZ_SECRET "fuzz-secret"
 
@@ -46,7 +46,7 @@ static void fuzz_parser(const uint8_t *data, size_t size, enum ddp_store_dir dir
 	}
 }
 
-static void check_invariants(struct launch_store *s)
+static void check_invariants(struct ddp_store_server *s)
 {
 	for (struct barrier *b = s->barriers; b; b = b->next) {
 		uint32_t parked = 0;
@@ -69,7 +69,7 @@ static void check_invariants(struct launch_store *s)
 static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 {
 	static const size_t chunks[4] = { 1, 7, 64, (size_t)-1 };
-	struct launch_store *s = calloc(1, sizeof *s);
+	struct ddp_store_server *s = calloc(1, sizeof *s);
 	double now = 1000.0;
 	int nconn = (mode & 8) ? 2 : 1;
 	struct conn *c[2] = { NULL, NULL };

@@ -12,7 +12,7 @@
  * Whose store.  ddprun (rank source "ddprun": RANK/WORLD_SIZE without
  * TORCHELASTIC_RUN_ID) hosts the store at MASTER_ADDR:MASTER_PORT.  Any
  * other launcher (torchrun, srun, mpirun, PMI) hosts none we can use, so
- * rank 0 starts launcher/store_server.c in this process ("self-hosted"):
+ * rank 0 starts runtime/store/ddp_ddp_store_server.c in this process ("self-hosted"):
  *   secret   DDP_STORE_SECRET, exported by the user, the same on every rank
  *            (16..512 characters); missing: every rank stops at once.
  *   address  one node (local world == world): 127.0.0.1, bound to loopback;
@@ -27,7 +27,7 @@
  * rank that died closed its sockets too), at most DDP_COLL_TIMEOUT seconds.
  *
  * The server thread only polls sockets and logs: it never calls the driver,
- * its sockets and pipe are close-on-exec (store_server.c), and it runs with
+ * its sockets and pipe are close-on-exec (ddp_store_server.c), and it runs with
  * every signal blocked.
  *
  * Contract: init once from ddp_init (inside-ddp flag set); the rest from the
@@ -53,7 +53,7 @@
 #include "ddp_params.h"
 #include "ddp_rank.h"
 #include "ddp_store.h"
-#include "store_server.h"
+#include "ddp_store_server.h"
 
 #define JOB_CONNECT_TIMEOUT_S 60.0  /* for the store to come up            */
 #define JOB_SECRET_MIN        16    /* characters of a self-hosted secret  */
@@ -207,7 +207,7 @@ static ddp_result job_probe_port(const char *bind_addr, int port, const char *fr
 
 	snprintf(portstr, sizeof portstr, "%d", port);
 	if (getaddrinfo(bind_addr, portstr, &hints, &ai) != 0)
-		return DDP_OK; /* launch_store_start reports a bad address */
+		return DDP_OK; /* ddp_store_server_start reports a bad address */
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -224,7 +224,7 @@ static ddp_result job_probe_port(const char *bind_addr, int port, const char *fr
 	return DDP_ERR_SYS;
 }
 
-static struct launch_store *server; /* rank 0, self-hosted: the store it runs */
+static struct ddp_store_server *server; /* rank 0, self-hosted: the store it runs */
 static pid_t init_pid;              /* the process that ran ddp_job_init     */
 static char store_host[256];
 
@@ -260,7 +260,7 @@ static ddp_result job_self_host(const struct ddp_rank_info *ri, const char **sec
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ddp_result rc = launch_store_start(bind_addr, port, *secret, &server);
+	ddp_result rc = ddp_store_server_start(bind_addr, port, *secret, &server);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != DDP_OK) {
 		DDP_ERROR("libddp: rank 0 cannot host the store on %s:%d (port from %s); export "
@@ -328,7 +328,7 @@ out_close_store:
 	ddp_store_close(store);
 	store = NULL;
 out_stop_server:
-	launch_store_stop(server);
+	ddp_store_server_stop(server);
 	server = NULL;
 	return rc;
 }
@@ -439,9 +439,9 @@ static void job_host_linger(void)
 	}
 	ddp_store_close(store);
 	store = NULL;
-	while (launch_store_clients(server) > 0 && job_now() < deadline)
+	while (ddp_store_server_clients(server) > 0 && job_now() < deadline)
 		nanosleep(&nap, NULL);
-	int open = launch_store_clients(server);
+	int open = ddp_store_server_clients(server);
 	if (joined < info.world || open > 0)
 		DDP_WARN("libddp: rank 0 stops hosting the store after waiting %.0f s (DDP_COLL_TIMEOUT): "
 			 "%lld of %d ranks joined, %d connections still open; those ranks lose the store",
@@ -463,6 +463,6 @@ void ddp_job_fini(void)
 		ddp_store_close(store);
 		store = NULL;
 	}
-	launch_store_stop(server);
+	ddp_store_server_stop(server);
 	server = NULL;
 }

@@ -35,7 +35,7 @@
  * by rank.
  *
  * Contract: only the server thread touches connections, keys and barriers.
- * progress_lock guards the progress array (read by launch_store_progress
+ * progress_lock guards the progress array (read by ddp_store_server_progress
  * from ddprun's monitor); nready is atomic.  The secret is never logged.
  */
 #include <arpa/inet.h>
@@ -54,7 +54,7 @@
 #include <unistd.h>
 #include "ddp_log.h"
 #include "ddp_store.h"
-#include "store_server.h"
+#include "ddp_store_server.h"
 
 #define STORE_HELLO_TIMEOUT_S 10.0  /* an unauthenticated connection's life  */
 #define STORE_CLOSE_LINGER_S  1.0   /* draining a connection being closed    */
@@ -112,7 +112,7 @@ struct conn {
 	size_t out_len, out_off, out_cap;
 };
 
-struct launch_store {
+struct ddp_store_server {
 	int listen_fd;
 	int port;
 	int wake[2];                 /* pipe: a byte wakes the thread to stop */
@@ -163,7 +163,7 @@ static uint64_t key_hash(const char *key)
 	return h;
 }
 
-static struct kv **kv_slot(struct launch_store *s, const char *key, uint64_t h)
+static struct kv **kv_slot(struct ddp_store_server *s, const char *key, uint64_t h)
 {
 	struct kv **p = &s->buckets[h & (s->nbuckets - 1)];
 	while (*p && ((*p)->hash != h || strcmp((*p)->key, key) != 0))
@@ -171,12 +171,12 @@ static struct kv **kv_slot(struct launch_store *s, const char *key, uint64_t h)
 	return p;
 }
 
-static struct kv *kv_find(struct launch_store *s, const char *key)
+static struct kv *kv_find(struct ddp_store_server *s, const char *key)
 {
 	return *kv_slot(s, key, key_hash(key));
 }
 
-static ddp_result kv_grow(struct launch_store *s)
+static ddp_result kv_grow(struct ddp_store_server *s)
 {
 	size_t n = s->nbuckets * 2;
 	struct kv **b = calloc(n, sizeof *b);
@@ -197,7 +197,7 @@ static ddp_result kv_grow(struct launch_store *s)
 
 /* Stores a copy of val under key; returns DDP_ERR_NOMEM and leaves the table
  * unchanged when memory runs out. */
-static ddp_result kv_set(struct launch_store *s, const char *key, const void *val, size_t len)
+static ddp_result kv_set(struct ddp_store_server *s, const char *key, const void *val, size_t len)
 {
 	uint64_t h = key_hash(key);
 	struct kv **p = kv_slot(s, key, h);
@@ -233,7 +233,7 @@ static ddp_result kv_set(struct launch_store *s, const char *key, const void *va
 	return DDP_OK;
 }
 
-static void kv_del(struct launch_store *s, const char *key)
+static void kv_del(struct ddp_store_server *s, const char *key)
 {
 	struct kv **p = kv_slot(s, key, key_hash(key));
 	struct kv *e = *p;
@@ -246,7 +246,7 @@ static void kv_del(struct launch_store *s, const char *key)
 	s->nkeys--;
 }
 
-static void kv_free_all(struct launch_store *s)
+static void kv_free_all(struct ddp_store_server *s)
 {
 	for (size_t i = 0; s->buckets && i < s->nbuckets; i++) {
 		for (struct kv *e = s->buckets[i], *next; e; e = next) {
@@ -319,7 +319,7 @@ static void conn_fail(struct conn *c, uint8_t op, unsigned status, const char *w
 
 /* Logs a refused or evicted connection: the first STORE_LOG_REFUSALS one by
  * one, then only counted (a flood must not flood the log too). */
-static void log_refusal(struct launch_store *s, const char *peer, const char *why)
+static void log_refusal(struct ddp_store_server *s, const char *peer, const char *why)
 {
 	if (++s->nrefused <= STORE_LOG_REFUSALS)
 		DDP_WARN("store: refused a connection from %s: %s", peer, why);
@@ -328,7 +328,7 @@ static void log_refusal(struct launch_store *s, const char *peer, const char *wh
 			 STORE_LOG_REFUSALS);
 }
 
-static void conn_refuse(struct launch_store *s, struct conn *c, uint8_t op, const char *why,
+static void conn_refuse(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *why,
 			double now)
 {
 	log_refusal(s, c->peer, why);
@@ -354,7 +354,7 @@ static void conn_unpark(struct conn *c)
 	c->pkey = NULL;
 }
 
-static struct barrier *barrier_find(struct launch_store *s, const char *name)
+static struct barrier *barrier_find(struct ddp_store_server *s, const char *name)
 {
 	struct barrier *b = s->barriers;
 	while (b && strcmp(b->name, name) != 0)
@@ -362,7 +362,7 @@ static struct barrier *barrier_find(struct launch_store *s, const char *name)
 	return b;
 }
 
-static void barrier_free(struct launch_store *s, struct barrier *b)
+static void barrier_free(struct ddp_store_server *s, struct barrier *b)
 {
 	struct barrier **p = &s->barriers;
 	while (*p != b)
@@ -373,7 +373,7 @@ static void barrier_free(struct launch_store *s, struct barrier *b)
 }
 
 /* Takes back the arrival of a parked barrier request (timeout, disconnect). */
-static void barrier_withdraw(struct launch_store *s, const char *name)
+static void barrier_withdraw(struct ddp_store_server *s, const char *name)
 {
 	struct barrier *b = barrier_find(s, name);
 	if (b && --b->arrived == 0)
@@ -381,7 +381,7 @@ static void barrier_withdraw(struct launch_store *s, const char *name)
 }
 
 /* Answers every request parked on key now that it exists. */
-static void wake_key(struct launch_store *s, const char *key)
+static void wake_key(struct ddp_store_server *s, const char *key)
 {
 	struct kv *e = NULL;
 	for (size_t i = 0; i < s->nconns; i++) {
@@ -403,7 +403,7 @@ static void wake_key(struct launch_store *s, const char *key)
 
 /* Times out parked requests and stale connections; returns the next deadline
  * (< 0: none). */
-static double store_expire(struct launch_store *s, double now)
+static double store_expire(struct ddp_store_server *s, double now)
 {
 	double next = -1;
 	char k[96];
@@ -452,7 +452,7 @@ static void park(struct conn *c, uint8_t op, const char *key, uint32_t timeout_m
 	c->pdeadline = timeout_ms == DDP_STORE_FOREVER ? -1 : now + timeout_ms * 1e-3;
 }
 
-static void do_barrier(struct launch_store *s, struct conn *c, const char *name,
+static void do_barrier(struct ddp_store_server *s, struct conn *c, const char *name,
 		       uint32_t world, uint32_t timeout_ms, double now)
 {
 	struct barrier *b = barrier_find(s, name);
@@ -498,7 +498,7 @@ static void do_barrier(struct launch_store *s, struct conn *c, const char *name,
 	barrier_free(s, b);
 }
 
-static void do_heartbeat(struct launch_store *s, struct conn *c, uint64_t counter, double now)
+static void do_heartbeat(struct ddp_store_server *s, struct conn *c, uint64_t counter, double now)
 {
 	if (c->rank < 0) {
 		conn_reply_msg(c, DDP_STORE_HEARTBEAT, DDP_STORE_ST_INVALID,
@@ -531,7 +531,7 @@ static void do_heartbeat(struct launch_store *s, struct conn *c, uint64_t counte
 }
 
 /* Serves one complete, validated message. */
-static void dispatch(struct launch_store *s, struct conn *c, const struct ddp_store_msg *m,
+static void dispatch(struct ddp_store_server *s, struct conn *c, const struct ddp_store_msg *m,
 		     double now)
 {
 	char key[DDP_STORE_MAX_KEY + 1], k[96];
@@ -614,7 +614,7 @@ static void dispatch(struct launch_store *s, struct conn *c, const struct ddp_st
 
 /* Feeds bytes that arrived on c; serves every complete message.  Stops at the
  * first error (the connection is then CLOSING or dead). */
-static void conn_feed(struct launch_store *s, struct conn *c, const uint8_t *data, size_t n,
+static void conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *data, size_t n,
 		      double now)
 {
 	const char *why = NULL;
@@ -691,7 +691,7 @@ static void conn_feed(struct launch_store *s, struct conn *c, const uint8_t *dat
 
 /* ---- connections ------------------------------------------------------------ */
 
-static struct conn *conn_new(struct launch_store *s, int fd, const char *peer, double now)
+static struct conn *conn_new(struct ddp_store_server *s, int fd, const char *peer, double now)
 {
 	struct conn *c = calloc(1, sizeof *c);
 	if (!c)
@@ -717,7 +717,7 @@ static struct conn *conn_new(struct launch_store *s, int fd, const char *peer, d
 }
 
 /* Frees c (which must be s->conns[i]); undoes a parked barrier arrival. */
-static void conn_free(struct launch_store *s, size_t i)
+static void conn_free(struct ddp_store_server *s, size_t i)
 {
 	struct conn *c = s->conns[i];
 	if (c->parked_op == DDP_STORE_BARRIER)
@@ -758,7 +758,7 @@ static void conn_flush(struct conn *c)
 	}
 }
 
-static void conn_read(struct launch_store *s, struct conn *c, double now)
+static void conn_read(struct ddp_store_server *s, struct conn *c, double now)
 {
 	uint8_t buf[STORE_READ_CHUNK];
 	size_t budget = STORE_READ_BUDGET;
@@ -810,7 +810,7 @@ static int conn_pending(const struct conn *c)
 /* Closes the oldest pending connection, those already refused first, to make
  * room for a new one.  Its socket is closed at once (the descriptor is what
  * may be short); the sweep frees the rest.  Returns 0 when there is none. */
-static int store_evict_pending(struct launch_store *s)
+static int store_evict_pending(struct ddp_store_server *s)
 {
 	struct conn *victim = NULL;
 
@@ -834,7 +834,7 @@ static int store_evict_pending(struct launch_store *s)
 	return 1;
 }
 
-static void store_accept(struct launch_store *s, double now)
+static void store_accept(struct ddp_store_server *s, double now)
 {
 	size_t pending = 0;
 
@@ -872,7 +872,7 @@ static void store_accept(struct launch_store *s, double now)
 }
 
 /* Closes and frees every connection marked dead. */
-static void store_sweep(struct launch_store *s)
+static void store_sweep(struct ddp_store_server *s)
 {
 	for (size_t i = 0; i < s->nconns;) {
 		struct conn *c = s->conns[i];
@@ -886,7 +886,7 @@ static void store_sweep(struct launch_store *s)
 
 static void *store_thread(void *arg)
 {
-	struct launch_store *s = arg;
+	struct ddp_store_server *s = arg;
 	struct pollfd *pfd = NULL;
 	size_t pfd_cap = 0;
 	double next = -1;
@@ -953,7 +953,7 @@ static void *store_thread(void *arg)
 
 /* Everything of a store except sockets and the thread (also used by the fuzz
  * target). */
-static ddp_result store_core_init(struct launch_store *s, const char *secret)
+static ddp_result store_core_init(struct ddp_store_server *s, const char *secret)
 {
 	size_t len = strlen(secret);
 	if (len == 0 || len > DDP_STORE_MAX_KEY) {
@@ -972,7 +972,7 @@ static ddp_result store_core_init(struct launch_store *s, const char *secret)
 	return DDP_OK;
 }
 
-static void store_core_free(struct launch_store *s)
+static void store_core_free(struct ddp_store_server *s)
 {
 	while (s->nconns)
 		conn_free(s, s->nconns - 1);
@@ -985,8 +985,8 @@ static void store_core_free(struct launch_store *s)
 	memset(s->secret, 0, sizeof s->secret);
 }
 
-ddp_result launch_store_start(const char *bind_addr, int port, const char *secret,
-			      struct launch_store **out)
+ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *secret,
+			      struct ddp_store_server **out)
 {
 	ddp_result rc = DDP_OK;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -1002,7 +1002,7 @@ ddp_result launch_store_start(const char *bind_addr, int port, const char *secre
 		DDP_ERROR("store: %s", !secret ? "no job secret given" : "port out of range");
 		return DDP_ERR_INVALID;
 	}
-	struct launch_store *s = calloc(1, sizeof *s);
+	struct ddp_store_server *s = calloc(1, sizeof *s);
 	if (!s)
 		return DDP_ERR_NOMEM;
 	DDP_CHECK_GOTO(store_core_init(s, secret), rc, out_free);
@@ -1068,17 +1068,17 @@ out_free:
 	return rc;
 }
 
-int launch_store_port(const struct launch_store *s)
+int ddp_store_server_port(const struct ddp_store_server *s)
 {
 	return s->port;
 }
 
-int launch_store_clients(struct launch_store *s)
+int ddp_store_server_clients(struct ddp_store_server *s)
 {
 	return __atomic_load_n(&s->nready, __ATOMIC_RELAXED);
 }
 
-ddp_result launch_store_progress(struct launch_store *s, int rank, uint64_t *counter,
+ddp_result ddp_store_server_progress(struct ddp_store_server *s, int rank, uint64_t *counter,
 				 double *age_seconds)
 {
 	if (rank < 0)
@@ -1094,7 +1094,7 @@ ddp_result launch_store_progress(struct launch_store *s, int rank, uint64_t *cou
 	return DDP_OK;
 }
 
-void launch_store_stop(struct launch_store *s)
+void ddp_store_server_stop(struct ddp_store_server *s)
 {
 	if (!s)
 		return;

@@ -30,15 +30,13 @@
 #include "hook_module.h"
 #include "hook_resolve.h"
 #include "ddp_alloc.h"
-#include "ddp_init.h"
+#include "hook_init.h"
 #include "ddp_inspect.h"
 #include "ddp_params.h"
 #include "ddp_summary.h"
 #include "ddp_sync.h"
 #include "ddp_trace.h"
-#ifdef DDP_HAVE_RANK
 #include "ddp_rank.h"
-#endif
 
 int ddp_ready_;
 int hook_timing_all_;
@@ -62,14 +60,12 @@ int ddp_init_world_size(void)
 
 static void read_rank(void)
 {
-#ifdef DDP_HAVE_RANK
 	if (ddp_rank_init() == DDP_OK) {
 		const struct ddp_rank_info *ri = ddp_rank_get();
 		init_rank = ri->rank;
 		init_world = ri->world_size;
 		return;
 	}
-#endif
 	const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
 	init_rank = r ? atoi(r) : 0;
 	init_world = w ? atoi(w) : 1;
