@@ -50,7 +50,9 @@ struct ddp_grad {
 	size_t nallocs, acap;
 	int64_t *hash;                   /* alloc index+1 per slot, 0 = empty    */
 	size_t hmask;
-	uint32_t ngrad_order, nparam_order, ngrad;
+	uint32_t ngrad_order, nparam_order;
+	uint32_t ngrad;                  /* G records now                        */
+	uint32_t grads_found;            /* G records ever learned               */
 	int in_update;                   /* inside a step's update phase         */
 	uint64_t steps;                  /* steps begun                          */
 	uint64_t steps_done;             /* steps ended                          */
@@ -175,8 +177,11 @@ static struct alloc_ix *ix_find(struct ddp_grad *g, uint64_t base, uint32_t allo
 		return NULL;
 	struct alloc_ix *x = &g->allocs[v - 1];
 	if (x->alloc_id != alloc_id) {
-		for (uint32_t i = 0; i < x->n; i++)
+		for (uint32_t i = 0; i < x->n; i++) {
+			if (g->bufs[x->rec[i]]->role == DDP_GR_GRAD && g->ngrad)
+				g->ngrad--;
 			buf_reset(g->bufs[x->rec[i]]);
+		}
 		x->n = 0;
 		x->alloc_id = alloc_id;
 	}
@@ -476,7 +481,7 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 	for (size_t i = 0; i < ns; i++)
 		if (spans[i].bcast_done) {
 			char l[64];
-			snprintf(l, sizeof l, "%.48s+%u", spans[i].label, spans[i].bcast_done);
+			snprintf(l, sizeof l, "%.48s (+%u)", spans[i].label, spans[i].bcast_done);
 			memcpy(spans[i].label, l, sizeof l);
 		}
 	rc = g->ops.allreduce(g->ops.ctx, sp, ns, stream);
@@ -514,7 +519,7 @@ static ddp_result end_update(struct ddp_grad *g)
 		g->wlog = NULL;
 		g->nwlog = 0;
 	}
-	if (g->strict && g->steps_done == 1 && g->ngrad == 0)
+	if (g->strict && g->steps_done == 1 && g->grads_found == 0)
 		return fail(g, DDP_ERR_UNSUPPORTED,
 			    "libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
 			    "arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
@@ -602,6 +607,7 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 		return DDP_OK;
 	}
 	g->ngrad++;
+	g->grads_found++;
 	b->confirmed = 1;
 	snprintf(b->paired, sizeof b->paired, "%s", paired ? paired : "");
 	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx (+%llu of allocation #%u, %llu bytes), %s x %llu; "

@@ -77,7 +77,7 @@ static uint64_t cur_step;
 static int phase_open;               /* between step_begin and step_end     */
 static int dry;                      /* ddprun inspect: no collectives      */
 static int at_exit;                  /* ddp_sync_exit is ending the run     */
-static int check_first;              /* invariant check at steps 1-3        */
+static int check_inv;                /* DDP_CHECK_INVARIANT                 */
 static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
 static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
@@ -436,7 +436,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 
 static int step_checked(uint64_t step)
 {
-	return (check_first && step >= 1 && step <= 3) || (check_every > 0 && step % (uint64_t)check_every == 0);
+	return check_inv && ((step >= 1 && step <= 3) || (check_every > 0 && step % (uint64_t)check_every == 0));
 }
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
@@ -694,7 +694,7 @@ void ddp_sync_init(int rank, int world)
 	opt_setting = ddp_param_opt_kernels();
 	reader_setting = ddp_param_grad_reader_kernels();
 	check_every = ddp_param_check();
-	check_first = ddp_param_check_first();
+	check_inv = ddp_param_check_invariant();
 	skip_avg = ddp_param_debug_skip_avg();
 	opt_wait_s = ddp_param_opt_wait();
 	real_sync = (CUresult (*)(CUstream))hook_driver_sym("cuStreamSynchronize");

@@ -28,8 +28,18 @@ n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 
 if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "--check 5: 3 comparisons in 20 steps, all identical"
 else not_ok "--check 5: rc $(rc check_ok), $n comparisons"; fi
 
-# --check on ranks that diverge (rank 1 uses another learning rate)
-run check_bad --check 1 -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
+# ranks that diverge (rank 1 uses another learning rate): the invariant
+# check (every byte and scalar the optimizer reads is identical on all
+# ranks) stops the job at step 1, naming the kernel
+run inv_lr -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
+	"$BUILD/samples/mlp" "$D"
+if [ "$(rc inv_lr)" != 0 ] && grep -q 'at step 1: the scalar arguments of kernel sgd_momentum_update .* differ between rank [01] and rank [01]' "$TMP/inv_lr.err"; then
+	ok "invariant check: a different learning rate on one rank stops the job at step 1 (rc $(rc inv_lr))"
+else not_ok "invariant check on a different lr: rc $(rc inv_lr): $(grep -m1 libddp "$TMP/inv_lr.err")"; fi
+
+# --check (the parameter hashes) on ranks that diverge, with the invariant
+# check off
+DDP_CHECK_INVARIANT=0 run check_bad --check 1 -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
 	"$BUILD/samples/mlp" "$D"
 if [ "$(rc check_bad)" != 0 ] && grep -q 'parameters diverged at step 1: buffer sgd_momentum_update:0 .* differs between rank [01] .* and rank [01]' "$TMP/check_bad.err"; then
 	ok "--check 1: divergence stops the job naming step, buffer and ranks (rc $(rc check_bad))"
@@ -42,14 +52,17 @@ if [ "$(rc sig)" != 0 ] && grep -q 'collectives differ between ranks' "$TMP/sig.
 	ok "signature mismatch stops the job: $(grep -m1 -o 'collectives differ between ranks.*' "$TMP/sig.err" | cut -c1-150)"
 else not_ok "signature mismatch: rc $(rc sig): $(grep -m1 libddp "$TMP/sig.err")"; fi
 
-# a rank that never reduces (its optimizer is not recognised): the other
-# rank's first collective fails within the watchdog timeout, naming rank 1
+# a rank that never reduces (its optimizer is not recognised): the job
+# stops within the watchdog timeout, naming rank 1 -- rank 0's first
+# collective finds rank 1 missing, or rank 1 itself exits non-zero saying
+# it averaged nothing (whichever comes first)
 start=$(date +%s)
 DDP_COLL_TIMEOUT=5 run watchdog -- sh -c '[ "$RANK" = 1 ] && export DDP_OPT_KERNELS=no_such_kernel; exec "$0" --data "$1" --steps 3 --batch 8' \
 	"$BUILD/samples/mlp" "$D"
 t=$(( $(date +%s) - start ))
-if [ "$(rc watchdog)" != 0 ] && [ "$(rc watchdog)" != 124 ] && grep -q 'libddp:.*rank 1' "$TMP/watchdog.err"; then
-	ok "watchdog: rank 0 stops in ${t}s naming rank 1: $(grep -m1 -o 'libddp:.*rank 1.*' "$TMP/watchdog.err" | cut -c1-160)"
+if [ "$(rc watchdog)" != 0 ] && [ "$(rc watchdog)" != 124 ] &&
+	grep -q 'libddp:.*rank 1\|\[rank 1\] libddp.*averaged no gradient.*DDP_OPT_KERNELS' "$TMP/watchdog.err"; then
+	ok "watchdog: the job stops in ${t}s naming rank 1: $(grep -m1 -o 'libddp:.*rank 1.*\|\[rank 1\] libddp.*averaged no gradient' "$TMP/watchdog.err" | cut -c1-160)"
 else not_ok "watchdog: rc $(rc watchdog) after ${t}s: $(grep -m1 libddp "$TMP/watchdog.err")"; fi
 
 # a rank that stops reducing (it runs fewer steps and exits): the other

@@ -62,12 +62,33 @@ for p in 1 2 3 4 5; do
 	else not_ok "p$p: DDP_SYNC=off control did not fail ($out)"; fi
 done
 
+# negative control of the invariant check: one gradient range of every
+# reduction left unaveraged (DDP_DEBUG_SKIP_AVG) must stop the job at step
+# 1, 2 or 3 with the invariant's message -- for every pattern
+for p in 1 2 3 4 5; do
+	DDP_DEBUG_SKIP_AVG=0 ddp p$p.skip 2 patterns "$D" --pattern $p --data "$D" --steps $S --batch 8
+	rc=$?
+	line=$(grep -m1 -o 'an unaveraged gradient reached the optimizer at step [123]: .*' "$TMP/p$p.skip.ddp.err")
+	if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p$p: an unaveraged range stops the job: ${line:0:170}"
+	else not_ok "p$p: DDP_DEBUG_SKIP_AVG=0 gave rc $rc, no invariant message ($(grep -m1 libddp "$TMP/p$p.skip.ddp.err"))"; fi
+done
+
 # pattern 6: no optimizer recognised -> the job stops, naming the setting
 ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
 rc=$?
 line=$(grep -m1 'libddp:.*DDP_OPT_KERNELS' "$TMP/p6.ddp.err")
 if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p6: stops (rc $rc): ${line:0:200}"
 else not_ok "p6: rc $rc, message '$line' ($(tail -2 "$TMP/p6.ddp.err" | tr '\n' ' '))"; fi
+# ... also while it runs: DDP_OPT_WAIT seconds of launches without an
+# optimizer (60 by default; 1 here) stop a long run
+start=$(date +%s)
+DDP_OPT_WAIT=1 ddp p6wait 2 patterns "$D" --pattern 6 --data "$D" --steps 1000000 --batch 8 --lr 0.1
+rc=$?
+t=$(( $(date +%s) - start ))
+line=$(grep -m1 -o 'libddp: [0-9]* kernel launches in 1 s and none was recognised as an optimizer.*DDP_OPT_KERNELS.*' \
+	"$TMP/p6wait.ddp.err")
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "p6: stops after ${t}s of launches: ${line:0:150}"
+else not_ok "p6 with DDP_OPT_WAIT=1: rc $rc after ${t}s ($(grep -m1 libddp "$TMP/p6wait.ddp.err"))"; fi
 # ... and trains as one model once the setting names the optimizer
 ref p6ok patterns --pattern 6 --data "$D" --steps $S --batch 16 --lr 0.1
 DDP_OPT_KERNELS=+update_weights DDPRUN_TRACE=$TMP/p6ok.trace ddp p6ok 2 patterns "$D" --pattern 6 --data "$D" \
