@@ -506,7 +506,9 @@ static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint6
 		it->word = r[i].word;
 		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
 		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
-			 r[i].label ? ", " : "", ddp_grad_role_name((enum ddp_grad_role)r[i].role));
+			 r[i].label ? ", " : "",
+			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
+						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
 		stats.inv_bytes += r[i].bytes;
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed

@@ -72,6 +72,19 @@ if [ "$(rc early)" != 0 ] && grep -q 'libddp: allreduce of gradient .* failed at
 	ok "a rank that leaves early stops the job: $(grep -m1 -o 'libddp: allreduce.*' "$TMP/early.err" | cut -c1-160)"
 else not_ok "early exit: rc $(rc early): $(grep -m1 libddp "$TMP/early.err")"; fi
 
+# negative control of the invariant check on the samples: a gradient range
+# left unaveraged (DDP_DEBUG_SKIP_AVG) stops the job at step 1, 2 or 3
+for s in mlp:mlp charlm:charlm fused:mlp; do
+	prog=${s%%:*} data=$BUILD/data/${s#*:}.rec
+	mkdir -p "$TMP/skip_$prog.logs"
+	DDP_DEBUG_SKIP_AVG=0 timeout 60 "$DDPRUN" -n 2 --log-dir "$TMP/skip_$prog.logs" --shard "$data" -- \
+		"$BUILD/samples/$prog" --data "$data" --steps 5 >"$TMP/skip_$prog.out" 2>"$TMP/skip_$prog.err"
+	rc=$?
+	line=$(grep -m1 -o 'an unaveraged gradient reached the optimizer at step [123]: .*' "$TMP/skip_$prog.err")
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "$prog: an unaveraged range stops the job: ${line:0:150}"
+	else not_ok "$prog with DDP_DEBUG_SKIP_AVG=0: rc $rc ($(grep -m1 libddp "$TMP/skip_$prog.err"))"; fi
+done
+
 # a gradient dtype the library cannot know: refused, naming the setting
 run dtype -- sh -c 'export DDP_GRAD_DTYPE=int8; exec "$0" --data "$1" --steps 3' "$BUILD/samples/mlp" "$D"
 if [ "$(rc dtype)" != 0 ] && grep -q 'DDP_GRAD_DTYPE must be f32, f16 or bf16' "$TMP/dtype.err"; then

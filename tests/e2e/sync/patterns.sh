@@ -73,6 +73,16 @@ for p in 1 2 3 4 5; do
 	else not_ok "p$p: DDP_DEBUG_SKIP_AVG=0 gave rc $rc, no invariant message ($(grep -m1 libddp "$TMP/p$p.skip.ddp.err"))"; fi
 done
 
+# ddprun inspect runs the rules dry and shows every range's role and
+# evidence: pattern 3's five gradient ranges, found by calibration (the
+# optimizer passes them non-const), revealed by the norm reader
+LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 120 "$DDPRUN" inspect --steps 2 \
+	"$BUILD/samples/patterns" --pattern 3 --data "$D" --steps 10 >"$TMP/inspect3.out" 2>"$TMP/inspect3.err"
+n=$(sed -n '/^## Roles/,$p' "$TMP/inspect3.out" | grep -c '^gradient .* f32  unchanged by the calibration run; written by [a-z_]*; revealed by grad_norm; pairs with adamw_update:0+')
+if [ "$n" = 5 ] && grep -q 'gradient bytes: 64128' "$TMP/inspect3.out"; then
+	ok "inspect: roles and evidence of pattern 3 (5 gradient ranges, 64128 bytes, calibrated, revealed by grad_norm)"
+else not_ok "inspect: $n gradient rows ($(sed -n '/^## Roles/,+3p' "$TMP/inspect3.out" | tr '\n' ' ' | cut -c1-200))"; fi
+
 # pattern 6: no optimizer recognised -> the job stops, naming the setting
 ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
 rc=$?
