@@ -104,9 +104,6 @@ extern uint32_t hook_sample_mask_ HOOK_HIDDEN; /* time 1 in (mask+1) calls */
 
 void ddp_init_once(void) HOOK_HIDDEN;
 
-/* Monotonic nanoseconds (vDSO clock_gettime). */
-uint64_t ddp_now_ns(void) HOOK_HIDDEN;
-
 /* What one hook call records. Hand-written hooks fill the trace fields. */
 struct hook_frame {
 	uint64_t t0;            /* start (ns), 0 when not timed            */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * hook_common.c - the slow half of a hook's exit (trace event, trace-level
- * log line), the per-thread hook state and the clock.
+ * log line), and the per-thread hook state.
  *
  * Contract: hook_end_slow runs only when tracing or trace-level logging is
  * on; it formats on the stack and hands the event to ddp_trace (per-thread
@@ -14,13 +14,6 @@
 #include "ddp_trace.h"
 
 __thread struct hook_tls hook_tls_ __attribute__((tls_model("initial-exec")));
-
-uint64_t ddp_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The trace category of a hook, from its name's family; worked out once per
  * hook (on the first traced call), then a table load. */

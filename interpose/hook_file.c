@@ -53,67 +53,11 @@
 #endif
 #include "hook_file.h"
 
-struct hook_libc_fns hook_libc;
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* ---- real functions -------------------------------------------------- */
-
-#if defined(__x86_64__)
-#define GLIBC_BASE "GLIBC_2.2.5"
-#elif defined(__aarch64__)
-#define GLIBC_BASE "GLIBC_2.17"
-#else
-#define GLIBC_BASE "GLIBC_2.0"
-#endif
-
-static const struct {
-	const char *name, *version;
-	size_t slot;
-} real_table[] = {
-#define R(field, sym, ver) { sym, ver, offsetof(struct hook_libc_fns, field) }
-	R(open64, "open64", GLIBC_BASE), R(openat64, "openat64", "GLIBC_2.4"),
-	R(read, "read", GLIBC_BASE), R(pread64, "pread64", GLIBC_BASE),
-	R(readv, "readv", GLIBC_BASE), R(preadv64, "preadv64", "GLIBC_2.10"),
-	R(preadv64v2, "preadv64v2", "GLIBC_2.26"), R(lseek64, "lseek64", GLIBC_BASE),
-	R(close, "close", GLIBC_BASE), R(dup, "dup", GLIBC_BASE), R(dup2, "dup2", GLIBC_BASE),
-	R(dup3, "dup3", "GLIBC_2.9"), R(fcntl, "fcntl", GLIBC_BASE),
-	R(close_range, "close_range", "GLIBC_2.34"), R(closefrom, "closefrom", "GLIBC_2.34"),
-	R(mmap64, "mmap64", GLIBC_BASE), R(copy_file_range, "copy_file_range", "GLIBC_2.27"),
-	R(sendfile64, "sendfile64", "GLIBC_2.3"), R(splice, "splice", "GLIBC_2.5"),
-	R(fopen64, "fopen64", GLIBC_BASE), R(fdopen, "fdopen", GLIBC_BASE),
-	R(freopen64, "freopen64", GLIBC_BASE),
-	R(fstat64, "fstat64", "GLIBC_2.33"), R(fstatat64, "fstatat64", "GLIBC_2.33"),
-	R(fxstat64, "__fxstat64", GLIBC_BASE), R(fxstatat64, "__fxstatat64", "GLIBC_2.4"),
-	R(statx, "statx", "GLIBC_2.28"), R(rename, "rename", GLIBC_BASE),
-	R(renameat, "renameat", "GLIBC_2.4"), R(renameat2, "renameat2", "GLIBC_2.28"),
-	R(unlink, "unlink", GLIBC_BASE), R(unlinkat, "unlinkat", "GLIBC_2.4"),
-	R(remove, "remove", GLIBC_BASE), R(access, "access", GLIBC_BASE),
-#undef R
-};
-
-void hook_file_resolve(void)
-{
-	static int resolved;
-	static __thread int resolving;
-
-	if (__atomic_load_n(&resolved, __ATOMIC_ACQUIRE) || resolving)
-		return;
-	resolving = 1;
-	for (size_t i = 0; i < sizeof real_table / sizeof real_table[0]; i++) {
-		void *p = dlvsym(RTLD_NEXT, real_table[i].name, real_table[i].version);
-
-		if (!p)
-			p = dlvsym(RTLD_NEXT, real_table[i].name, GLIBC_BASE);
-		__atomic_store_n((void **)((char *)&hook_libc + real_table[i].slot), p,
-				 __ATOMIC_RELEASE);
-	}
-	resolving = 0;
-	__atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
-}
-
 /* The real function, resolving on first use (NULL only while resolving). */
-#define REAL(fn) (hook_libc.fn ? hook_libc.fn : (hook_file_resolve(), hook_libc.fn))
+#define REAL(fn) (ddp_libc_.fn ? ddp_libc_.fn : (hook_libc_resolve(), ddp_libc_.fn))
 
 /* ---- sharded files and lazy init ------------------------------------ */
 
@@ -137,8 +81,6 @@ static int n_files;
 static int shard_on;              /* n_files > 0, after init */
 static struct hook_shard_open *fd_views[HOOK_FD_MAX];
 
-static int init_state;            /* 0 not started, 1 running, 2 done */
-static __thread int in_init;
 
 static const char *base_name(const char *p)
 {
@@ -184,7 +126,7 @@ static void add_spec_files(int si)
 	globfree(&g);
 }
 
-static void shard_setup(void)
+void hook_shard_setup(void)
 {
 	const char *v = ddp_param_shard();
 	char err[512];
@@ -199,49 +141,6 @@ static void shard_setup(void)
 	for (int i = 0; i < n; i++)
 		add_spec_files(i);
 	__atomic_store_n(&shard_on, n_files > 0, __ATOMIC_RELEASE);
-}
-
-static void init_once(void)
-{
-	const struct ddp_rank_info *ri;
-
-	hook_file_resolve();
-	(void)ddp_log_init("libddp");
-	(void)ddp_params_init();
-	if (ddp_rank_init() != DDP_OK)
-		DDP_ERROR("rank variables are malformed; files are neither sharded nor redirected");
-	ri = ddp_rank_get();
-	if (strcmp(ri->source, "none") != 0)
-		ddp_log_set_rank(ri->rank);
-	if (ri->world_size >= 1)
-		shard_setup();
-	hook_write_setup();
-}
-
-void hook_file_init(void)
-{
-	int expect = 0;
-
-	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2 || in_init)
-		return;
-	if (__atomic_compare_exchange_n(&init_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
-		int saved = errno; /* init runs inside the program's first call */
-
-		in_init = 1;
-		init_once();
-		in_init = 0;
-		errno = saved;
-		__atomic_store_n(&init_state, 2, __ATOMIC_RELEASE);
-		return;
-	}
-	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != 2)
-		sched_yield();
-}
-
-int hook_file_ready(void)
-{
-	return __atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == 2;
 }
 
 int hook_shard_active(void)
@@ -279,7 +178,7 @@ static ssize_t real_pread_cb(void *ctx, void *buf, size_t n, uint64_t off)
 
 	if (!REAL(pread64))
 		return syscall(SYS_pread64, fd, buf, n, (off64_t)off);
-	return hook_libc.pread64(fd, buf, n, (off64_t)off);
+	return ddp_libc_.pread64(fd, buf, n, (off64_t)off);
 }
 
 /* Builds the view of file fi for this rank from the open real fd. */
@@ -393,7 +292,7 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		view_set(fd, NULL); /* stale: fd was closed behind our back */
 	if (!hook_shard_candidate(path) || (flags & (O_PATH | O_DIRECTORY)))
 		return fd;
-	if (!REAL(fstat64) || hook_libc.fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (!REAL(fstat64) || ddp_libc_.fstat64(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		errno = saved;
 		return fd;
 	}
@@ -416,7 +315,7 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 	if (flags & O_DIRECT) {
 		int fl = REAL(fcntl)(fd, F_GETFL);
 		if (fl >= 0)
-			hook_libc.fcntl(fd, F_SETFL, fl & ~O_DIRECT);
+			ddp_libc_.fcntl(fd, F_SETFL, fl & ~O_DIRECT);
 	}
 	o = view_create(fd, fi, (uint64_t)st.st_size);
 	if (!o) {
@@ -568,7 +467,7 @@ ssize_t hook_shard_read(int fd, void *buf, size_t n)
 	if (!o) {
 		if (!REAL(read))
 			return syscall(SYS_read, fd, buf, n);
-		return hook_libc.read(fd, buf, n);
+		return ddp_libc_.read(fd, buf, n);
 	}
 	return view_read_at_pos(o, fd, &iov, 1, -1);
 }
@@ -581,7 +480,7 @@ off64_t hook_shard_lseek(int fd, off64_t off, int whence)
 	if (!o) {
 		if (!REAL(lseek64))
 			return syscall(SYS_lseek, fd, off, whence);
-		return hook_libc.lseek64(fd, off, whence);
+		return ddp_libc_.lseek64(fd, off, whence);
 	}
 	pthread_mutex_lock(&o->lock);
 	switch (whence) {
@@ -619,7 +518,7 @@ int hook_shard_close(int fd)
 	view_set(fd, NULL);
 	if (!REAL(close))
 		return (int)syscall(SYS_close, fd);
-	return hook_libc.close(fd);
+	return ddp_libc_.close(fd);
 }
 
 /* ---- open ------------------------------------------------------------- */
@@ -638,11 +537,11 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 	if (dirfd == AT_FDCWD) {
 		if (!REAL(open64))
 			return (int)syscall(SYS_openat, AT_FDCWD, p, flags, mode);
-		fd = hook_libc.open64(p, flags, mode);
+		fd = ddp_libc_.open64(p, flags, mode);
 	} else {
 		if (!REAL(openat64))
 			return (int)syscall(SYS_openat, dirfd, p, flags, mode);
-		fd = hook_libc.openat64(dirfd, p, flags, mode);
+		fd = ddp_libc_.openat64(dirfd, p, flags, mode);
 	}
 	return hook_shard_after_open(fd, path, flags);
 }
@@ -689,29 +588,9 @@ DDP_EXPORT int openat64(int dirfd, const char *path, int flags, ...)
 }
 
 /* _FORTIFY_SOURCE variants (no mode argument). */
-DDP_EXPORT int __open_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
-DDP_EXPORT int __open64_2(const char *path, int flags) { return do_open(AT_FDCWD, path, flags, 0); }
-DDP_EXPORT int __openat_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
-DDP_EXPORT int __openat64_2(int dirfd, const char *path, int flags) { return do_open(dirfd, path, flags, 0); }
-
-DDP_EXPORT int creat(const char *path, mode_t mode)
-{
-	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
-DDP_EXPORT int creat64(const char *path, mode_t mode)
-{
-	return do_open(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
-}
-
 /* ---- read family ---------------------------------------------------- */
 
-DDP_EXPORT ssize_t read(int fd, void *buf, size_t n)
-{
-	return hook_shard_read(fd, buf, n);
-}
-
-DDP_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+static ssize_t do_read_chk(int fd, void *buf, size_t n, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();
@@ -725,7 +604,7 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off64_t off)
 	if (!o) {
 		if (!REAL(pread64))
 			return syscall(SYS_pread64, fd, buf, n, off);
-		return hook_libc.pread64(fd, buf, n, off);
+		return ddp_libc_.pread64(fd, buf, n, off);
 	}
 	if (off < 0) {
 		errno = EINVAL;
@@ -734,17 +613,7 @@ static ssize_t do_pread(int fd, void *buf, size_t n, off64_t off)
 	return view_pread(o, fd, buf, n, (uint64_t)off);
 }
 
-DDP_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) { return do_pread(fd, buf, n, off); }
-DDP_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off) { return do_pread(fd, buf, n, off); }
-
-DDP_EXPORT ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen)
-{
-	if (n > buflen)
-		__chk_fail();
-	return do_pread(fd, buf, n, off);
-}
-
-DDP_EXPORT ssize_t __pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
+static ssize_t do_pread_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen)
 {
 	if (n > buflen)
 		__chk_fail();
@@ -781,14 +650,6 @@ static ssize_t do_preadv(int fd, const struct iovec *iov, int cnt, off64_t off, 
 	return view_read_at_pos(o, fd, iov, cnt, off);
 }
 
-DDP_EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) { return do_preadv(fd, iov, cnt, off, 0, 0); }
-DDP_EXPORT ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off64_t off) { return do_preadv(fd, iov, cnt, off, 0, 0); }
-DDP_EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) { return do_preadv(fd, iov, cnt, off, flags, 1); }
-DDP_EXPORT ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) { return do_preadv(fd, iov, cnt, off, flags, 1); }
-
-DDP_EXPORT off_t lseek(int fd, off_t off, int whence) { return hook_shard_lseek(fd, off, whence); }
-DDP_EXPORT off64_t lseek64(int fd, off64_t off, int whence) { return hook_shard_lseek(fd, off, whence); }
-
 /* Copy offloads would move the real bytes: refuse them on a sharded fd so
  * the caller falls back to read/write (cat, cp and Python do). */
 DDP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
@@ -802,7 +663,7 @@ DDP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *ou
 		errno = ENOSYS;
 		return -1;
 	}
-	return hook_libc.copy_file_range(in, in_off, out, out_off, n, flags);
+	return ddp_libc_.copy_file_range(in, in_off, out, out_off, n, flags);
 }
 
 DDP_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t n)
@@ -843,7 +704,7 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 	if (!o) {
 		if (!REAL(mmap64))
 			return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-		return hook_libc.mmap64(addr, len, prot, flags, fd, off);
+		return ddp_libc_.mmap64(addr, len, prot, flags, fd, off);
 	}
 	if (off < 0 || len == 0 || (prot & PROT_WRITE && (flags & MAP_TYPE) == MAP_SHARED)) {
 		errno = len == 0 || off < 0 ? EINVAL : EACCES;
@@ -864,22 +725,7 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 	return p;
 }
 
-DDP_EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
-{
-	return do_mmap(addr, len, prot, flags, fd, off);
-}
-
-DDP_EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-	return do_mmap(addr, len, prot, flags, fd, off);
-}
-
 /* ---- close and dup ---------------------------------------------------- */
-
-DDP_EXPORT int close(int fd)
-{
-	return hook_shard_close(fd);
-}
 
 /* After a dup-like call made newfd a copy of oldfd. */
 static int after_dup(int oldfd, int newfd)
@@ -895,20 +741,10 @@ static int after_dup(int oldfd, int newfd)
 	return newfd;
 }
 
-DDP_EXPORT int dup(int fd)
-{
-	return after_dup(fd, REAL(dup)(fd));
-}
-
 DDP_EXPORT int dup2(int fd, int fd2)
 {
 	int r = REAL(dup2)(fd, fd2);
 	return fd == fd2 ? r : after_dup(fd, r);
-}
-
-DDP_EXPORT int dup3(int fd, int fd2, int flags)
-{
-	return after_dup(fd, REAL(dup3)(fd, fd2, flags));
 }
 
 static int do_fcntl(int fd, int cmd, va_list ap)
@@ -948,7 +784,7 @@ DDP_EXPORT int close_range(unsigned first, unsigned last, int flags)
 		errno = ENOSYS;
 		return -1;
 	}
-	r = hook_libc.close_range(first, last, flags);
+	r = ddp_libc_.close_range(first, last, flags);
 	if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC))
 		for (unsigned fd = first; fd <= last && fd < HOOK_FD_MAX; fd++)
 			if (hook_shard_get((int)fd))
@@ -962,5 +798,9 @@ DDP_EXPORT void closefrom(int lowfd)
 		if (hook_shard_get(fd))
 			view_set(fd, NULL);
 	if (REAL(closefrom))
-		hook_libc.closefrom(lowfd);
+		ddp_libc_.closefrom(lowfd);
 }
+
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_FILE
+#include "hook_libc_gen.h"

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include "ddp_port.h"
 #include "ddp_shard.h"
 
 #ifndef HOOK_HIDDEN
@@ -33,56 +34,20 @@
 /* fds at or above this are never sharded (a warning says so). */
 #define HOOK_FD_MAX 65536
 
-/* The real libc functions (64-bit variants; on x86_64 and aarch64 they are
- * the same code as the plain names). */
-struct hook_libc_fns {
-	int (*open64)(const char *, int, ...);
-	int (*openat64)(int, const char *, int, ...);
-	ssize_t (*read)(int, void *, size_t);
-	ssize_t (*pread64)(int, void *, size_t, off64_t);
-	ssize_t (*readv)(int, const struct iovec *, int);
-	ssize_t (*preadv64)(int, const struct iovec *, int, off64_t);
-	ssize_t (*preadv64v2)(int, const struct iovec *, int, off64_t, int);
-	off64_t (*lseek64)(int, off64_t, int);
-	int (*close)(int);
-	int (*dup)(int);
-	int (*dup2)(int, int);
-	int (*dup3)(int, int, int);
-	int (*fcntl)(int, int, ...);
-	int (*close_range)(unsigned, unsigned, int);
-	void (*closefrom)(int);
-	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
-	ssize_t (*copy_file_range)(int, off64_t *, int, off64_t *, size_t, unsigned);
-	ssize_t (*sendfile64)(int, int, off64_t *, size_t);
-	ssize_t (*splice)(int, off64_t *, int, off64_t *, size_t, unsigned);
-	FILE *(*fopen64)(const char *, const char *);
-	FILE *(*fdopen)(int, const char *);
-	FILE *(*freopen64)(const char *, const char *, FILE *);
-	int (*fstat64)(int, struct stat64 *);
-	int (*fstatat64)(int, const char *, struct stat64 *, int);
-	int (*fxstat64)(int, int, struct stat64 *);
-	int (*fxstatat64)(int, int, const char *, struct stat64 *, int);
-	int (*statx)(int, const char *, int, unsigned, struct statx *);
-	int (*rename)(const char *, const char *);
-	int (*renameat)(int, const char *, int, const char *);
-	int (*renameat2)(int, const char *, int, const char *, unsigned);
-	int (*unlink)(const char *);
-	int (*unlinkat)(int, const char *, int);
-	int (*remove)(const char *);
-	int (*access)(const char *, int);
-};
-
-extern struct hook_libc_fns hook_libc HOOK_HIDDEN;
-
-/* Resolves every real function (once). */
-void hook_file_resolve(void) HOOK_HIDDEN;
+/* The real libc functions are the port's table (ddp_libc_, ddp_libc.def),
+ * filled by hook_libc.c: resolves every row (once). */
+void hook_libc_resolve(void) HOOK_HIDDEN;
 
 /* fstatat through the real libc (fstatat64, or __fxstatat64 before 2.33). */
 int hook_real_fstatat(int dirfd, const char *path, struct stat64 *st, int flags) HOOK_HIDDEN;
 
-/* Lazy initialisation: rank, DDP_SHARD, write redirection. */
+/* libddp's start-up, files stage (hook_init.c): real libc, logs, settings,
+ * rank, DDP_SHARD, write redirection.  Every file hook calls it first. */
 void hook_file_init(void) HOOK_HIDDEN;
 int hook_file_ready(void) HOOK_HIDDEN;
+
+/* Reads DDP_SHARD and finds the sharded files (start-up, once). */
+void hook_shard_setup(void) HOOK_HIDDEN;
 
 /* One open sharded file description (shared by dup'ed fds). */
 struct hook_shard_open {
@@ -126,10 +91,11 @@ void hook_write_setup(void) HOOK_HIDDEN;
 /* Whether this rank redirects (rank != 0 under a launcher). */
 int hook_write_active(void) HOOK_HIDDEN;
 
-/* Nonzero while the calling thread runs libddp's own code (its "inside ddp"
- * flag, interpose/hook_common.c): the library's own files are neither
- * redirected nor sharded.  Weak: absent in the file-hooks-only test library. */
-int hook_file_bypass(void) __attribute__((weak)) HOOK_HIDDEN;
+/* Nonzero while the calling thread is inside ddp's own work (its inside-ddp
+ * flag, interpose/hook_common.c): files opened then (NCCL's, on ddp's
+ * behalf) are neither redirected nor sharded.  The runtime's own I/O never
+ * reaches the hooks at all: it goes through the port (ddp_libc_). */
+int hook_file_bypass(void) HOOK_HIDDEN;
 
 /* The path an open with flags should use: path itself, or buf holding the
  * rank's side copy (created with its directories, copied up when the open

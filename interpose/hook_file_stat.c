@@ -43,22 +43,14 @@ int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int fl
 
 static int real_fstat(int fd, struct stat64 *st)
 {
-	hook_file_resolve();
-	if (hook_libc.fstat64)
-		return hook_libc.fstat64(fd, st);
-	if (hook_libc.fxstat64)
-		return hook_libc.fxstat64(1, fd, st);
-	return (int)syscall(SYS_fstat, fd, st);
+	hook_libc_resolve();
+	return ddp_sys_fstat(fd, (struct stat *)st);
 }
 
 int hook_real_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 {
-	hook_file_resolve();
-	if (hook_libc.fstatat64)
-		return hook_libc.fstatat64(dirfd, path, st, flags);
-	if (hook_libc.fxstatat64)
-		return hook_libc.fxstatat64(1, dirfd, path, st, flags);
-	return (int)syscall(SYS_newfstatat, dirfd, path, st, flags);
+	hook_libc_resolve();
+	return ddp_sys_fstatat(dirfd, path, (struct stat *)st, flags);
 }
 
 static int do_fstat(int fd, struct stat64 *st)
@@ -96,77 +88,6 @@ static int do_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 	return r;
 }
 
-DDP_EXPORT int fstat(int fd, struct stat *st) { return do_fstat(fd, (struct stat64 *)st); }
-DDP_EXPORT int fstat64(int fd, struct stat64 *st) { return do_fstat(fd, st); }
-DDP_EXPORT int __fxstat(int ver, int fd, struct stat *st) { (void)ver; return do_fstat(fd, (struct stat64 *)st); }
-DDP_EXPORT int __fxstat64(int ver, int fd, struct stat64 *st) { (void)ver; return do_fstat(fd, st); }
-
-DDP_EXPORT int stat(const char *restrict path, struct stat *restrict st)
-{
-	return do_fstatat(AT_FDCWD, path, (struct stat64 *)st, 0);
-}
-
-DDP_EXPORT int stat64(const char *restrict path, struct stat64 *restrict st)
-{
-	return do_fstatat(AT_FDCWD, path, st, 0);
-}
-
-DDP_EXPORT int lstat(const char *restrict path, struct stat *restrict st)
-{
-	return do_fstatat(AT_FDCWD, path, (struct stat64 *)st, AT_SYMLINK_NOFOLLOW);
-}
-
-DDP_EXPORT int lstat64(const char *restrict path, struct stat64 *restrict st)
-{
-	return do_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
-}
-
-DDP_EXPORT int fstatat(int dirfd, const char *restrict path, struct stat *restrict st, int flags)
-{
-	return do_fstatat(dirfd, path, (struct stat64 *)st, flags);
-}
-
-DDP_EXPORT int fstatat64(int dirfd, const char *restrict path, struct stat64 *restrict st, int flags)
-{
-	return do_fstatat(dirfd, path, st, flags);
-}
-
-DDP_EXPORT int __xstat(int ver, const char *path, struct stat *st)
-{
-	(void)ver;
-	return do_fstatat(AT_FDCWD, path, (struct stat64 *)st, 0);
-}
-
-DDP_EXPORT int __xstat64(int ver, const char *path, struct stat64 *st)
-{
-	(void)ver;
-	return do_fstatat(AT_FDCWD, path, st, 0);
-}
-
-DDP_EXPORT int __lxstat(int ver, const char *path, struct stat *st)
-{
-	(void)ver;
-	return do_fstatat(AT_FDCWD, path, (struct stat64 *)st, AT_SYMLINK_NOFOLLOW);
-}
-
-DDP_EXPORT int __lxstat64(int ver, const char *path, struct stat64 *st)
-{
-	(void)ver;
-	return do_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
-}
-
-DDP_EXPORT int __fxstatat(int ver, int dirfd, const char *path, struct stat *st, int flags)
-{
-	(void)ver;
-	return do_fstatat(dirfd, path, (struct stat64 *)st, flags);
-}
-
-DDP_EXPORT int __fxstatat64(int ver, int dirfd, const char *path, struct stat64 *st, int flags)
-{
-	(void)ver;
-	return do_fstatat(dirfd, path, st, flags);
-}
-
 DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned mask,
 		     struct statx *restrict stx)
 {
@@ -186,13 +107,17 @@ DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned m
 				dirfd = AT_FDCWD;
 		}
 	}
-	hook_file_resolve();
-	if (!hook_libc.statx) {
+	hook_libc_resolve();
+	if (!ddp_libc_.statx) {
 		errno = ENOSYS;
 		return -1;
 	}
-	r = hook_libc.statx(dirfd, p, flags, mask, stx);
+	r = ddp_libc_.statx(dirfd, p, flags, mask, stx);
 	if (r == 0)
 		hook_shard_patch_statx(fd_based && dirfd != AT_FDCWD ? dirfd : -1, stx);
 	return r;
 }
+
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_STAT
+#include "hook_libc_gen.h"

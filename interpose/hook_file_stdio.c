@@ -93,43 +93,33 @@ static FILE *do_fopen(const char *path, const char *mode)
 	HOOK_LAUNDER(mode);
 	p = path;
 	hook_file_init();
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (!path || !mode || !hook_file_ready())
-		return hook_libc.fopen64(path, mode);
+		return ddp_libc_.fopen64(path, mode);
 	flags = hook_file_mode_flags(mode);
 	if (hook_write_active())
 		p = hook_write_map_open(AT_FDCWD, path, flags, buf, sizeof buf);
 	if ((flags & O_ACCMODE) != O_RDONLY || !hook_shard_candidate(path))
-		return hook_libc.fopen64(p, mode);
-	fd = hook_libc.open64(p, O_RDONLY | (flags & O_CLOEXEC));
+		return ddp_libc_.fopen64(p, mode);
+	fd = ddp_libc_.open64(p, O_RDONLY | (flags & O_CLOEXEC));
 	fd = hook_shard_after_open(fd, path, O_RDONLY);
 	if (fd < 0)
 		return NULL;
 	if (hook_shard_get(fd))
 		return cookie_file(fd);
-	f = hook_libc.fdopen(fd, mode);
+	f = ddp_libc_.fdopen(fd, mode);
 	if (!f) {
 		int e = errno;
-		hook_libc.close(fd);
+		ddp_libc_.close(fd);
 		errno = e;
 	}
 	return f;
 }
 
-DDP_EXPORT FILE *fopen(const char *restrict path, const char *restrict mode)
-{
-	return do_fopen(path, mode);
-}
-
-DDP_EXPORT FILE *fopen64(const char *restrict path, const char *restrict mode)
-{
-	return do_fopen(path, mode);
-}
-
 DDP_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	HOOK_LAUNDER(mode);
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (mode && hook_shard_get(fd)) {
 		if ((hook_file_mode_flags(mode) & O_ACCMODE) != O_RDONLY) {
 			errno = EINVAL; /* the fd is read-only */
@@ -137,7 +127,7 @@ DDP_EXPORT FILE *fdopen(int fd, const char *mode)
 		}
 		return cookie_file(fd);
 	}
-	return hook_libc.fdopen(fd, mode);
+	return ddp_libc_.fdopen(fd, mode);
 }
 
 /* freopen: write redirection only (a sharded path reopened this way reads
@@ -151,18 +141,12 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream)
 	HOOK_LAUNDER(mode);
 	p = path;
 	hook_file_init();
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (path && mode && hook_file_ready() && hook_write_active())
 		p = hook_write_map_open(AT_FDCWD, path, hook_file_mode_flags(mode), buf, sizeof buf);
-	return hook_libc.freopen64(p, mode, stream);
+	return ddp_libc_.freopen64(p, mode, stream);
 }
 
-DDP_EXPORT FILE *freopen(const char *restrict path, const char *restrict mode, FILE *restrict stream)
-{
-	return do_freopen(path, mode, stream);
-}
-
-DDP_EXPORT FILE *freopen64(const char *restrict path, const char *restrict mode, FILE *restrict stream)
-{
-	return do_freopen(path, mode, stream);
-}
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_STDIO
+#include "hook_libc_gen.h"

@@ -1,25 +1,37 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_init.c - lazy initialisation and exit of libddp.so.
+ * hook_init.c - libddp.so's one start-up path, and its exit.
  *
  * Nothing happens when the library is loaded: no constructor does work, and
- * dlsym never initialises.  The first hooked cu* call of the process (any
- * thread) runs ddp_init under pthread_once: settings and log level, rank,
- * the real driver's symbols, the allocation table, the kernel registry, the
- * trace file, the inspector, and the exit handler.  Until it has finished,
- * other threads wait in pthread_once; the initialising thread's own nested
- * hook calls (if the driver calls back) are forwarded untracked.
+ * dlsym never initialises.  Start-up runs in two stages, in this order, each
+ * once per process, from whichever hook comes first:
  *
- * At exit (atexit, only when init ran): the inspector's report, the summary
- * (stderr at info level; DIR/rank<k>.summary.json with DDP_TRACE=DIR) and the
- * trace file's closing.  Not in the child of a fork() of the program
- * (pthread_atfork): those files and the job are the parent's.
+ *   files   (hook_file_init: the first hooked libc call, or the first cu*
+ *           call, which runs it first) the real libc table (the port's
+ *           ddp_libc_), logs, settings, rank, the sharded files, write
+ *           redirection.  Cheap and safe inside any libc call: no driver,
+ *           no threads, no sockets.
+ *   driver  (ddp_init_once: the first cu* call, any thread, pthread_once)
+ *           the real driver's symbols and the port's driver table, counters,
+ *           the allocation table, the kernel registry, the trace file, the
+ *           inspector, the exit handler, then gradient synchronisation
+ *           (joins the job).  Other threads wait in pthread_once; the
+ *           initialising thread's own nested hook calls (if the driver calls
+ *           back) are forwarded untracked.
+ *
+ * At exit (atexit, only when the driver stage ran): the inspector's report,
+ * the summary (stderr at info level; DIR/rank<k>.summary.json with
+ * DDP_TRACE=DIR) and the trace file's closing.  Not in the child of a fork()
+ * of the program (pthread_atfork): those files and the job are the parent's.
  *
  * Contract: ddp_ready_ is published (release) after every setting the fast
- * path reads is final.  ddp_init_once is called by hook_begin and may be
- * called by the file hooks.
+ * path reads is final.  hook_file_init returns at once when called back from
+ * inside its own stage (hook_file_ready() is then false and the caller passes
+ * through to libc); it preserves errno (it runs inside the program's call).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +40,9 @@
 #include "hook.h"
 #include "hook_launch.h"
 #include "hook_module.h"
+#include "hook_port.h"
 #include "hook_resolve.h"
+#include "hook_file.h"
 #include "ddp_alloc.h"
 #include "hook_init.h"
 #include "ddp_inspect.h"
@@ -48,6 +62,58 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static __thread int init_running;
 static int init_rank, init_world = 1;
 
+/* ---- files stage ---------------------------------------------------- */
+
+static int files_state;           /* 0 not started, 1 running, 2 done */
+static __thread int files_running;
+static int rank_ok;               /* ddp_rank_init accepted the variables */
+
+static void files_stage(void)
+{
+	const struct ddp_rank_info *ri;
+
+	hook_libc_resolve();
+	(void)ddp_log_init("libddp");
+	(void)ddp_params_init();
+	rank_ok = ddp_rank_init() == DDP_OK;
+	if (!rank_ok)
+		DDP_ERROR("rank variables are malformed; files are neither sharded nor redirected");
+	ri = ddp_rank_get();
+	if (strcmp(ri->source, "none") != 0)
+		ddp_log_set_rank(ri->rank);
+	if (ri->world_size >= 1)
+		hook_shard_setup();
+	hook_write_setup();
+}
+
+void hook_file_init(void)
+{
+	int expect = 0;
+
+	if (__atomic_load_n(&files_state, __ATOMIC_ACQUIRE) == 2 || files_running)
+		return;
+	if (__atomic_compare_exchange_n(&files_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE)) {
+		int saved = errno;
+
+		files_running = 1;
+		files_stage();
+		files_running = 0;
+		errno = saved;
+		__atomic_store_n(&files_state, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	while (__atomic_load_n(&files_state, __ATOMIC_ACQUIRE) != 2)
+		sched_yield();
+}
+
+int hook_file_ready(void)
+{
+	return __atomic_load_n(&files_state, __ATOMIC_ACQUIRE) == 2;
+}
+
+/* ---- driver stage --------------------------------------------------- */
+
 int ddp_init_rank(void)
 {
 	return init_rank;
@@ -58,9 +124,11 @@ int ddp_init_world_size(void)
 	return init_world;
 }
 
+/* Rank and world size, from the files stage's rank info; RANK/WORLD_SIZE
+ * as they are when that info was refused. */
 static void read_rank(void)
 {
-	if (ddp_rank_init() == DDP_OK) {
+	if (rank_ok) {
 		const struct ddp_rank_info *ri = ddp_rank_get();
 		init_rank = ri->rank;
 		init_world = ri->world_size;
@@ -121,12 +189,12 @@ static void ddp_init(void)
 {
 	init_running = 1;
 	hook_inside_enter();
-	ddp_log_init("libddp");
-	ddp_params_init();
+	hook_file_init();
 	read_rank();
 	if (init_world > 1 || getenv("RANK"))
 		ddp_log_set_rank(init_rank);
 	hook_resolve_all();
+	hook_port_fill();
 	ddp_stats_init(stats_forget);
 	if (ddp_alloc_init((size_t)ddp_param_alloc_max()) != DDP_OK)
 		DDP_WARN("allocation table unavailable: allocations are not tracked");

@@ -115,7 +115,7 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 					      blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			struct ddp_sync_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+			struct ddp_launch_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
 				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
 				kernelParams, extra, NULL }; \
 			ddp_sync_launch(k_, &c_); \
@@ -128,8 +128,8 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 				     sharedMemBytes, hStream, kernelParams, extra)); \
 		return r; \
 	}
-LAUNCH_KERNEL(cuLaunchKernel, DDP_CALL_LAUNCH)
-LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_CALL_LAUNCH_PTSZ)
+LAUNCH_KERNEL(cuLaunchKernel, DDP_LAUNCH_PLAIN)
+LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_LAUNCH_PTSZ)
 
 #define LAUNCH_COOP(sym, kind) \
 	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
@@ -143,7 +143,7 @@ LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_CALL_LAUNCH_PTSZ)
 					      blockDimZ, sharedMemBytes, hStream, kernelParams); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, NULL); \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			struct ddp_sync_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+			struct ddp_launch_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
 				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
 				kernelParams, NULL, NULL }; \
 			ddp_sync_launch(k_, &c_); \
@@ -156,8 +156,8 @@ LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_CALL_LAUNCH_PTSZ)
 				     sharedMemBytes, hStream, kernelParams)); \
 		return r; \
 	}
-LAUNCH_COOP(cuLaunchCooperativeKernel, DDP_CALL_COOP)
-LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_CALL_COOP_PTSZ)
+LAUNCH_COOP(cuLaunchCooperativeKernel, DDP_LAUNCH_COOP)
+LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_LAUNCH_COOP_PTSZ)
 
 #define LAUNCH_EX(sym, kind) \
 	CUresult hook_##sym(const CUlaunchConfig *config, CUfunction f, void **kernelParams, \
@@ -168,7 +168,7 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_CALL_COOP_PTSZ)
 			return HOOK_REAL(sym)(config, f, kernelParams, extra); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_ && config) { \
-			struct ddp_sync_call c_ = { kind, f, { config->gridDimX, config->gridDimY, \
+			struct ddp_launch_call c_ = { kind, f, { config->gridDimX, config->gridDimY, \
 				config->gridDimZ }, { config->blockDimX, config->blockDimY, \
 				config->blockDimZ }, config->sharedMemBytes, config->hStream, \
 				kernelParams, extra, config }; \
@@ -181,5 +181,5 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_CALL_COOP_PTSZ)
 		HOOK_FINISH(&fr, r, (config, f, kernelParams, extra)); \
 		return r; \
 	}
-LAUNCH_EX(cuLaunchKernelEx, DDP_CALL_EX)
-LAUNCH_EX(cuLaunchKernelEx_ptsz, DDP_CALL_EX_PTSZ)
+LAUNCH_EX(cuLaunchKernelEx, DDP_LAUNCH_EX)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, DDP_LAUNCH_EX_PTSZ)

@@ -27,81 +27,25 @@
 #include "hook_module.h"
 #include "hook_resolve.h"
 #include "ddp_kreg.h"
+#include "ddp_port.h"
 
-typedef CUresult (*fn_func_name)(const char **, CUfunction);
-typedef CUresult (*fn_kernel_name)(const char **, CUkernel);
-typedef CUresult (*fn_func_param)(CUfunction, size_t, size_t *, size_t *);
-typedef CUresult (*fn_kernel_param)(CUkernel, size_t, size_t *, size_t *);
-typedef CUresult (*fn_ctx_get_device)(CUdevice *);
-typedef CUresult (*fn_dev_attr)(int *, CUdevice_attribute, CUdevice);
-
-static fn_func_name p_func_name;
-static fn_kernel_name p_kernel_name;
-static fn_func_param p_func_param;
-static fn_kernel_param p_kernel_param;
-static fn_ctx_get_device p_ctx_get_device;
-static fn_dev_attr p_dev_attr;
 static int arch_known;
-
-static int drv_func_name(const void *h, const char **name)
-{
-	CUresult r = CUDA_ERROR_NOT_FOUND;
-	hook_inside_enter();
-	if (p_func_name)
-		r = p_func_name(name, (CUfunction)(uintptr_t)h);
-	if (r != CUDA_SUCCESS && p_kernel_name)
-		r = p_kernel_name(name, (CUkernel)(uintptr_t)h);
-	hook_inside_leave();
-	return r == CUDA_SUCCESS && *name ? 0 : -1;
-}
-
-static int drv_param_info(const void *h, size_t i, size_t *off, size_t *size)
-{
-	CUresult r = CUDA_ERROR_NOT_FOUND;
-	hook_inside_enter();
-	if (p_func_param)
-		r = p_func_param((CUfunction)(uintptr_t)h, i, off, size);
-	if ((r == CUDA_ERROR_INVALID_HANDLE || !p_func_param) && p_kernel_param)
-		r = p_kernel_param((CUkernel)(uintptr_t)h, i, off, size);
-	hook_inside_leave();
-	if (r == CUDA_SUCCESS)
-		return 0;
-	return r == CUDA_ERROR_INVALID_VALUE ? 1 : -1;
-}
 
 ddp_result hook_module_init(void)
 {
-	p_func_name = (fn_func_name)hook_driver_sym("cuFuncGetName");
-	p_kernel_name = (fn_kernel_name)hook_driver_sym("cuKernelGetName");
-	p_func_param = (fn_func_param)hook_driver_sym("cuFuncGetParamInfo");
-	p_kernel_param = (fn_kernel_param)hook_driver_sym("cuKernelGetParamInfo");
-	p_ctx_get_device = (fn_ctx_get_device)hook_driver_sym("cuCtxGetDevice");
-	p_dev_attr = (fn_dev_attr)hook_driver_sym("cuDeviceGetAttribute");
-	struct ddp_kreg_driver drv = {
-		.func_name = drv_func_name,
-		.param_info = drv_param_info,
-		.arch = 0,
-	};
-	return ddp_kreg_init(&drv);
+	return ddp_kreg_init();
 }
 
 /* The current device's SM, learnt at the first module load. */
 static void learn_arch(void)
 {
-	CUdevice dev;
-	int major = 0, minor = 0;
-
-	if (__atomic_load_n(&arch_known, __ATOMIC_ACQUIRE) || !p_ctx_get_device || !p_dev_attr)
+	if (__atomic_load_n(&arch_known, __ATOMIC_ACQUIRE))
 		return;
-	hook_inside_enter();
-	if (p_ctx_get_device(&dev) == CUDA_SUCCESS &&
-	    p_dev_attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) == CUDA_SUCCESS &&
-	    p_dev_attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) == CUDA_SUCCESS &&
-	    major > 0) {
-		ddp_kreg_set_arch((uint32_t)(major * 10 + minor));
-		DDP_DEBUG(KREG, "device is sm_%d%d", major, minor);
+	uint32_t arch = ddp_port_device_arch();
+	if (arch) {
+		ddp_kreg_set_arch(arch);
+		DDP_DEBUG(KREG, "device is sm_%u", arch);
 	}
-	hook_inside_leave();
 	__atomic_store_n(&arch_known, 1, __ATOMIC_RELEASE);
 }
 

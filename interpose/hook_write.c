@@ -197,13 +197,13 @@ static int copy_file(const char *src, const char *dst, mode_t mode)
 
 	if (!buf)
 		return -1;
-	in = hook_libc.open64(src, O_RDONLY | O_CLOEXEC);
+	in = ddp_libc_.open64(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		goto out_free_buf;
-	out = hook_libc.open64(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 07777);
+	out = ddp_libc_.open64(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode & 07777);
 	if (out < 0)
 		goto out_close_in;
-	while ((n = hook_libc.read(in, buf, 1 << 16)) > 0) {
+	while ((n = ddp_libc_.read(in, buf, 1 << 16)) > 0) {
 		for (ssize_t w = 0; w < n;) {
 			ssize_t k = write(out, buf + w, (size_t)(n - w));
 			if (k < 0 && errno == EINTR)
@@ -215,9 +215,9 @@ static int copy_file(const char *src, const char *dst, mode_t mode)
 	}
 	rc = n == 0 ? 0 : -1;
 out_close_out:
-	hook_libc.close(out);
+	ddp_libc_.close(out);
 out_close_in:
-	hook_libc.close(in);
+	ddp_libc_.close(in);
 out_free_buf:
 	free(buf);
 	return rc;
@@ -297,7 +297,7 @@ int hook_write_active(void)
 {
 	/* The library's own files (traces, summaries) are never redirected. */
 	return __atomic_load_n(&wr_active, __ATOMIC_ACQUIRE) &&
-	       !(hook_file_bypass && hook_file_bypass());
+	       !hook_file_bypass();
 }
 
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len)
@@ -375,7 +375,7 @@ static int do_rename(int odir, const char *old, int ndir, const char *new, unsig
 	HOOK_LAUNDER(old);
 	HOOK_LAUNDER(new);
 	hook_file_init();
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (!hook_write_active() || !old || !new || abs_path(odir, old, aold, sizeof aold) != 0 ||
 	    abs_path(ndir, new, anew, sizeof anew) != 0)
 		goto out_real;
@@ -410,30 +410,15 @@ static int do_rename(int odir, const char *old, int ndir, const char *new, unsig
 		return 0;
 	}
 	if (flags)
-		return hook_libc.renameat2(odir, src, ndir, dst, flags);
-	return hook_libc.renameat(odir, src, ndir, dst);
+		return ddp_libc_.renameat2(odir, src, ndir, dst, flags);
+	return ddp_libc_.renameat(odir, src, ndir, dst);
 out_real:
 	errno = saved;
 	if (plain)
-		return hook_libc.rename(old, new);
+		return ddp_libc_.rename(old, new);
 	if (flags)
-		return hook_libc.renameat2(odir, old, ndir, new, flags);
-	return hook_libc.renameat(odir, old, ndir, new);
-}
-
-DDP_EXPORT int rename(const char *old, const char *new)
-{
-	return do_rename(AT_FDCWD, old, AT_FDCWD, new, 0, 1);
-}
-
-DDP_EXPORT int renameat(int odir, const char *old, int ndir, const char *new)
-{
-	return do_rename(odir, old, ndir, new, 0, 0);
-}
-
-DDP_EXPORT int renameat2(int odir, const char *old, int ndir, const char *new, unsigned flags)
-{
-	return do_rename(odir, old, ndir, new, flags, 0);
+		return ddp_libc_.renameat2(odir, old, ndir, new, flags);
+	return ddp_libc_.renameat(odir, old, ndir, new);
 }
 
 enum { UNLINK_PLAIN, UNLINK_AT, UNLINK_REMOVE };
@@ -445,14 +430,14 @@ static int do_unlink(int dirfd, const char *path, int flags, int kind)
 
 	HOOK_LAUNDER(path);
 	hook_file_init();
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (hook_write_active() && path && *path && abs_path(dirfd, path, abs, sizeof abs) == 0 &&
 	    !excluded(abs) && side_path(abs, side, sizeof side) == 0) {
 		if (exists(side, NULL)) {
 			errno = saved;
 			if (kind == UNLINK_REMOVE)
-				return hook_libc.remove(side);
-			return hook_libc.unlinkat(AT_FDCWD, side, flags);
+				return ddp_libc_.remove(side);
+			return ddp_libc_.unlinkat(AT_FDCWD, side, flags);
 		}
 		if (exists(abs, NULL)) {
 			DDP_INFO(HOOK, "rank %d leaves shared %s in place (it never wrote it)",
@@ -465,15 +450,11 @@ static int do_unlink(int dirfd, const char *path, int flags, int kind)
 	}
 	errno = saved;
 	switch (kind) {
-	case UNLINK_PLAIN: return hook_libc.unlink(path);
-	case UNLINK_REMOVE: return hook_libc.remove(path);
-	default: return hook_libc.unlinkat(dirfd, path, flags);
+	case UNLINK_PLAIN: return ddp_libc_.unlink(path);
+	case UNLINK_REMOVE: return ddp_libc_.remove(path);
+	default: return ddp_libc_.unlinkat(dirfd, path, flags);
 	}
 }
-
-DDP_EXPORT int unlink(const char *path) { return do_unlink(AT_FDCWD, path, 0, UNLINK_PLAIN); }
-DDP_EXPORT int unlinkat(int dirfd, const char *path, int flags) { return do_unlink(dirfd, path, flags, UNLINK_AT); }
-DDP_EXPORT int remove(const char *path) { return do_unlink(AT_FDCWD, path, 0, UNLINK_REMOVE); }
 
 DDP_EXPORT int access(const char *path, int mode)
 {
@@ -483,8 +464,12 @@ DDP_EXPORT int access(const char *path, int mode)
 	HOOK_LAUNDER(path);
 	p = path;
 	hook_file_init();
-	hook_file_resolve();
+	hook_libc_resolve();
 	if (path && hook_file_ready() && hook_write_active())
 		p = hook_write_map_lookup(AT_FDCWD, path, buf, sizeof buf);
-	return hook_libc.access(p, mode);
+	return ddp_libc_.access(p, mode);
 }
+
+/* The exported functions of this file: hook_libc.def. */
+#define HOOK_LIBC_AREA_WRITE
+#include "hook_libc_gen.h"

@@ -26,7 +26,7 @@
 #   coll   collectives (host shared memory, NCCL)
 #   job    the job: rank 0 hosting, joining, communicator
 #   grad   gradient identification and synchronisation
-RUNTIME_MODULES := base image shard store track coll job grad
+RUNTIME_MODULES := port base image shard store track coll job grad
 RUNTIME_DIRS := $(addprefix runtime/,$(RUNTIME_MODULES))
 CPPFLAGS += $(addprefix -I,$(RUNTIME_DIRS))
 
@@ -49,7 +49,7 @@ include $(addsuffix /module.mk,$(RUNTIME_DIRS))
 
 # What ddprun, the CPU device, the tools and most tests link: the modules
 # below track (in link order), and the libraries they need.
-DDP_COMMON_MODULES := shard store image base
+DDP_COMMON_MODULES := shard store image base port
 DDP_COMMON_LIB = $(call ddp_lib_files,$(DDP_COMMON_MODULES))
 RUNTIME_COMMON_SRCS = $(foreach m,$(DDP_COMMON_MODULES),$(DDP_MOD_SRCS_$(m)))
 DDP_COMMON_LIBS := -lelf -lzstd -llz4 -lstdc++ -lpthread -ldl

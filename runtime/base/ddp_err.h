@@ -52,6 +52,12 @@ void ddp_log_breadcrumb(const char *file, int line, const char *expr, ddp_result
 	} \
 } while (0)
 
+/* A driver result (CUresult r) of what: DDP_OK, or DDP_ERR_CUDA after one
+ * WARN naming what and the driver's name for r (ddp_log.c).  The one check
+ * for driver results in runtime/. */
+ddp_result ddp_cu_result(int r, const char *what);
+#define DDP_CUCHECK(call, what) DDP_CHECK(ddp_cu_result((int)(call), (what)))
+
 /* System call returning -1 on error, retried on EINTR; returns DDP_ERR_SYS. */
 #define DDP_SYSCHECK(call, name) do { \
 	long ddp_sys_; \

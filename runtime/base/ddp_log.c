@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <strings.h>
 #include "ddp_log.h"
+#include "ddp_port.h"
 
 int ddp_log_level_ = DDP_LOG_WARN;
 unsigned ddp_log_mask_ = DDP_SUB_ALL;
@@ -199,4 +200,16 @@ void ddp_log_breadcrumb(const char *file, int line, const char *expr, ddp_result
 	if (DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_ALL))
 		ddp_log_emit(DDP_LOG_DEBUG, DDP_SUB_ALL, file, line, "%s -> %s", expr,
 			     ddp_strerror(rc));
+}
+
+ddp_result ddp_cu_result(int r, const char *what)
+{
+	const char *name = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return DDP_OK;
+	if (!ddp_driver_.getErrorName || ddp_driver_.getErrorName((CUresult)r, &name) != CUDA_SUCCESS)
+		name = NULL;
+	DDP_WARN("%s failed: %s (CUresult %d)", what, name ? name : "unknown error", r);
+	return DDP_ERR_CUDA;
 }

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "ddp_stats.h"
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -118,4 +119,11 @@ const char *ddp_copy_dir_name(enum ddp_copy_dir d)
 {
 	static const char *const names[DDP_COPY_NDIR] = { "htod", "dtoh", "dtod", "htoh", "memset" };
 	return (unsigned)d < DDP_COPY_NDIR ? names[d] : "?";
+}
+
+uint64_t ddp_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }

@@ -84,4 +84,7 @@ void ddp_stats_total(struct ddp_stats_thread *out /* OUT */);
 /* Direction names: "htod", "dtoh", "dtod", "htoh", "memset". */
 const char *ddp_copy_dir_name(enum ddp_copy_dir d);
 
+/* Monotonic nanoseconds (vDSO clock_gettime). */
+uint64_t ddp_now_ns(void);
+
 #endif /* DDP_STATS_H */

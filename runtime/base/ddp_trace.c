@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ddp_log.h"
+#include "ddp_port.h"
 #include "ddp_trace.h"
 
 struct trace_buf {
@@ -60,7 +61,7 @@ ddp_result ddp_trace_open(const char *dir, int rank, size_t events_per_thread)
 		return DDP_ERR_SYS;
 	}
 	snprintf(path, sizeof path, "%s/rank%d.trace.json", dir, rank);
-	FILE *f = fopen(path, "we"); /* a program's fork + exec must not inherit it */
+	FILE *f = DDP_SYS(fopen64)(path, "we"); /* a program's fork + exec must not inherit it */
 	if (!f) {
 		DDP_ERROR("DDP_TRACE=%s: cannot write %s: %s", dir, path, strerror(errno));
 		return DDP_ERR_SYS;

@@ -46,6 +46,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cuda.h>
+#include "ddp_port.h"
 #include "ddp_dtype.h"
 #include "ddp_err.h"
 
@@ -59,20 +60,6 @@ enum ddp_coll_backend {
 	DDP_COLL_NCCL = 2, /* NCCL, device buffers only                          */
 };
 
-/* The driver entry points the collectives call (typed like cuda.h's _v2
- * ABIs).  The library fills them with the real driver's pointers; tests fill
- * them from the CPU device.  Needed only for device buffers (host backend)
- * and for NCCL (streamQuery); a NULL table makes device buffers an error. */
-struct ddp_coll_driver {
-	CUresult (*memcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
-	CUresult (*memcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
-	CUresult (*streamSynchronize)(CUstream s);
-	CUresult (*streamQuery)(CUstream s);
-	CUresult (*memAllocHost)(void **p, size_t bytes);  /* pinned staging */
-	CUresult (*memFreeHost)(void *p);
-	CUresult (*getErrorName)(CUresult e, const char **name); /* optional */
-};
-
 struct ddp_coll_config {
 	enum ddp_coll_backend backend; /* DDP_BACKEND                          */
 	double timeout_s;              /* DDP_COLL_TIMEOUT: no progress for this long = error */
@@ -83,7 +70,11 @@ struct ddp_coll_config {
 	size_t slot_bytes;             /* host segment bytes per rank per chunk; 0 = default */
 	int no_host_cma;               /* !DDP_COLL_HOST_CMA: host buffers go through the
 					  segment too, never process_vm_readv */
-	const struct ddp_coll_driver *driver; /* may be NULL: host buffers only */
+	/* The driver entry points the collectives call: a view of the port's
+	 * table (ddp_port.h; libddp passes &ddp_driver_, tests fill their own).
+	 * Used for device buffers (memcpy*, streamSynchronize, memAllocHost/
+	 * FreeHost), NCCL (streamQuery) and error names; NULL: host buffers only. */
+	const struct ddp_driver *driver;
 };
 
 /* Statistics per kind of collective (index enum ddp_coll_kind). */

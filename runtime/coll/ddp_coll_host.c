@@ -77,6 +77,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_coll_backend.h"
+#include "ddp_port.h"
 #include "ddp_log.h"
 #include "ddp_store.h"
 
@@ -162,7 +163,7 @@ static unsigned char *slot_ptr(struct coll_host *h, unsigned set, int r, int wor
 static uint64_t self_pidns(void)
 {
 	struct stat st;
-	return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+	return ddp_sys_stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
 }
 
 /* Is the process gone (or a zombie)? */
@@ -174,11 +175,11 @@ static int pid_dead(pid_t pid)
 		return 1;
 	char path[64], buf[256];
 	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = DDP_SYS(open64)(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
+	ssize_t n = DDP_SYS(read)(fd, buf, sizeof buf - 1);
+	DDP_SYS(close)(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -500,7 +501,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 			rnd[0] = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(coll_now() * 1e9);
 		snprintf(path, sizeof path, "%s/ddp-coll-%d-%016" PRIx64 "%016" PRIx64, c->cfg.shm_dir, (int)getpid(),
 			 rnd[0], rnd[1]);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		fd = DDP_SYS(open64)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			rc = coll_fail(c, DDP_ERR_SYS, 1,
 				       "cannot create the collectives segment %s: %s; set DDP_SHM_DIR to a writable "
@@ -526,7 +527,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 		}
 		snprintf(path, sizeof path, "%.*s", (int)len, (const char *)val);
 		free(val);
-		fd = open(path, O_RDWR | O_CLOEXEC);
+		fd = DDP_SYS(open64)(path, O_RDWR | O_CLOEXEC);
 		if (fd < 0) {
 			rc = coll_fail(c, DDP_ERR_SYS, 1,
 				       "rank %d cannot open the collectives segment %s: %s (are all ranks on one node "
@@ -535,7 +536,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 			goto out_free;
 		}
 		struct stat st;
-		if (fstat(fd, &st) != 0 || (size_t)st.st_size != h->seg_bytes) {
+		if (ddp_sys_fstat(fd, &st) != 0 || (size_t)st.st_size != h->seg_bytes) {
 			rc = coll_fail(c, DDP_ERR_INVALID, 1,
 				       "collectives segment %s has %lld bytes, expected %zu (ranks configured "
 				       "differently?)",
@@ -543,13 +544,13 @@ ddp_result coll_host_init(struct ddp_comm *c)
 			goto out_close;
 		}
 	}
-	void *m = mmap(NULL, h->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *m = DDP_SYS(mmap64)(NULL, h->seg_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		rc = coll_fail(c, DDP_ERR_SYS, 1, "mmap of the collectives segment (%zu bytes) failed: %s",
 			       h->seg_bytes, strerror(errno));
 		goto out_close;
 	}
-	close(fd);
+	DDP_SYS(close)(fd);
 	fd = -1;
 	h->hdr = m;
 	h->ranks = (struct host_rank *)(h->hdr + 1);
@@ -577,7 +578,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 		goto out_unmap;
 	}
 	if (c->rank == 0) {
-		unlink(path);
+		DDP_SYS(unlink)(path);
 		created = 0;
 	}
 	if (__atomic_load_n(&h->hdr->magic, __ATOMIC_ACQUIRE) != HOST_MAGIC || h->hdr->world != (uint32_t)c->world ||
@@ -596,9 +597,9 @@ out_unmap:
 	h->hdr = NULL;
 out_close:
 	if (fd >= 0)
-		close(fd);
+		DDP_SYS(close)(fd);
 	if (created)
-		unlink(path);
+		DDP_SYS(unlink)(path);
 out_free:
 	free(h);
 	c->host = NULL;
@@ -832,7 +833,7 @@ static ddp_result host_cu(struct ddp_comm *c, CUresult e, const char *op)
 static ddp_result host_ar_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t count, enum ddp_dtype t, CUstream s)
 {
 	struct coll_host *h = c->host;
-	const struct ddp_coll_driver *d = c->cfg.driver;
+	const struct ddp_driver *d = c->cfg.driver;
 	const size_t es = ddp_dtype_size(t);
 	const size_t per = h->stage_bytes / es;
 	if (count == 0)
@@ -862,7 +863,7 @@ static ddp_result host_ar_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t co
 static ddp_result host_bc_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t bytes, int root, CUstream s)
 {
 	struct coll_host *h = c->host;
-	const struct ddp_coll_driver *d = c->cfg.driver;
+	const struct ddp_driver *d = c->cfg.driver;
 	if (bytes == 0)
 		return DDP_OK;
 	DDP_CHECK(host_stage_alloc(c));

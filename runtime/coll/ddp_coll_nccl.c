@@ -40,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 #include "ddp_coll_backend.h"
+#include "ddp_port.h"
 #include "ddp_log.h"
 #include "ddp_store.h"
 
@@ -111,7 +112,7 @@ static ddp_result nccl_load(const char *path, void **handle, struct nccl_syms *s
 	}
 	memset(s, 0, sizeof *s);
 	for (size_t i = 0; i < sizeof nccl_sym_table / sizeof nccl_sym_table[0]; i++) {
-		void *p = dlsym(h, nccl_sym_table[i].name);
+		void *p = DDP_SYS(dlsym)(h, nccl_sym_table[i].name);
 		if (!p && !nccl_sym_table[i].optional) {
 			snprintf(msg, len, "NCCL library DDP_NCCL_LIB=%s lacks %s (NCCL >= 2.14 is needed)", path,
 				 nccl_sym_table[i].name);

@@ -18,9 +18,9 @@
  * fatal: one `libddp:` line, then _exit(1), and ddprun stops the job.
  *
  * Contract: sync_lock serialises everything below the launch hooks; the
- * library's own driver calls go straight to the real driver (HOOK_REAL or
- * the collectives' driver table) and the inside-ddp flag is set around them
- * (NCCL's own driver calls then stay untracked).
+ * library's own driver calls go straight to the real driver (the port's
+ * ddp_driver_, ddp_port.h) and ddp_port_own_begin/end bracket them (NCCL's
+ * own driver calls then stay untracked).
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -28,13 +28,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "hook.h"
-#include "hook_resolve.h"
 #include "ddp_coll.h"
+#include "ddp_port.h"
 #include "ddp_grad.h"
 #include "ddp_job.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
+#include "ddp_log.h"
+#include "ddp_stats.h"
 #include "ddp_params.h"
 #include "ddp_store.h"
 #include "ddp_sync.h"
@@ -83,7 +84,7 @@ static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
 static uint64_t first_launch_ns;
 static struct ddp_kfunc *cur_k;      /* the launch being processed          */
-static const struct ddp_sync_call *cur_call;
+static const struct ddp_launch_call *cur_call;
 static struct inv_item *inv;
 static size_t ninv, invcap;
 static uint64_t inv_step;            /* the step inv[] belongs to           */
@@ -139,7 +140,7 @@ static CUstream the_stream(void *s)
 
 static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what)
 {
-	if (!hook_tracing_)
+	if (!ddp_trace_enabled())
 		return;
 	struct ddp_trace_ev ev = {
 		.name = name, .cat = "coll", .kernel = what, .ts_ns = t0,
@@ -267,66 +268,33 @@ static ddp_result op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size
 	return run_collective(&k, bufs, n, stream);
 }
 
-static ddp_result cu_ok(CUresult r, const char *what)
-{
-	if (r == CUDA_SUCCESS)
-		return DDP_OK;
-	DDP_WARN("%s failed: CUresult %d", what, (int)r);
-	return DDP_ERR_CUDA;
-}
-
 static ddp_result op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
 {
 	(void)ctx;
-	DDP_CHECK(cu_ok(HOOK_REAL(cuMemcpyDtoHAsync_v2)(host, (CUdeviceptr)dev, bytes, the_stream(stream)),
-			"cuMemcpyDtoHAsync (libddp)"));
-	return cu_ok(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
+	DDP_CUCHECK(ddp_driver_.memcpyDtoHAsync(host, (CUdeviceptr)dev, bytes, the_stream(stream)),
+		    "cuMemcpyDtoHAsync (libddp)");
+	return ddp_cu_result(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
 static ddp_result op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
 {
 	(void)ctx;
-	DDP_CHECK(cu_ok(HOOK_REAL(cuMemcpyHtoDAsync_v2)((CUdeviceptr)dev, host, bytes, the_stream(stream)),
-			"cuMemcpyHtoDAsync (libddp)"));
-	return cu_ok(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
+	DDP_CUCHECK(ddp_driver_.memcpyHtoDAsync((CUdeviceptr)dev, host, bytes, the_stream(stream)),
+		    "cuMemcpyHtoDAsync (libddp)");
+	return ddp_cu_result(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
 static void *check_stream;   /* the current launch's stream (per-thread default resolved) */
 
 static ddp_result op_relaunch(void *ctx, void *launch_ctx)
 {
-	const struct ddp_sync_call *c = launch_ctx;
+	const struct ddp_launch_call *c = launch_ctx;
 	CUresult r;
 	(void)ctx;
 	stats.calibrations++;
-	switch (c->kind) {
-	case DDP_CALL_LAUNCH_PTSZ:
-		r = HOOK_REAL(cuLaunchKernel_ptsz)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
-						   c->block[1], c->block[2], c->shmem, c->stream, c->params,
-						   c->extra);
-		break;
-	case DDP_CALL_COOP:
-		r = HOOK_REAL(cuLaunchCooperativeKernel)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
-							 c->block[1], c->block[2], c->shmem, c->stream, c->params);
-		break;
-	case DDP_CALL_COOP_PTSZ:
-		r = HOOK_REAL(cuLaunchCooperativeKernel_ptsz)(c->f, c->grid[0], c->grid[1], c->grid[2],
-							      c->block[0], c->block[1], c->block[2], c->shmem,
-							      c->stream, c->params);
-		break;
-	case DDP_CALL_EX:
-		r = HOOK_REAL(cuLaunchKernelEx)(c->config, c->f, c->params, c->extra);
-		break;
-	case DDP_CALL_EX_PTSZ:
-		r = HOOK_REAL(cuLaunchKernelEx_ptsz)(c->config, c->f, c->params, c->extra);
-		break;
-	default:
-		r = HOOK_REAL(cuLaunchKernel)(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
-					      c->block[2], c->shmem, c->stream, c->params, c->extra);
-		break;
-	}
-	DDP_CHECK(cu_ok(r, "calibration launch"));
-	return cu_ok(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
+	r = ddp_port_relaunch(c);
+	DDP_CUCHECK(r, "calibration launch");
+	return ddp_cu_result(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
 }
 
 /* Is b's allocation still the one the tracker learned?  (A freed buffer's
@@ -634,7 +602,7 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	uint64_t now = ddp_now_ns();
 	phase_open = 0;
 	inv_compare(step);
-	if (hook_tracing_) {
+	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
 			.name = "optimizer step", .cat = "step",
 			.ts_ns = stats.step_last_ns ? stats.step_last_ns : stats.step_first_ns,
@@ -699,8 +667,8 @@ void ddp_sync_init(int rank, int world)
 	check_inv = ddp_param_check_invariant();
 	skip_avg = ddp_param_debug_skip_avg();
 	opt_wait_s = ddp_param_opt_wait();
-	real_sync = (CUresult (*)(CUstream))hook_driver_sym("cuStreamSynchronize");
-	real_ctx_sync = (CUresult (*)(void))hook_driver_sym("cuCtxSynchronize");
+	real_sync = ddp_driver_.streamSynchronize;
+	real_ctx_sync = ddp_driver_.ctxSynchronize;
 	if (!real_sync)
 		die("libddp: the driver has no cuStreamSynchronize");
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
@@ -839,7 +807,7 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	die(msg);
 }
 
-void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
+void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
 	ddp_job_progress();
 	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
@@ -852,7 +820,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 	}
 	cls -= 1;
 
-	hook_inside_enter();
+	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_lock);
 	stats.launches++;
 	if (!opt_seen)
@@ -896,8 +864,8 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 	char kname[64];
 	short_name(k, kname, sizeof kname);
 	CUstream s = c->stream;
-	if (!s && (c->kind == DDP_CALL_LAUNCH_PTSZ || c->kind == DDP_CALL_COOP_PTSZ ||
-		   c->kind == DDP_CALL_EX_PTSZ))
+	if (!s && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ ||
+		   c->kind == DDP_LAUNCH_EX_PTSZ))
 		s = CU_STREAM_PER_THREAD;
 	struct ddp_grad_launch gl = {
 		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
@@ -916,7 +884,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
 	}
 out_unlock:
 	pthread_mutex_unlock(&sync_lock);
-	hook_inside_leave();
+	ddp_port_own_end();
 }
 
 int ddp_sync_exit(const char *trace_dir, int rank)
@@ -957,7 +925,7 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	if (trace_dir && *trace_dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
-		FILE *f = fopen(path, "w");
+		FILE *f = DDP_SYS(fopen64)(path, "w");
 		if (f) {
 			fprintf(f, "{\"rank\":%d,\"world\":%d,\"steps\":%" PRIu64 ",\"reductions\":%" PRIu64
 				   ",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64

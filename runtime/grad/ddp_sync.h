@@ -19,27 +19,9 @@
 
 #include <stdint.h>
 #include <cuda.h>
+#include "ddp_port.h"
 
 struct ddp_kfunc;
-
-/* How to issue the current launch again (calibration). */
-enum ddp_sync_call_kind {
-	DDP_CALL_LAUNCH = 0,       /* cuLaunchKernel                          */
-	DDP_CALL_LAUNCH_PTSZ,
-	DDP_CALL_COOP,             /* cuLaunchCooperativeKernel               */
-	DDP_CALL_COOP_PTSZ,
-	DDP_CALL_EX,               /* cuLaunchKernelEx                        */
-	DDP_CALL_EX_PTSZ,
-};
-
-struct ddp_sync_call {
-	int kind;                  /* enum ddp_sync_call_kind                 */
-	CUfunction f;
-	unsigned grid[3], block[3], shmem;
-	CUstream stream;
-	void **params, **extra;
-	const CUlaunchConfig *config;
-};
 
 extern int ddp_sync_on_ __attribute__((visibility("hidden")));
 
@@ -48,7 +30,7 @@ extern int ddp_sync_on_ __attribute__((visibility("hidden")));
 void ddp_sync_init(int rank, int world) __attribute__((visibility("hidden")));
 
 /* Called by the launch hooks BEFORE the launch reaches the driver. */
-void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_sync_call *c)
+void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	__attribute__((visibility("hidden")));
 
 /* At exit: ends an open step, logs the summary (and writes

@@ -46,11 +46,11 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-#include "hook.h"
-#include "hook_resolve.h"
 #include "ddp_coll.h"
 #include "ddp_job.h"
+#include "ddp_log.h"
 #include "ddp_params.h"
+#include "ddp_port.h"
 #include "ddp_rank.h"
 #include "ddp_store.h"
 #include "ddp_store_server.h"
@@ -65,7 +65,6 @@ static struct ddp_job_info info;
 static struct ddp_store *store;
 static struct ddp_comm *comm;
 static ddp_result comm_rc = DDP_OK;
-static struct ddp_coll_driver drv;
 
 const struct ddp_job_info *ddp_job_info(void)
 {
@@ -213,7 +212,7 @@ static ddp_result job_probe_port(const char *bind_addr, int port, const char *fr
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
 			err = errno;
-		close(fd);
+		DDP_SYS(close)(fd);
 	}
 	freeaddrinfo(ai);
 	if (!err)
@@ -333,16 +332,6 @@ out_stop_server:
 	return rc;
 }
 
-/* The CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it. */
-static int on_real_gpu(void)
-{
-	Dl_info di;
-	void *p = (void *)HOOK_REAL(cuInit);
-	if (p && dladdr(p, &di) && di.dli_fname && strstr(di.dli_fname, "simcuda"))
-		return 0;
-	return 1;
-}
-
 static char join_msg[512];
 
 /* Which ranks never reached their first collective (probes, no waiting). */
@@ -371,11 +360,6 @@ const char *ddp_job_comm_error(void)
 	return join_msg;
 }
 
-static void *sym(const char *name)
-{
-	return hook_driver_sym(name);
-}
-
 ddp_result ddp_job_comm(struct ddp_comm **out)
 {
 	struct ddp_coll_config cfg;
@@ -388,16 +372,10 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 		return comm_rc;
 	if (!store)
 		return comm_rc = DDP_ERR_INVALID;
-	drv.memcpyDtoHAsync = HOOK_REAL(cuMemcpyDtoHAsync_v2);
-	drv.memcpyHtoDAsync = HOOK_REAL(cuMemcpyHtoDAsync_v2);
-	drv.streamSynchronize = (CUresult (*)(CUstream))sym("cuStreamSynchronize");
-	drv.streamQuery = (CUresult (*)(CUstream))sym("cuStreamQuery");
-	drv.memAllocHost = (CUresult (*)(void **, size_t))sym("cuMemAllocHost_v2");
-	drv.memFreeHost = (CUresult (*)(void *))sym("cuMemFreeHost");
-	drv.getErrorName = (CUresult (*)(CUresult, const char **))sym("cuGetErrorName");
 	ddp_coll_config_default(&cfg);
-	cfg.driver = &drv;
-	cfg.real_gpu = on_real_gpu();
+	cfg.driver = &ddp_driver_;
+	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
+	cfg.real_gpu = !ddp_driver_.cpu_device;
 	/* a marker per rank, so that a failed creation can name who never came */
 	char key[64];
 	snprintf(key, sizeof key, "ddp/join/%d", info.rank);

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ddp_shard.h"
+#include "ddp_port.h"
 
 #define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
 #define SHARD_BOUNCE 16384
@@ -411,20 +412,20 @@ static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, i
 	struct stat st;
 	ssize_t got = 0;
 	ddp_result rc = DDP_OK;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = DDP_SYS(open64)(path, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
 		ERR("--shard %s: cannot open %s: %s", s->path, path, strerror(errno));
 		return DDP_ERR_INVALID;
 	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+	if (ddp_sys_fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		ERR("--shard %s: %s is not a regular file", s->path, path);
 		rc = DDP_ERR_INVALID;
 		goto out_close_fd;
 	}
 	if (st.st_size > 0) {
 		size_t want = st.st_size < DDP_SHARD_HEAD_MAX ? (size_t)st.st_size : DDP_SHARD_HEAD_MAX;
-		got = pread(fd, head, want, 0);
+		got = DDP_SYS(pread64)(fd, head, want, 0);
 		if (got != (ssize_t)want) {
 			ERR("--shard %s: cannot read %s", s->path, path);
 			rc = DDP_ERR_INVALID;
@@ -441,7 +442,7 @@ static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, i
 		}
 	}
 out_close_fd:
-	close(fd);
+	DDP_SYS(close)(fd);
 	return rc;
 }
 

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_log.h"
+#include "ddp_port.h"
 #include "ddp_store.h"
 
 #define STORE_IO_TIMEOUT_S 30.0 /* a non-waiting request's reply            */
@@ -299,14 +300,14 @@ static ddp_result store_dial(struct ddp_store *s, double deadline)
 					last_err = errno;
 				}
 				if (r == 0) {
-					int one = 1, fl = fcntl(fd, F_GETFL);
-					(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+					int one = 1, fl = DDP_SYS(fcntl)(fd, F_GETFL);
+					(void)DDP_SYS(fcntl)(fd, F_SETFL, fl & ~O_NONBLOCK);
 					(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 					s->fd = fd;
 					freeaddrinfo(ai);
 					return DDP_OK;
 				}
-				close(fd);
+				DDP_SYS(close)(fd);
 			}
 			freeaddrinfo(ai);
 		} else if (gai != EAI_AGAIN) {
@@ -382,7 +383,7 @@ ddp_result ddp_store_connect(const char *host, int port, const char *secret, int
 		}
 		DDP_DEBUG(RDZV, "store: the store at %s:%d closed the connection before HELLO was "
 			  "answered; trying again", host, port);
-		close(s->fd);
+		DDP_SYS(close)(s->fd);
 		s->fd = -1;
 		s->broken = 0;
 		usleep((useconds_t)((backoff < left ? backoff : left) * 1e6));
@@ -564,7 +565,7 @@ void ddp_store_close(struct ddp_store *s)
 	}
 	ddp_store_close(s->hb_conn);
 	if (s->fd >= 0)
-		close(s->fd);
+		DDP_SYS(close)(s->fd);
 	pthread_cond_destroy(&s->hb_cond);
 	pthread_mutex_destroy(&s->hb_lock);
 	memset(s->secret, 0, sizeof s->secret);

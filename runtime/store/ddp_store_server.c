@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_log.h"
+#include "ddp_port.h"
 #include "ddp_store.h"
 #include "ddp_store_server.h"
 
@@ -726,7 +727,7 @@ static void conn_free(struct ddp_store_server *s, size_t i)
 	if (c->counted)
 		__atomic_sub_fetch(&s->nready, 1, __ATOMIC_RELAXED);
 	if (c->fd >= 0)
-		close(c->fd);
+		DDP_SYS(close)(c->fd);
 	free(c->body);
 	free(c->out);
 	free(c);
@@ -828,7 +829,7 @@ static int store_evict_pending(struct ddp_store_server *s)
 		log_refusal(s, victim->peer, "no HELLO yet while too many connections wait for one; "
 			    "closed to make room");
 	if (victim->fd >= 0)
-		close(victim->fd);
+		DDP_SYS(close)(victim->fd);
 	victim->fd = -1;
 	victim->dead = 1;
 	return 1;
@@ -863,7 +864,7 @@ static void store_accept(struct ddp_store_server *s, double now)
 		format_peer(&a, len, peer, sizeof peer);
 		if (!conn_new(s, fd, peer, now)) {
 			DDP_WARN("store: out of memory accepting %s", peer);
-			close(fd);
+			DDP_SYS(close)(fd);
 			return;
 		}
 		if (++pending > STORE_MAX_PENDING && store_evict_pending(s))
@@ -1057,10 +1058,10 @@ out_addr:
 	freeaddrinfo(ai);
 out_core:
 	if (s->listen_fd >= 0)
-		close(s->listen_fd);
+		DDP_SYS(close)(s->listen_fd);
 	if (s->wake[0] >= 0) {
-		close(s->wake[0]);
-		close(s->wake[1]);
+		DDP_SYS(close)(s->wake[0]);
+		DDP_SYS(close)(s->wake[1]);
 	}
 	store_core_free(s);
 out_free:
@@ -1106,9 +1107,9 @@ void ddp_store_server_stop(struct ddp_store_server *s)
 		} while (w < 0 && errno == EINTR);
 		pthread_join(s->thread, NULL);
 	}
-	close(s->listen_fd);
-	close(s->wake[0]);
-	close(s->wake[1]);
+	DDP_SYS(close)(s->listen_fd);
+	DDP_SYS(close)(s->wake[0]);
+	DDP_SYS(close)(s->wake[1]);
 	if (s->nrefused > STORE_LOG_REFUSALS)
 		DDP_WARN("store: refused %lu connections in all", s->nrefused);
 	store_core_free(s);

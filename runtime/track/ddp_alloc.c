@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "ddp_alloc.h"
+#include "ddp_port.h"
 #include "ddp_log.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -38,7 +39,7 @@ ddp_result ddp_alloc_init(size_t max_entries)
 		return DDP_OK;
 	if (max_entries == 0)
 		return DDP_ERR_INVALID;
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+	p = DDP_SYS(mmap64)(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
 		 -1, 0);
 	if (p == MAP_FAILED) {
 		DDP_WARN("allocation table: mmap of %zu bytes failed: %s", bytes, strerror(errno));

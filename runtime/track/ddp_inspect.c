@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp_alloc.h"
+#include "ddp_port.h"
 #include "ddp_inspect.h"
 #include "ddp_kreg.h"
 #include "ddp_log.h"
@@ -160,7 +161,7 @@ void ddp_inspect_write(void)
 
 	if (!ddp_inspect_enabled() || __atomic_exchange_n(&insp_written, 1, __ATOMIC_ACQ_REL))
 		return;
-	f = fopen(insp_path, "w");
+	f = DDP_SYS(fopen64)(insp_path, "w");
 	if (!f) {
 		DDP_ERROR("DDP_INSPECT=%s: cannot write the file: %s", insp_path, strerror(errno));
 		return;

@@ -16,6 +16,7 @@
 #include "ddp_kreg.h"
 #include "ddp_grad.h"
 #include "ddp_params.h"
+#include "ddp_port.h"
 #include "ddp_log.h"
 #include "ddp_sig.h"
 
@@ -24,7 +25,7 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ddp_kmodule *modules;
 static struct ddp_kfunc *kfuncs, **kfuncs_tail = &kfuncs;
 static uint32_t kfunc_count;
-static struct ddp_kreg_driver driver;
+static uint32_t kreg_arch; /* device SM the images are read for, 0 = highest */
 
 char *__cxa_demangle(const char *mangled, char *out, size_t *len, int *status);
 
@@ -45,10 +46,8 @@ static struct ddp_kreg_table *table_new(size_t cap)
 	return t;
 }
 
-ddp_result ddp_kreg_init(const struct ddp_kreg_driver *drv)
+ddp_result ddp_kreg_init(void)
 {
-	if (drv)
-		driver = *drv;
 	if (!ddp_kreg_table_) {
 		struct ddp_kreg_table *t = table_new(1024);
 		if (!t)
@@ -60,7 +59,7 @@ ddp_result ddp_kreg_init(const struct ddp_kreg_driver *drv)
 
 void ddp_kreg_set_arch(uint32_t arch)
 {
-	__atomic_store_n(&driver.arch, arch, __ATOMIC_RELAXED);
+	__atomic_store_n(&kreg_arch, arch, __ATOMIC_RELAXED);
 }
 
 /* reg_lock held. */
@@ -123,7 +122,7 @@ void ddp_kreg_module_loaded(const void *handle, int is_library, const void *imag
 	m->is_library = is_library;
 	snprintf(m->source, sizeof m->source, "%s", source ? source : "memory");
 	if (image) {
-		if (ddp_module_parse(image, len, __atomic_load_n(&driver.arch, __ATOMIC_RELAXED), &m->info, err, sizeof err) == DDP_OK) {
+		if (ddp_module_parse(image, len, __atomic_load_n(&kreg_arch, __ATOMIC_RELAXED), &m->info, err, sizeof err) == DDP_OK) {
 			m->parsed = 1;
 			DDP_DEBUG(KREG, "module %p (%s): %zu kernels, sm_%u", handle, m->source,
 				  m->info.nkernels, m->info.arch);
@@ -218,12 +217,12 @@ static struct ddp_kfunc *kfunc_new(const void *handle, struct ddp_kmodule *m, co
 		if (ki->demangled && strcmp(ki->demangled, ki->name) != 0)
 			k->demangled = strdup(ki->demangled);
 	}
-	if (!k->layout_known && driver.param_info) {
+	if (!k->layout_known) {
 		/* ask the driver: loop the index until it says "out of range" */
 		size_t off, size, n = 0;
 		int rc = 0;
 		struct ddp_kparam_desc tmp[256];
-		while (n < 256 && (rc = driver.param_info(handle, n, &off, &size)) == 0) {
+		while (n < 256 && (rc = ddp_port_param_info(handle, n, &off, &size)) == 0) {
 			memset(&tmp[n], 0, sizeof tmp[n]);
 			tmp[n].offset = (uint32_t)off;
 			tmp[n].size = (uint32_t)size;
@@ -306,7 +305,7 @@ struct ddp_kfunc *ddp_kreg_discover(const void *handle)
 		pthread_mutex_unlock(&reg_lock);
 		return k;
 	}
-	if (driver.func_name && driver.func_name(handle, &name) != 0)
+	if (ddp_port_func_name(handle, &name) != 0)
 		name = NULL;
 	k = kfunc_new(handle, NULL, name);
 	if (k) {

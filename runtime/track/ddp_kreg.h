@@ -7,7 +7,7 @@
  *
  * Sources, best first: the module image (parsed ONCE at load with
  * ddp_module_parse and kept per module), the driver's cuFuncGetParamInfo /
- * cuKernelGetParamInfo (through the ddp_kreg_driver callbacks), and the
+ * cuKernelGetParamInfo (through the port, ddp_port.h), and the
  * demangled signature (types, const-ness).  An extern "C" kernel has a layout
  * but no types: its 8-byte parameters are checked against the allocation
  * table by the launch decoder.
@@ -68,16 +68,10 @@ struct ddp_kfunc {
 	void *user;                  /* for the inspector (lazily allocated)   */
 };
 
-/* What the registry asks the real driver (set by the interposer; a NULL
- * member means "not available").  Each returns 0 on success; param_info
- * returns 1 when index is past the last parameter, -1 on other errors. */
-struct ddp_kreg_driver {
-	int (*func_name)(const void *handle, const char **name /* OUT */);
-	int (*param_info)(const void *handle, size_t index, size_t *offset, size_t *size);
-	uint32_t arch;               /* device SM (e.g. 90), 0 = highest       */
-};
-
-ddp_result ddp_kreg_init(const struct ddp_kreg_driver *drv);
+/* Creates the registry.  Kernel names and parameter layouts the images do
+ * not give come from the driver through the port (ddp_port_func_name,
+ * ddp_port_param_info). */
+ddp_result ddp_kreg_init(void);
 
 /* The device SM module images are read for (0 = highest in the image). */
 void ddp_kreg_set_arch(uint32_t arch);

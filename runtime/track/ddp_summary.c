@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "ddp_alloc.h"
+#include "ddp_port.h"
 #include "ddp_kreg.h"
 #include "ddp_log.h"
 #include "ddp_params.h"
@@ -105,7 +106,7 @@ void ddp_summary_emit(const char *dir, int rank, int world,
 	if (dir && *dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.summary.json", dir, rank);
-		FILE *f = fopen(path, "w");
+		FILE *f = DDP_SYS(fopen64)(path, "w");
 		if (!f) {
 			DDP_ERROR("cannot write the summary %s: %s", path, strerror(errno));
 		} else {

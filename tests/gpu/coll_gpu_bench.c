@@ -63,7 +63,7 @@ struct bench {
 	char err[WORLD][256];       /* each rank's failure, if any              */
 };
 
-static const struct ddp_coll_driver real_driver = {
+static const struct ddp_driver real_driver = {
 	.memcpyDtoHAsync = cuMemcpyDtoHAsync,
 	.memcpyHtoDAsync = cuMemcpyHtoDAsync,
 	.streamSynchronize = cuStreamSynchronize,

@@ -10,8 +10,8 @@
 set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
-# SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
-lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
+# SHARD_PRELOAD=LIB runs the same checks with another preload library.
+lib=${SHARD_PRELOAD:-$BUILD/lib/libddp.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
 case $BUILD in /*) build=$BUILD ;; *) build=$root/$BUILD ;; esac
 build=$(cd "$build" && pwd -P) || exit 1

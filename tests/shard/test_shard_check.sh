@@ -11,8 +11,8 @@ root=$(pwd)
 # BUILD may be relative to the checkout or absolute
 case $BUILD in /*) build=$BUILD ;; *) build=$root/$BUILD ;; esac
 chk=$build/bin/ddp-shard-check
-# SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
-lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
+# SHARD_PRELOAD=LIB runs the same checks with another preload library.
+lib=${SHARD_PRELOAD:-$BUILD/lib/libddp.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
 [ -x "$chk" ] || { echo "not ok - $chk missing"; exit 1; }
 tmp=$(mktemp -d /tmp/ddp_shard_check.XXXXXX)

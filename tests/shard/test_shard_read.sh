@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # test_shard_read.sh - unmodified programs read their rank's shard through the
-# file hooks (build/tests/shard/libddp_files.so preloaded; RANK/WORLD_SIZE set
+# file hooks (build/lib/libddp.so preloaded; RANK/WORLD_SIZE set
 # by hand).  For every format and N = 1..4 ranks, each rank's view read by
 # cat, md5sum, wc -c, dd bs=7 skip=3, stat, a stdio program (fopen/fread/
 # fseek/ftell/fgets/fgetc), an mmap program and Python's own file objects
@@ -14,8 +14,8 @@ BUILD=${BUILD:-build}
 root=$(pwd)
 # BUILD may be relative to the checkout or absolute
 case $BUILD in /*) build=$BUILD ;; *) build=$root/$BUILD ;; esac
-# SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
-lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
+# SHARD_PRELOAD=LIB runs the same checks with another preload library.
+lib=${SHARD_PRELOAD:-$BUILD/lib/libddp.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
 progs=$build/tests/shard
 py="python3 $root/tests/shard/shardlib.py"

@@ -14,8 +14,8 @@ BUILD=${BUILD:-build}
 root=$(pwd)
 # BUILD may be relative to the checkout or absolute
 case $BUILD in /*) build=$BUILD ;; *) build=$root/$BUILD ;; esac
-# SHARD_PRELOAD=build/lib/libddp.so runs the same checks on the whole library.
-lib=${SHARD_PRELOAD:-$BUILD/tests/shard/libddp_files.so}
+# SHARD_PRELOAD=LIB runs the same checks with another preload library.
+lib=${SHARD_PRELOAD:-$BUILD/lib/libddp.so}
 case $lib in /*) ;; *) lib=$root/$lib ;; esac
 ckpt=$build/tests/shard/ckpt
 [ -f "$lib" ] && [ -x "$ckpt" ] || { echo "not ok - $lib or $ckpt missing"; exit 1; }

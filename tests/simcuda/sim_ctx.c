@@ -186,6 +186,11 @@ static CUresult sim_ctx_init(struct CUctx_st *c, unsigned flags, int primary)
 
 /* ---- initialisation and version */
 
+/* Marks this libcuda.so.1 as the CPU device: libddp asks the driver for
+ * this symbol (interpose/hook_port.c) instead of guessing from its path.
+ * No real driver exports it. */
+SIM_EXPORT const int simcuda_cpu_device = 1;
+
 SIM_EXPORT CUresult cuInit(unsigned int flags)
 {
 	if (flags != 0)

@@ -18,7 +18,7 @@
 #include "ddp_store.h"
 #include "test_coll_harness.h"
 
-static const struct ddp_coll_driver sim_driver = {
+static const struct ddp_driver sim_driver = {
 	.memcpyDtoHAsync = cuMemcpyDtoHAsync,
 	.memcpyHtoDAsync = cuMemcpyHtoDAsync,
 	.streamSynchronize = cuStreamSynchronize,

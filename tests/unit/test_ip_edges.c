@@ -69,7 +69,7 @@ static size_t count_records(void)
 
 TEST(kreg_discover_null_handle_builds_nothing)
 {
-	REQUIRE(ddp_kreg_init(NULL) == DDP_OK);
+	REQUIRE(ddp_kreg_init() == DDP_OK);
 	size_t before = count_records();
 	for (int i = 0; i < 3; i++)
 		CHECK(ddp_kreg_discover(NULL) == NULL);
