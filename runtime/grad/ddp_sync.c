@@ -973,7 +973,7 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 void ddp_sync_explain(const char *path)
 {
 	FILE *f;
-	if (!dry || !tracker || !path || !*path || !(f = fopen(path, "a")))
+	if (!dry || !tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
 		return;
 	pthread_mutex_lock(&sync_lock);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
