@@ -139,7 +139,7 @@ struct ddp_grad_buf {
 	uint8_t bounded;         /* the extent came from a count argument     */
 	uint32_t order;          /* G/P: order of first appearance            */
 	uint64_t count;          /* G: elements                               */
-	char label[64];          /* "sgd_momentum_update:1" (kernel:param)    */
+	char label[80];          /* "adamw_update:1+6144" (kernel:param+offset) */
 	char writer[40];         /* G: the last non-optimizer kernel that wrote it (step 1) */
 	char reader[40];         /* G: the reader that revealed it; P: ""      */
 	char paired[64];         /* G: the P range its element count pairs with */

@@ -65,7 +65,7 @@ struct inv_item {
 	uint32_t alloc_id;
 	uint16_t param, word;   /* word 0xffff: the launch's scalar arguments */
 	char kname[48];
-	char label[64];
+	char label[112];
 };
 
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
