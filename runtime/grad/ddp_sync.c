@@ -802,8 +802,9 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 		return;
 	snprintf(msg, sizeof msg, "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
-		 "name the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised "
-		 "(DDP_OPT_WAIT sets this wait)", stats.launches, opt_wait_s, k->demangled ? k->demangled : "?");
+		 "name the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
+		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
+		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?");
 	die(msg);
 }
 
