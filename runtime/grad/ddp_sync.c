@@ -88,6 +88,7 @@ static const struct ddp_launch_call *cur_call;
 static struct inv_item *inv;
 static size_t ninv, invcap;
 static uint64_t inv_step;            /* the step inv[] belongs to           */
+static uint64_t coll_seq;        /* collectives entered (ddprun's status board) */
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
 static struct ddp_launch launch_buf;
@@ -194,6 +195,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	ddp_result rc;
 
 	if (!dry) {
+		ddp_status_coll_enter(++coll_seq, k->name); /* ddprun sees who waits where */
 		if ((rc = ddp_job_comm(&c)) != DDP_OK)
 			coll_fail(rc, "creating the communicator");
 		ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
@@ -223,6 +225,8 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		}
 		bytes += b;
 	}
+	if (!dry)
+		ddp_status_coll_leave();
 	uint64_t dt = ddp_now_ns() - t0;
 	*k->calls += n;
 	*k->bytes += bytes;
@@ -526,6 +530,7 @@ static void inv_compare(uint64_t step)
 		h[i] = inv[i].hash;
 		bytes += inv[i].bytes;
 	}
+	ddp_status_coll_enter(++coll_seq, "invariant hash exchange");
 	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, my_rank);
 	if (ddp_store_set(st, key, h, ninv * sizeof *h) != DDP_OK)
 		die("libddp: invariant check: cannot post the hashes to the store");
@@ -569,6 +574,7 @@ static void inv_compare(uint64_t step)
 		}
 		free(val);
 	}
+	ddp_status_coll_leave();
 	if (prev_step[1]) {
 		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", prev_step[1], my_rank);
 		ddp_store_delete(st, key);
@@ -591,6 +597,7 @@ static ddp_result op_step_begin(void *ctx, uint64_t step)
 	uint64_t now = ddp_now_ns();
 	if (!stats.step_first_ns)
 		stats.step_first_ns = now;
+	ddp_status_step(step);
 	ddp_job_progress();
 	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
 	return DDP_OK;
@@ -620,8 +627,12 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 		  as.step_bytes_alloc, as.step_frees, as.step_bytes_freed, as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
 	/* (the parameter check compares steps that another step follows) */
-	if (check_every > 0 && step % (uint64_t)check_every == 0 && !dry && !at_exit)
-		return check_hashes(step, check_stream);
+	if (check_every > 0 && step % (uint64_t)check_every == 0 && !dry && !at_exit) {
+		ddp_status_coll_enter(++coll_seq, "--check hash exchange");
+		ddp_result rc = check_hashes(step, check_stream);
+		ddp_status_coll_leave();
+		return rc;
+	}
 	return DDP_OK;
 }
 
