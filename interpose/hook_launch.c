@@ -15,7 +15,9 @@
  *
  * With gradient synchronisation on (ddp_sync_on_, world size > 1) every
  * launch is first handed to ddp_sync_launch (runtime/grad/ddp_sync.c), which may
- * reduce gradients or broadcast parameters before the launch goes out.
+ * reduce gradients or broadcast parameters before the launch goes out; when
+ * it returns a token, ddp_sync_launched(token) follows the launch (an early
+ * gradient reduction enqueued behind it).
  *
  * Contract: the steady-state path (known kernel, no observer, no trace,
  * sync off) takes no lock, allocates nothing, makes no syscall: hash probe,
@@ -114,14 +116,18 @@ static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, uns
 			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					      blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
+		uint64_t tok_ = 0; \
+		struct ddp_launch_call c_; \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			struct ddp_launch_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+			c_ = (struct ddp_launch_call){ kind, f, { gridDimX, gridDimY, gridDimZ }, \
 				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
 				kernelParams, extra, NULL }; \
-			ddp_sync_launch(k_, &c_); \
+			tok_ = ddp_sync_launch(k_, &c_); \
 		} \
 		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					    blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
+		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
+			ddp_sync_launched(tok_, &c_); \
 		if (__builtin_expect(fr.trace | fr.log, 0)) \
 			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
 		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
@@ -142,14 +148,18 @@ LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_LAUNCH_PTSZ)
 			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					      blockDimZ, sharedMemBytes, hStream, kernelParams); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, NULL); \
+		uint64_t tok_ = 0; \
+		struct ddp_launch_call c_; \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			struct ddp_launch_call c_ = { kind, f, { gridDimX, gridDimY, gridDimZ }, \
+			c_ = (struct ddp_launch_call){ kind, f, { gridDimX, gridDimY, gridDimZ }, \
 				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
 				kernelParams, NULL, NULL }; \
-			ddp_sync_launch(k_, &c_); \
+			tok_ = ddp_sync_launch(k_, &c_); \
 		} \
 		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
 					    blockDimZ, sharedMemBytes, hStream, kernelParams); \
+		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
+			ddp_sync_launched(tok_, &c_); \
 		if (__builtin_expect(fr.trace | fr.log, 0)) \
 			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
 		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
@@ -167,14 +177,18 @@ LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_LAUNCH_COOP_PTSZ)
 		if (!hook_begin(&fr, HOOK_ID_##sym)) \
 			return HOOK_REAL(sym)(config, f, kernelParams, extra); \
 		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
+		uint64_t tok_ = 0; \
+		struct ddp_launch_call c_; \
 		if (__builtin_expect(ddp_sync_on_, 0) && k_ && config) { \
-			struct ddp_launch_call c_ = { kind, f, { config->gridDimX, config->gridDimY, \
+			c_ = (struct ddp_launch_call){ kind, f, { config->gridDimX, config->gridDimY, \
 				config->gridDimZ }, { config->blockDimX, config->blockDimY, \
 				config->blockDimZ }, config->sharedMemBytes, config->hStream, \
 				kernelParams, extra, config }; \
-			ddp_sync_launch(k_, &c_); \
+			tok_ = ddp_sync_launch(k_, &c_); \
 		} \
 		CUresult r = HOOK_REAL(sym)(config, f, kernelParams, extra); \
+		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
+			ddp_sync_launched(tok_, &c_); \
 		if (__builtin_expect(fr.trace | fr.log, 0) && config) \
 			set_dims(&fr, config->gridDimX, config->gridDimY, config->gridDimZ, \
 				 config->blockDimX, config->blockDimY, config->blockDimZ); \

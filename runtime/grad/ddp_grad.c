@@ -464,6 +464,10 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 	if (!n)
 		goto out;
 	qsort(list, n, sizeof *list, cmp_order);
+	if (g->ops.reduce) {
+		rc = g->ops.reduce(g->ops.ctx, list, n, stream);
+		goto reduced;
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
 		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base && s->dtype == b->dtype &&
@@ -485,6 +489,7 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 			memcpy(spans[i].label, l, sizeof l);
 		}
 	rc = g->ops.allreduce(g->ops.ctx, sp, ns, stream);
+reduced:
 	if (rc == DDP_OK) {
 		for (size_t i = 0; i < n; i++)
 			list[i]->dirty = 0;
@@ -716,6 +721,15 @@ out_free:
 	return rc;
 }
 
+/* A non-optimizer launch may write b: dirty, and it is the last writer. */
+static void mark_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L)
+{
+	b->dirty = 1;
+	b->wseq = L->seq;
+	b->wkid = L->kid;
+	b->writes++;
+}
+
 static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	int wrote_g = 0;
@@ -724,7 +738,7 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		 * every gradient as written (re-averaging an average is a no-op) */
 		for (size_t i = 0; i < g->nbufs; i++)
 			if (g->bufs[i]->role == DDP_GR_GRAD || g->bufs[i]->role == DDP_GR_CAND)
-				g->bufs[i]->dirty = 1;
+				mark_written(g->bufs[i], L);
 		wrote_g = 1;
 	}
 	for (uint32_t i = 0; i < L->nargs; i++) {
@@ -747,7 +761,7 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			continue;
 		struct ddp_grad_buf *b;
 		for (uint32_t pos = 0; (b = rec_overlap(g, x, lo, hi, M(DDP_GR_GRAD) | M(DDP_GR_CAND), &pos));) {
-			b->dirty = 1;
+			mark_written(b, L);
 			wrote_g |= b->role == DDP_GR_GRAD;
 		}
 	}

@@ -103,6 +103,8 @@ struct ddp_grad_launch {
 				  * can hold): args[] is incomplete           */
 	uint8_t const_correct;   /* typed, with at least one const pointer:
 				  * access from the signature is trusted      */
+	uint64_t seq;            /* the caller's launch ordinal (recorded as a
+				  * G range's last writer; 0 when unused)     */
 };
 
 enum ddp_grad_role {
@@ -143,6 +145,20 @@ struct ddp_grad_buf {
 	char writer[40];         /* G: the last non-optimizer kernel that wrote it (step 1) */
 	char reader[40];         /* G: the reader that revealed it; P: ""      */
 	char paired[64];         /* G: the P range its element count pairs with */
+	/* G/candidate: the last launch that may have written it (set by the
+	 * tracker with the dirty flag) */
+	uint64_t wseq;           /* its ddp_grad_launch.seq                   */
+	uint32_t wkid;           /* its kernel id                             */
+	uint64_t writes;         /* such writes so far                        */
+	/* owned by the caller's overlap layer (ddp_sync.c: early reductions);
+	 * the tracker never reads them and clears them with the record */
+	uint64_t ov_ticket;      /* async op that reduced it early (0: none)  */
+	uint64_t ov_writes;      /* `writes` when that op was enqueued        */
+	uint64_t ov_pos;         /* predicted last writer: position in the step */
+	uint32_t ov_kid;         /*   and kernel id                           */
+	uint8_t ov_pred;         /* a prediction exists                       */
+	uint8_t ov_miss;         /* mispredictions in a row                   */
+	uint8_t ov_fallback;     /* reduced at the consumer from now on       */
 };
 
 /* A range an optimizer launch reads (the data-parallel invariant check). */
@@ -175,6 +191,12 @@ struct ddp_grad_ops {
 	 * (the invariant check hashes them).  May be NULL. */
 	ddp_result (*opt_reads)(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
 				const struct ddp_grad_read *r, size_t n);
+	/* Optional, replaces allreduce at a consumer: the dirty G/candidate
+	 * records themselves (not merged into spans), in tracker order; the
+	 * callee groups them (buckets), may find some already reduced (early
+	 * reductions), and must leave every one averaged before anything
+	 * later on `stream` runs.  The tracker clears their dirty flags. */
+	ddp_result (*reduce)(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
 };
 
 struct ddp_grad;

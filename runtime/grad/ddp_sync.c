@@ -17,6 +17,12 @@
  * message instead of hanging or corrupting.  Every error on this path is
  * fatal: one `libddp:` line, then _exit(1), and ddprun stops the job.
  *
+ * Reductions (DDP_OVERLAP=on, the default): the tracker hands the ranges to
+ * reduce to op_reduce, and the overlap layer (ddp_overlap.c) reduces them
+ * stream-ordered, in buckets, early where the previous step showed their
+ * last writer; DDP_OVERLAP=off keeps the synchronous collectives of
+ * run_collective for gradients too.
+ *
  * Contract: sync_lock serialises everything below the launch hooks; the
  * library's own driver calls go straight to the real driver (the port's
  * ddp_driver_, ddp_port.h) and ddp_port_own_begin/end bracket them (NCCL's
@@ -41,6 +47,7 @@
 #include "ddp_sync.h"
 #include "ddp_alloc.h"
 #include "ddp_inspect.h"
+#include "ddp_overlap.h"
 #include "ddp_sig.h"
 #include "ddp_trace.h"
 
@@ -91,6 +98,7 @@ static uint64_t inv_step;            /* the step inv[] belongs to           */
 static uint64_t coll_seq;        /* collectives entered (ddprun's status board) */
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
+static uint64_t launch_seq;          /* launches handed to the tracker      */
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
 static CUresult (*real_sync)(CUstream);
@@ -186,6 +194,31 @@ struct coll_kind {
 	uint64_t *calls, *bytes, *ns;
 };
 
+/* Bytes averaged at step st (a reduction before a step's first optimizer
+ * launch, at a reader or early, belongs to that step). */
+static void account_step_bytes(uint64_t st, uint64_t bytes)
+{
+	if (st > stats.nstep_bytes) {
+		size_t nn = stats.nstep_bytes ? stats.nstep_bytes : 64;
+		while (nn < st)
+			nn *= 2;
+		uint64_t *p = realloc(stats.step_bytes, nn * sizeof *p);
+		if (p) {
+			memset(p + stats.nstep_bytes, 0, (nn - stats.nstep_bytes) * sizeof *p);
+			stats.step_bytes = p;
+			stats.nstep_bytes = nn;
+		}
+	}
+	if (st && st <= stats.nstep_bytes)
+		stats.step_bytes[st - 1] += bytes;
+}
+
+/* The step the gradients being reduced now belong to. */
+static uint64_t reduce_step(void)
+{
+	return phase_open ? cur_step : cur_step + 1;
+}
+
 static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
 				 void *stream)
 {
@@ -231,22 +264,9 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	*k->calls += n;
 	*k->bytes += bytes;
 	if (k->is_allreduce) {
-		/* a reduction before a step's first optimizer launch (at a reader)
-		 * belongs to that step */
-		uint64_t st = phase_open ? cur_step : cur_step + 1;
-		if (st > stats.nstep_bytes) {
-			size_t nn = stats.nstep_bytes ? stats.nstep_bytes : 64;
-			while (nn < st)
-				nn *= 2;
-			uint64_t *p = realloc(stats.step_bytes, nn * sizeof *p);
-			if (p) {
-				memset(p + stats.nstep_bytes, 0, (nn - stats.nstep_bytes) * sizeof *p);
-				stats.step_bytes = p;
-				stats.nstep_bytes = nn;
-			}
-		}
-		if (st && st <= stats.nstep_bytes)
-			stats.step_bytes[st - 1] += bytes;
+		account_step_bytes(reduce_step(), bytes);
+		if (!dry)
+			ddp_overlap_account_sync(reduce_step(), n, dt);
 	}
 	*k->ns += dt;
 	trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
@@ -262,6 +282,24 @@ static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size
 					    &stats.allreduce_bytes, &stats.allreduce_ns };
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
+}
+
+/* DDP_OVERLAP=on: the tracker's consumer hands over the ranges themselves. */
+static ddp_result op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns(), st = reduce_step();
+	(void)ctx;
+	ddp_status_coll_enter(++coll_seq, "allreduce"); /* ddprun sees who waits where */
+	ddp_result rc = ddp_overlap_reduce(bufs, n, stream, st, &colls, &bytes);
+	ddp_status_coll_leave();
+	stats.allreduce_calls += colls;
+	stats.allreduce_bytes += bytes;
+	stats.allreduce_ns += ddp_now_ns() - t0;
+	account_step_bytes(st, bytes);
+	DDP_INFO(COLL, "step %" PRIu64 ": %zu gradient range%s at the consumer: %" PRIu64 " collective%s enqueued (%"
+		 PRIu64 " bytes), the others reduced early", st, n, n == 1 ? "" : "s", colls, colls == 1 ? "" : "s",
+		 bytes);
+	return rc;
 }
 
 static ddp_result op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
@@ -608,6 +646,7 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
 	phase_open = 0;
+	ddp_overlap_step_base(launch_seq);
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
@@ -636,14 +675,29 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	return DDP_OK;
 }
 
+/* ---- what the overlap layer needs */
+
+static void ov_coll_fail(ddp_result rc, const char *what)
+{
+	coll_fail(rc, what);
+}
+
+static int ov_alive(const struct ddp_grad_buf *b)
+{
+	return op_alive(NULL, b);
+}
+
 /* ---- init and the launch path */
 
 void ddp_sync_init(int rank, int world)
 {
-	static const struct ddp_grad_ops ops = {
+	static struct ddp_grad_ops ops = {
 		.ctx = NULL, .allreduce = op_allreduce, .broadcast = op_broadcast, .read = op_read,
 		.write = op_write, .relaunch = op_relaunch, .step_begin = op_step_begin,
 		.step_end = op_step_end, .alive = op_alive, .opt_reads = op_opt_reads,
+	};
+	static const struct ddp_overlap_env env = {
+		.coll_fail = ov_coll_fail, .check_sig = check_sig, .alive = ov_alive,
 	};
 	int mode = ddp_param_sync(); /* auto|on|off */
 	enum ddp_dtype ov = DDP_DT_UNKNOWN;
@@ -682,6 +736,22 @@ void ddp_sync_init(int rank, int world)
 	real_ctx_sync = ddp_driver_.ctxSynchronize;
 	if (!real_sync)
 		die("libddp: the driver has no cuStreamSynchronize");
+	int overlap = ddp_param_overlap() == 0 && !dry && skip_avg < 0;
+	if (ddp_param_overlap() == 0 && skip_avg >= 0)
+		DDP_WARN("DDP_DEBUG_SKIP_AVG is set: gradient reductions are synchronous (DDP_OVERLAP=off)");
+	const char *bmb = ddp_param_bucket_mb();
+	char *bend = NULL;
+	double mb = bmb && *bmb ? strtod(bmb, &bend) : 25.0;
+	if ((bmb && *bmb && (!bend || *bend)) || !(mb > 0) || mb > 65536) {
+		char msg[200];
+		snprintf(msg, sizeof msg, "libddp: DDP_BUCKET_MB=%.60s: must be a number of MiB above 0 and at most 65536 "
+			 "(e.g. 25, or 0.05 for a small model)", bmb ? bmb : "");
+		die(msg);
+	}
+	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
+	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1);
+	if (overlap)
+		ops.reduce = op_reduce;
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");
 	if (dry) {
@@ -819,8 +889,9 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	die(msg);
 }
 
-void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
+uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
+	uint64_t token = 0;
 	ddp_job_progress();
 	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
 	if (__builtin_expect(!cls, 0)) {
@@ -884,6 +955,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		.template_dtype = k->template_dtype,
 		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
 		.truncated = launch_buf.truncated, .const_correct = (uint8_t)const_correct(k),
+		.seq = ++launch_seq,
 	};
 	check_stream = (void *)s;
 	cur_k = k;
@@ -894,7 +966,32 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	if (ddp_overlap_before(gl.seq, &gl))
+		token = gl.seq;
 out_unlock:
+	pthread_mutex_unlock(&sync_lock);
+	ddp_port_own_end();
+	return token;
+}
+
+void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c)
+{
+	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns();
+	CUstream s = c->stream;
+	if (!s && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ || c->kind == DDP_LAUNCH_EX_PTSZ))
+		s = CU_STREAM_PER_THREAD;
+	ddp_port_own_begin();
+	pthread_mutex_lock(&sync_lock);
+	if (ddp_sync_on_) {
+		uint64_t st = reduce_step();
+		ddp_status_coll_enter(++coll_seq, "allreduce"); /* ddprun sees who waits where */
+		ddp_overlap_after(token, (void *)s, st, &colls, &bytes);
+		ddp_status_coll_leave();
+		stats.allreduce_calls += colls;
+		stats.allreduce_bytes += bytes;
+		stats.allreduce_ns += ddp_now_ns() - t0;
+		account_step_bytes(st, bytes);
+	}
 	pthread_mutex_unlock(&sync_lock);
 	ddp_port_own_end();
 }
@@ -915,6 +1012,10 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	uint64_t steps = ddp_grad_steps(tracker);
 	uint64_t red = ddp_grad_reductions(tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;
+	char ovs[256];
+	if (!dry)
+		ddp_overlap_finish();
+	ddp_overlap_summary(ovs, sizeof ovs);
 	if (!dry && !failed && red == 0 && stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others */
@@ -929,11 +1030,11 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	DDP_INFO(GRAD, "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
 		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
 		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
-		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches",
+		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches; %s",
 		 steps, red, stats.allreduce_calls, stats.allreduce_bytes, stats.allreduce_ns / 1e6,
 		 stats.allreduce_bytes * per, stats.allreduce_ns / 1e6 * per, stats.bcast_calls,
 		 stats.bcast_bytes, stats.bcast_ns / 1e6, stats.sig_checks, stats.hash_checks,
-		 stats.calibrations);
+		 stats.calibrations, ovs);
 	if (trace_dir && *trace_dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
@@ -953,7 +1054,9 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				stats.inv_checks, stats.inv_bytes, stats.inv_ns / 1e6, stats.calibrations);
 			for (uint64_t i = 0; i < steps; i++)
 				fprintf(f, "%s%" PRIu64, i ? "," : "", i < stats.nstep_bytes ? stats.step_bytes[i] : 0);
-			fprintf(f, "],\"buffers\":[");
+			fputc(']', f);
+			ddp_overlap_json(f);
+			fprintf(f, ",\"buffers\":[");
 			int first = 1;
 			for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
 				const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);

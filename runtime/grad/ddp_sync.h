@@ -29,9 +29,13 @@ extern int ddp_sync_on_ __attribute__((visibility("hidden")));
  * failure is fatal (exits the process). */
 void ddp_sync_init(int rank, int world) __attribute__((visibility("hidden")));
 
-/* Called by the launch hooks BEFORE the launch reaches the driver. */
-void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
+/* Called by the launch hooks BEFORE the launch reaches the driver.
+ * Returns 0, or a token: then the hook calls ddp_sync_launched(token, c)
+ * right AFTER the launch reached the driver (early gradient reductions are
+ * enqueued behind it; ddp_overlap.h). */
+uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	__attribute__((visibility("hidden")));
+void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
 
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns

@@ -13,6 +13,12 @@
  * kernels write the gradients; sgd_momentum_update is launched once per
  * tensor.  --accum K runs K micro-batches of --batch records per step, each
  * scaled by 1/(K*B), so the step's gradient is the mean over K*B examples.
+ * --tied-from N: from step N on, W2's gradient (and b2's) is written twice
+ * in backward, as a tied weight's is: rows [0, B/2) at its usual place,
+ * rows [B/2, B) added by a second launch after the embedding gradient (the
+ * last kernel of backward); --tied-from 6 changes the order of backward's
+ * last writes after step 5.  --tied-alternate: only in even steps.  Same
+ * mathematics (the sum over the rows in two parts).
  *
  * Contract: single-threaded; one stream; every CUDA call checked; the only
  * output on stdout is one `step K loss V` line per step.
@@ -58,12 +64,12 @@ static const struct sample_kernel kernels[] = {
 	CK(cuLaunchKernel(f, sample_blocks(threads, BLOCK), 1, 1, BLOCK, 1, 1, 0, s, args, NULL))
 
 #define USAGE "mlp --data PATH [--steps N] [--batch B] [--accum K] [--lr X] [--momentum M] " \
-	      "[--seed S] [--init seed|urandom] [--save PATH]"
+	      "[--seed S] [--init seed|urandom] [--tied-from N] [--tied-alternate] [--save PATH]"
 
 int main(int argc, char **argv)
 {
 	const char *data_path = NULL, *save_path = NULL;
-	int steps = 300, batch = 16, accum = 1, init_urandom = 0;
+	int steps = 300, batch = 16, accum = 1, init_urandom = 0, tied_from = 0, tied_alt = 0;
 	float lr = 0.05f, momentum = 0.9f;
 	uint64_t seed = 1;
 	const struct sample_opt opts[] = {
@@ -75,6 +81,8 @@ int main(int argc, char **argv)
 		{"--momentum", SAMPLE_OPT_FLOAT, &momentum, 0, 1, NULL, 0},
 		{"--seed", SAMPLE_OPT_U64, &seed, 0, 0, NULL, 0},
 		{"--init", SAMPLE_OPT_CHOICE, &init_urandom, 0, 0, "seed|urandom", 0},
+		{"--tied-from", SAMPLE_OPT_INT, &tied_from, 0, 1e9, NULL, 0},
+		{"--tied-alternate", SAMPLE_OPT_FLAG, &tied_alt, 0, 0, NULL, 0},
 		{"--save", SAMPLE_OPT_STR, &save_path, 0, 0, NULL, 0},
 	};
 	struct sample_data data;
@@ -175,15 +183,25 @@ int main(int argc, char **argv)
 			void *gx[] = {&d_dh, &t[T_W1].p, &d_x, &d_dx, &batch, &in, &hh, &none};
 			void *ge[] = {&rec, &rb, &one, &zero, &d_dx, &t[T_E].g, &batch, &K, &v, &d, &acc};
 
+			/* --tied-from / --tied-alternate: W2's gradient in two parts */
+			int tied = batch >= 2 && ((tied_from > 0 && step >= tied_from) || (tied_alt && step % 2 == 0));
+			int h1 = batch / 2, h2 = batch - h1, one_acc = 1;
+			CUdeviceptr h_2 = d_h + (size_t)h1 * H * sizeof(float);
+			CUdeviceptr dl_2 = d_dlogits + (size_t)h1 * V * sizeof(float);
+			void *gw2a[] = {&d_h, &d_dlogits, &t[T_W2].g, &t[T_B2].g, &h1, &hh, &v, &acc};
+			void *gw2b[] = {&h_2, &dl_2, &t[T_W2].g, &t[T_B2].g, &h2, &hh, &v, &one_acc};
+
 			LAUNCH(k_embed_fwd, (long)batch * in, stream, emb);
 			LAUNCH(k_linear_fwd, (long)batch * H, stream, l1);
 			LAUNCH(k_linear_fwd, (long)batch * V, stream, l2);
 			LAUNCH(k_xent, batch, stream, xe);
-			LAUNCH(k_lin_bwd_w, (long)V * (H + 1), stream, gw2);
+			LAUNCH(k_lin_bwd_w, (long)V * (H + 1), stream, tied ? gw2a : gw2);
 			LAUNCH(k_lin_bwd_in, (long)batch * H, stream, gh);
 			LAUNCH(k_lin_bwd_w, (long)H * (in + 1), stream, gw1);
 			LAUNCH(k_lin_bwd_in, (long)batch * in, stream, gx);
 			LAUNCH(k_embed_bwd, (long)V * D, stream, ge);
+			if (tied)
+				LAUNCH(k_lin_bwd_w, (long)V * (H + 1), stream, gw2b);
 		}
 		{
 			void *lm[] = {&d_loss, &nrows, &d_loss_mean};

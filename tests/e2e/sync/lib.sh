@@ -80,3 +80,13 @@ equiv() {
 
 # rank_lines NAME K: the step lines of rank K (prefix removed)
 rank_lines() { sed -n "s/^\[rank $2\] \(step .*\)/\1/p" "$TMP/$1.ddp.out"; }
+
+# syncq NAME RANK EXPR: evaluates the python expression EXPR over
+# $TMP/NAME.trace/rank<RANK>.sync.json (j: the object, ps: per_step by
+# step number) and prints the result (run ddp with DDP_TRACE=$TMP/NAME.trace)
+syncq() {
+	python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+ps = {p["step"]: p for p in j.get("per_step", [])}
+print(eval(sys.argv[2]))' "$TMP/$1.trace/rank$2.sync.json" "$3" 2>&1
+}

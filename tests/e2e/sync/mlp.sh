@@ -19,14 +19,23 @@ ref mlp3 mlp --data "$D" --steps $S --batch 24
 ddp mlp3 3 mlp "$D" --data "$D" --steps $S --batch 8
 equiv mlp3 3 1e-5
 
-# accumulation: 4 micro-batches per step, one reduction per step (the rank's
-# log at info level counts the allreduce lines)
+# accumulation: 4 micro-batches per step, one reduction per optimizer step,
+# not 4: with overlap (the default) one collective of the 5 gradients (64128
+# bytes) per step, enqueued early from step 3 (after the last micro-step's
+# last write), none reduced again (rank0.sync.json); DDP_OVERLAP=off: one
+# synchronous 5-buffer allreduce per step (the log's allreduce lines)
 ref acc mlp --data "$D" --steps 30 --batch 8 --accum 4
-DDPRUN_VERBOSE=1 ddp acc 2 mlp "$D" --data "$D" --steps 30 --batch 4 --accum 4
+DDP_TRACE=$TMP/acc.trace ddp acc 2 mlp "$D" --data "$D" --steps 30 --batch 4 --accum 4
 equiv acc 2 1e-5
-n=$(grep -c 'allreduce-avg of 5 gradient buffers' "$TMP/acc.logs/latest/rank0.log")
-if [ "$n" -eq 29 ]; then ok "accum: one 5-buffer reduction per step from step 2 (29 in 30 steps)"
-else not_ok "accum: $n 5-buffer reductions in 30 steps, expected 29"; fi
+r=$(syncq acc 0 '(sum(1 for s in range(2, 31) if ps[s]["collectives"] == 1 and ps[s]["bytes"] == 64128), j["early_reductions"], j["rereductions"])')
+if [ "$r" = "(29, 28, 0)" ]; then ok "accum: one 5-range collective per optimizer step (29 of steps 2-30), early from step 3 (28), none again"
+else not_ok "accum: (steps with one 5-range collective, early, re-reductions) = $r, expected (29, 28, 0)"; fi
+DDP_OVERLAP=off DDPRUN_VERBOSE=1 ddp accoff 2 mlp "$D" --data "$D" --steps 30 --batch 4 --accum 4
+cp "$TMP/acc.ref.bin" "$TMP/accoff.ref.bin"
+equiv accoff 2 1e-5
+n=$(grep -c 'allreduce-avg of 5 gradient buffers' "$TMP/accoff.logs/latest/rank0.log")
+if [ "$n" -eq 29 ]; then ok "accum, DDP_OVERLAP=off: one synchronous 5-buffer reduction per step from step 2 (29 in 30 steps)"
+else not_ok "accum, DDP_OVERLAP=off: $n 5-buffer reductions in 30 steps, expected 29"; fi
 
 # negative control: without synchronisation the same comparison fails
 DDP_SYNC=off ddp off 2 mlp "$D" --data "$D" --steps $S --batch 8

@@ -1,0 +1,114 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# overlap.sh - early, stream-ordered gradient reductions (DDP_OVERLAP=on,
+# docs/overlap.md) stay equivalent to one process at N x batch, with small
+# buckets (DDP_BUCKET_MB=0.001: one bucket per gradient range, so every
+# range is reduced early on its own, right after its predicted last writer):
+#   - mlp -n 2 and -n 3, and --accum 4;
+#   - a gradient written twice in backward, first and last, as a tied
+#     weight's (mlp --tied-from 1): no re-reduction (the last writer is
+#     learned, not the first);
+#   - backward's order of last writes changes after step 5 (mlp
+#     --tied-from 6): the two ranges W2/b2 are reduced early at their old
+#     place in step 6, written again, and reduced again at the consumer:
+#     exactly 2 re-reductions, all in step 6, counted in sync.json and
+#     logged; step 7 predicts right again;
+#   - an order that changes every step (mlp --tied-alternate): mispredicted
+#     twice in a row, the two ranges fall back to the consumer (2 fallbacks);
+#   - charlm (flat gradient buffer, clipping reader) with 0.01 MiB buckets
+#     and --amp skipped steps, fused bf16 -n 3: equivalent; charlm's
+#     collectives per step = its 5 buckets; `ddprun report` prints the
+#     communication section;
+#   - DDP_OVERLAP=off is the synchronous path (no early reduction);
+#   - a bad DDP_BUCKET_MB is one line naming it.
+. "$(dirname "$0")/lib.sh"
+need mlp
+need charlm
+need fused
+D=$BUILD/data/mlp.rec
+C=$BUILD/data/charlm.rec
+S=20
+export DDP_BUCKET_MB=0.001
+
+# run NAME N SAMPLE DATA ARGS...: ddp with a trace directory (sync.json)
+run() {
+	local name=$1
+	shift
+	DDP_TRACE=$TMP/$name.trace DDPRUN_VERBOSE=1 ddp "$name" "$@"
+}
+
+ref o2 mlp --data "$D" --steps $S --batch 16
+run o2 2 mlp "$D" --data "$D" --steps $S --batch 8
+equiv o2 2 1e-5
+r=$(syncq o2 0 '(j["overlap"], j["early_ranges"], j["rereductions"], sorted(set(ps[s]["collectives"] for s in ps)))')
+if [ "$r" = "('on', $(((S - 2) * 5)), 0, [5])" ]; then ok "mlp -n 2: every range reduced early from step 3 ($(((S - 2) * 5)) ranges), 5 buckets = 5 collectives per step"
+else not_ok "mlp -n 2: (overlap, early ranges, re-reductions, collectives per step) = $r"; fi
+
+ref o3 mlp --data "$D" --steps $S --batch 24
+run o3 3 mlp "$D" --data "$D" --steps $S --batch 8
+equiv o3 3 1e-5
+
+ref oacc mlp --data "$D" --steps $S --batch 8 --accum 4
+run oacc 2 mlp "$D" --data "$D" --steps $S --batch 4 --accum 4
+equiv oacc 2 1e-5
+r=$(syncq oacc 0 '(j["early_ranges"], j["rereductions"], sorted(set(ps[s]["collectives"] for s in ps if s >= 2)))')
+if [ "$r" = "($(((S - 2) * 5)), 0, [5])" ]; then ok "accum: once per optimizer step, not per micro-step (5 collectives per step, early from step 3)"
+else not_ok "accum: (early ranges, re-reductions, collectives per step) = $r"; fi
+
+ref tied mlp --data "$D" --steps $S --batch 16 --tied-from 1
+run tied 2 mlp "$D" --data "$D" --steps $S --batch 8 --tied-from 1
+equiv tied 2 1e-5
+r=$(syncq tied 0 '(j["early_ranges"], j["rereductions"])')
+if [ "$r" = "($(((S - 2) * 5)), 0)" ]; then ok "tied: W2's gradient written first and last in backward: reduced early after the last write, never again"
+else not_ok "tied: (early ranges, re-reductions) = $r"; fi
+
+ref reorder mlp --data "$D" --steps $S --batch 16 --tied-from 6
+run reorder 2 mlp "$D" --data "$D" --steps $S --batch 8 --tied-from 6
+equiv reorder 2 1e-5
+r=$(syncq reorder 0 '(j["rereductions"], [s for s in ps if ps[s]["rereductions"]], j["fallbacks"], ps[7]["collectives"])')
+if [ "$r" = "(2, [6], 0, 5)" ]; then ok "order changes after step 5: 2 ranges reduced again in step 6, none after, no fallback"
+else not_ok "order change: (re-reductions, steps with some, fallbacks, collectives in step 7) = $r"; fi
+if grep -q 'step 6: gradient .* was written again after its early reduction .*reduced again' "$TMP/reorder.logs/latest/rank0.log"; then
+	ok "order change: the re-reduction is logged"
+else not_ok "order change: no 'reduced again' line in rank 0's log"; fi
+
+ref alt mlp --data "$D" --steps $S --batch 16 --tied-alternate
+run alt 2 mlp "$D" --data "$D" --steps $S --batch 8 --tied-alternate
+equiv alt 2 1e-5
+r=$(syncq alt 0 '(j["fallbacks"], j["rereductions"])')
+if [ "$r" = "(2, 4)" ]; then ok "order alternating every step: mispredicted twice in a row, 2 ranges fall back to the consumer (4 re-reductions before)"
+else not_ok "alternating order: (fallbacks, re-reductions) = $r, expected (2, 4)"; fi
+
+export DDP_BUCKET_MB=0.01
+ref cl charlm --data "$C" --steps $S --batch 8 --clip 0.5
+run cl 2 charlm "$C" --data "$C" --steps $S --batch 4 --clip 0.5
+equiv cl 2 1e-5
+r=$(syncq cl 0 '(sorted(set(ps[s]["collectives"] for s in ps if s >= 2)), j["rereductions"], j["early_ranges"] > 0)')
+if [ "$r" = "([5], 0, True)" ]; then ok "charlm, 0.01 MiB buckets: 5 collectives per step (its 5 buckets), early, none again"
+else not_ok "charlm: (collectives per step, re-reductions, early) = $r"; fi
+"$DDPRUN" report "$TMP/cl.trace" >"$TMP/cl.report" 2>&1
+if grep -Eq '^hidden % +[0-9.]+% +[0-9.]+%$' "$TMP/cl.report" && grep -Eq '^collectives +5\.0 +5\.0$' "$TMP/cl.report"; then
+	ok "report: $(grep '^hidden %' "$TMP/cl.report" | tr -s ' ') over steps 3+, 5 collectives per step"
+else not_ok "report: no communication section: $(tail -3 "$TMP/cl.report")"; fi
+
+ref camp charlm --data "$C" --steps $S --batch 8 --amp --loss-scale 2e9
+run camp 2 charlm "$C" --data "$C" --steps $S --batch 4 --amp --loss-scale 1e9
+equiv camp 2 1e-5
+
+F=$BUILD/data/mlp.rec
+ref fu fused --data "$F" --steps $S --batch 24
+run fu 3 fused "$F" --data "$F" --steps $S --batch 8
+equiv fu 3 1e-2
+
+DDP_OVERLAP=off run off 2 mlp "$D" --data "$D" --steps $S --batch 8
+cp "$TMP/o2.ref.bin" "$TMP/off.ref.bin"
+equiv off 2 1e-5
+r=$(syncq off 0 '(j["overlap"], j["early_reductions"], ps[5]["collectives"], ps[5]["comm_hidden_ms"])')
+if [ "$r" = "('off', 0, 5, 0.0)" ]; then ok "DDP_OVERLAP=off: synchronous, one collective per gradient buffer (5), nothing hidden"
+else not_ok "DDP_OVERLAP=off: (overlap, early, collectives in step 5, hidden) = $r"; fi
+
+DDP_BUCKET_MB=-3 ddp bad 2 mlp "$D" --data "$D" --steps 2 --batch 8
+if grep -q 'libddp: DDP_BUCKET_MB=-3: must be a number of MiB above 0' "$TMP/bad.ddp.err"; then ok "a bad DDP_BUCKET_MB is one line naming it"
+else not_ok "bad DDP_BUCKET_MB: $(grep -m1 libddp "$TMP/bad.ddp.err")"; fi
+exit $FAILED
