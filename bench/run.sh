@@ -11,7 +11,8 @@
 #   sync on (gradient synchronisation, `ddprun -n 2 --backend host`, null
 #     driver through DDP_CUDA_LIB): ns per launch of a non-optimizer kernel
 #     (`forward`, three pointer arguments, after two training steps), with one
-#     and with two launching threads, against the same program without
+#     and with two launching threads (each thread's CPU time, so that other
+#     jobs on the machine do not count), against the same program without
 #     libddp and under ddprun with DDP_SYNC=off (launch_rate sync).
 # Usage: BUILD=build bench/run.sh [M]   (after `make all`)
 set -eu

@@ -57,6 +57,7 @@ struct ddp_grad {
 	uint64_t steps;                  /* steps begun                          */
 	uint64_t steps_done;             /* steps ended                          */
 	uint64_t reductions;
+	uint64_t gen;                    /* G/candidate set changes              */
 	struct wlog_ent *wlog;
 	size_t nwlog;
 	char err[512];
@@ -160,8 +161,9 @@ static int64_t *hash_slot(const struct ddp_grad *g, uint64_t base)
 	}
 }
 
-static void buf_reset(struct ddp_grad_buf *b)
+static void buf_reset(struct ddp_grad *g, struct ddp_grad_buf *b)
 {
+	g->gen++;
 	uint64_t base = b->base, size = b->size;
 	memset(b, 0, sizeof *b);
 	b->base = base;
@@ -180,7 +182,7 @@ static struct alloc_ix *ix_find(struct ddp_grad *g, uint64_t base, uint32_t allo
 		for (uint32_t i = 0; i < x->n; i++) {
 			if (g->bufs[x->rec[i]]->role == DDP_GR_GRAD && g->ngrad)
 				g->ngrad--;
-			buf_reset(g->bufs[x->rec[i]]);
+			buf_reset(g, g->bufs[x->rec[i]]);
 		}
 		x->n = 0;
 		x->alloc_id = alloc_id;
@@ -372,7 +374,7 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
 		if (b->role == DDP_GR_GRAD && g->ngrad)
 			g->ngrad--;
-		buf_reset(b);
+		buf_reset(g, b);
 	}
 }
 
@@ -413,6 +415,16 @@ const char *ddp_grad_evidence_name(enum ddp_grad_evidence e)
 	case DDP_GE_READER: return "a reader's argument";
 	default: return "-";
 	}
+}
+
+int ddp_grad_steady(const struct ddp_grad *g)
+{
+	return g->ngrad > 0 && g->steps_done > 0;
+}
+
+uint64_t ddp_grad_gen(const struct ddp_grad *g)
+{
+	return g->gen;
 }
 
 int ddp_grad_active(const struct ddp_grad *g)
@@ -456,7 +468,7 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 				  (unsigned long long)b->base);
 			if (b->role == DDP_GR_GRAD && g->ngrad)
 				g->ngrad--;
-			buf_reset(b);
+			buf_reset(g, b);
 			continue;
 		}
 		list[n++] = b;
@@ -518,7 +530,7 @@ static ddp_result end_update(struct ddp_grad *g)
 				continue;
 			DDP_INFO(GRAD, "candidate %s (%llu bytes, revealed by %s) was read by no optimizer launch in "
 				 "step 1: not a gradient", b->label, (unsigned long long)b->size, b->reader);
-			buf_reset(b);
+			buf_reset(g, b);
 		}
 		free(g->wlog);
 		g->wlog = NULL;
@@ -593,6 +605,7 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 			    a->param, L->kname ? L->kname : "?", (unsigned long long)b->size);
 	const char *w = wlog_writer(g, b->alloc_id, b->base, b->base + b->size);
 	b->role = (uint8_t)role;
+	g->gen++;
 	b->dtype = (uint8_t)t;
 	b->count = b->size / es;
 	b->size = b->count * es;
@@ -842,6 +855,7 @@ static uint32_t pair_index(const struct ddp_grad *g, const struct ddp_grad_launc
  * broadcast twice per step.  A parameter that grows is broadcast again. */
 static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
 {
+	g->gen++;
 	struct alloc_ix *x = ix_find(g, b->alloc_base, b->alloc_id);
 	struct ddp_grad_buf *o;
 	for (uint32_t pos = 0; (o = rec_overlap(g, x, b->base, b->base + b->size, M(role), &pos));) {
@@ -856,7 +870,7 @@ static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
 			 o->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base));
 		if (role == DDP_GR_GRAD && g->ngrad)
 			g->ngrad--;
-		buf_reset(o);
+		buf_reset(g, o);
 	}
 }
 

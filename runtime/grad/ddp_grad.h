@@ -224,6 +224,15 @@ ddp_result ddp_grad_finish(struct ddp_grad *g);
  * update phase is open and the first step is over.) */
 int ddp_grad_active(const struct ddp_grad *g);
 
+/* Steady state: the first step is over and some gradient is known.  Then
+ * a non-optimizer, non-reader launch none of whose arguments points into
+ * the allocation of a gradient or candidate changes nothing here, in an
+ * update phase or not (the caller may skip ddp_grad_launch for it:
+ * ddp_sync.c's cheap path).  ddp_grad_gen changes whenever the set of
+ * gradients and candidates may have changed. */
+int ddp_grad_steady(const struct ddp_grad *g);
+uint64_t ddp_grad_gen(const struct ddp_grad *g);
+
 /* An allocation is gone (free): forget it. */
 void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 

@@ -23,7 +23,23 @@
  * last writer; DDP_OVERLAP=off keeps the synchronous collectives of
  * run_collective for gradients too.
  *
- * Contract: sync_lock serialises everything below the launch hooks; the
+ * The cheap path (steady state, ddp_grad_steady): a non-optimizer,
+ * non-reader launch is checked without the lock and without decoding: the
+ * kernel's cached list of the 8-byte words that may hold a pointer
+ * (built once, like the decoder's scan) is read from the launch's
+ * arguments and each value looked up in an immutable, published snapshot
+ * of the gradients' allocations (hot.snap, rebuilt under the lock when the
+ * set of gradients changes).
+ * No value inside a gradient allocation: the launch can neither
+ * write a gradient nor touch an early reduction in flight (those ranges lie
+ * inside gradient allocations), so the tracker would do nothing; it goes
+ * to the driver.  Else, and outside the steady state, the slow path.
+ * Launch positions (ddp_overlap.c) count slow-path launches only, the same
+ * ones every step.
+ *
+ * Contract: sync_lock serialises everything below the launch hooks but the
+ * cheap path (atomic loads of hot.ok, hot.snap and the kernel's scan list;
+ * snapshots are never freed before exit); the
  * library's own driver calls go straight to the real driver (the port's
  * ddp_driver_, ddp_port.h) and ddp_port_own_begin/end bracket them (NCCL's
  * own driver calls then stay untracked).
@@ -99,6 +115,24 @@ static uint64_t coll_seq;        /* collectives entered (ddprun's status board) 
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
 static uint64_t launch_seq;          /* launches handed to the tracker      */
+/* the cheap path */
+struct gsnap {
+	size_t n;
+	struct gsnap *older;             /* snapshots replaced (freed at exit)  */
+	struct { uint64_t lo, hi; } iv[]; /* gradient allocations, sorted, merged */
+};
+/* read by every launch, written rarely: a cache line of their own */
+static struct {
+	struct gsnap *snap;          /* published (atomic), immutable       */
+	int ok;                      /* steady state (atomic)               */
+	char pad[64 - sizeof(void *) - sizeof(int)];
+} hot __attribute__((aligned(64)));
+static struct {
+	uint64_t n;                  /* cheap-path launches (approximate)   */
+	char pad[56];
+} fastcount __attribute__((aligned(64)));
+
+static __thread uint32_t fast_tick;  /* progress every 64 cheap launches    */
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
 static CUresult (*real_sync)(CUstream);
@@ -675,6 +709,118 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	return DDP_OK;
 }
 
+/* ---- the cheap path */
+
+static int cmp_iv(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Publishes the gradients' allocations (sync_lock held). */
+static void gsnap_rebuild(void)
+{
+	size_t nb = ddp_grad_nbufs(tracker), n = 0;
+	struct gsnap *g = malloc(sizeof *g + (nb ? nb : 1) * sizeof g->iv[0]);
+	if (!g) {
+		__atomic_store_n(&hot.ok, 0, __ATOMIC_RELEASE); /* no snapshot: the slow path */
+		return;
+	}
+	for (size_t i = 0; i < nb; i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+		if (b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND)
+			continue;
+		g->iv[n].lo = b->alloc_base;
+		g->iv[n].hi = b->alloc_base + b->alloc_size;
+		n++;
+	}
+	qsort(g->iv, n, sizeof g->iv[0], cmp_iv);
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (w && g->iv[i].lo <= g->iv[w - 1].hi) {
+			if (g->iv[i].hi > g->iv[w - 1].hi)
+				g->iv[w - 1].hi = g->iv[i].hi;
+			continue;
+		}
+		g->iv[w++] = g->iv[i];
+	}
+	g->n = w;
+	g->older = hot.snap;
+	__atomic_store_n(&hot.snap, g, __ATOMIC_RELEASE);
+}
+
+/* The steady state may have begun or ended, the gradients changed
+ * (sync_lock held). */
+static void fast_update(void)
+{
+	static uint64_t built_gen = UINT64_MAX;
+	int ok = !dry && opt_seen && ddp_grad_steady(tracker);
+	if (ok && (!__atomic_load_n(&hot.ok, __ATOMIC_RELAXED) || ddp_grad_gen(tracker) != built_gen)) {
+		built_gen = ddp_grad_gen(tracker);
+		gsnap_rebuild();
+	}
+	__atomic_store_n(&hot.ok, ok && hot.snap, __ATOMIC_RELEASE);
+}
+
+/* The kernel's words that may hold a pointer, as ddp_launch_decode scans
+ * them (sync_lock held, once per kernel). */
+static void scan_build(struct ddp_kfunc *k)
+{
+	uint32_t n = 0, *v;
+	if (k->sync_scan_state || !k->layout_known) {
+		if (!k->sync_scan_state)
+			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	if (!(v = malloc((k->nparams ? k->nparams : 1) * 64 * sizeof *v)))
+		return;
+	for (uint32_t i = 0; i < k->nparams && n <= 64; i++) {
+		const struct ddp_kparam_desc *d = &k->params[i];
+		if (d->size == 8 && (d->ptype == DDP_PT_POINTER || d->ptype == DDP_PT_UNKNOWN)) {
+			v[n++] = i << 16;
+		} else if (d->size >= 8 && (d->ptype == DDP_PT_STRUCT || d->ptype == DDP_PT_UNKNOWN)) {
+			uint32_t first = (d->offset + 7) & ~7u;
+			for (uint32_t o = first; o + 8 <= d->offset + d->size && n <= 64; o += 8)
+				v[n++] = i << 16 | (o - d->offset);
+		}
+	}
+	if (n > 64 || k->nparams > 65535) { /* many words: decoding is cheaper than guessing */
+		free(v);
+		__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
+		return;
+	}
+	k->sync_scan = v;
+	k->sync_nscan = (uint16_t)n;
+	__atomic_store_n(&k->sync_scan_state, 1, __ATOMIC_RELEASE);
+}
+
+/* Does a word of the launch's arguments point into a gradient allocation
+ * (or can the arguments not be read)? */
+static int scan_hits(const struct ddp_kfunc *k, const struct ddp_launch_call *c, const struct gsnap *g)
+{
+	struct ddp_launch_params p = { c->params, c->extra };
+	for (uint16_t j = 0; j < k->sync_nscan; j++) {
+		uint32_t e = k->sync_scan[j];
+		const unsigned char *v = c->params ? (const unsigned char *)c->params[e >> 16]
+						   : (const unsigned char *)ddp_launch_param_ptr(k, &p, e >> 16);
+		uint64_t x;
+		if (!v)
+			return 1;
+		memcpy(&x, v + (e & 0xffff), 8);
+		size_t lo = 0, hi = g->n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (x < g->iv[mid].lo)
+				hi = mid;
+			else if (x >= g->iv[mid].hi)
+				lo = mid + 1;
+			else
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /* ---- what the overlap layer needs */
 
 static void ov_coll_fail(ddp_result rc, const char *what)
@@ -892,8 +1038,18 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
 	uint64_t token = 0;
-	ddp_job_progress();
 	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
+	if (cls == 1 + DDP_GK_OTHER && __atomic_load_n(&hot.ok, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&k->sync_scan_state, __ATOMIC_ACQUIRE) == 1 &&
+	    !scan_hits(k, c, __atomic_load_n(&hot.snap, __ATOMIC_ACQUIRE))) {
+		/* the cheap path: this launch touches no gradient allocation */
+		if (!(++fast_tick & 63)) {
+			ddp_job_progress();
+			__atomic_fetch_add(&fastcount.n, 64, __ATOMIC_RELAXED);
+		}
+		return 0;
+	}
+	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
 		cls = 1 + (int)ddp_grad_classify(k->demangled, opt_setting, reader_setting);
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
@@ -908,6 +1064,8 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	stats.launches++;
 	if (!opt_seen)
 		no_optimizer_check(k, cls);
+	if (cls == DDP_GK_OTHER && !k->sync_scan_state)
+		scan_build(k);
 	if (cls == DDP_GK_OTHER && !ddp_grad_active(tracker)) {
 		cur_k = k; /* the last kernel launched, for the exit message */
 		goto out_unlock;
@@ -968,6 +1126,7 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	}
 	if (ddp_overlap_before(gl.seq, &gl))
 		token = gl.seq;
+	fast_update();
 out_unlock:
 	pthread_mutex_unlock(&sync_lock);
 	ddp_port_own_end();
@@ -1030,11 +1189,12 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	DDP_INFO(GRAD, "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
 		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
 		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
-		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches; %s",
+		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64 " launches on "
+		 "the cheap path; %s",
 		 steps, red, stats.allreduce_calls, stats.allreduce_bytes, stats.allreduce_ns / 1e6,
 		 stats.allreduce_bytes * per, stats.allreduce_ns / 1e6 * per, stats.bcast_calls,
 		 stats.bcast_bytes, stats.bcast_ns / 1e6, stats.sig_checks, stats.hash_checks,
-		 stats.calibrations, ovs);
+		 stats.calibrations, __atomic_load_n(&fastcount.n, __ATOMIC_RELAXED), ovs);
 	if (trace_dir && *trace_dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);

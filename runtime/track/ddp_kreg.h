@@ -62,8 +62,17 @@ struct ddp_kfunc {
 	uint8_t optimizer;           /* name matches an optimizer pattern      */
 	uint8_t warned;              /* a bad launch was reported (atomic)     */
 	uint8_t sync_class;          /* ddp_sync: 0 unknown, else 1 + enum ddp_grad_kclass (atomic) */
+	uint8_t sync_scan_state;     /* ddp_sync: 0 not built, 1 sync_scan ready, 2 always decode (atomic) */
+	uint16_t sync_nscan;         /* ddp_sync: entries of sync_scan           */
+	uint32_t *sync_scan;         /* ddp_sync: the 8-byte words that may hold a
+				      * pointer: (param << 16) | byte offset in it */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
+	/* launches is written by every launch (atomic add, any thread): alone
+	 * on its cache line, so that the fields above, read on every launch
+	 * (sync_class, sync_scan...), are not invalidated by it */
+	char pad_before_[64];
 	uint64_t launches;           /* atomic                                 */
+	char pad_after_[56];
 	struct ddp_kfunc *next;      /* all records, registration order        */
 	void *user;                  /* for the inspector (lazily allocated)   */
 };
