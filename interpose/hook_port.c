@@ -64,6 +64,8 @@ void hook_port_fill(void)
 	BY_NAME(eventSynchronize, "cuEventSynchronize");
 	BY_NAME(streamWaitEvent, "cuStreamWaitEvent");
 	BY_NAME(launchHostFunc, "cuLaunchHostFunc");
+	BY_NAME(ctxGetCurrent, "cuCtxGetCurrent");
+	BY_NAME(ctxSetCurrent, "cuCtxSetCurrent");
 	d->cpu_device = hook_driver_sym("simcuda_cpu_device") != NULL;
 	d->own_begin = own_begin;
 	d->own_end = own_end;

@@ -94,6 +94,13 @@ struct ddp_coll_config {
 	 * Used for device buffers (memcpy*, streamSynchronize, memAllocHost/
 	 * FreeHost), NCCL (streamQuery) and error names; NULL: host buffers only. */
 	const struct ddp_driver *driver;
+	/* Optional: called with entering 1 when an asynchronous collective
+	 * starts waiting for the other ranks (the host backend's progress
+	 * thread runs it; with NCCL while ops are outstanding on the
+	 * communication stream) and 0 when it stops; seq numbers the op.  From
+	 * the comm's own thread; must not call back into the comm.  libddp
+	 * shows it on ddprun's status board. */
+	void (*busy)(int entering, uint64_t seq);
 };
 
 /* Statistics per kind of collective (index enum ddp_coll_kind). */

@@ -12,6 +12,11 @@
  *
  * NCCL: ncclAllReduce on the communication stream, between two host
  * functions that stamp the start and end times (they make no CUDA call).
+ * A watchdog thread (the comm's progress thread, in NCCL mode) follows the
+ * ops in flight: it polls their done events and ncclCommGetAsyncError and
+ * aborts the communicator on an error or after cfg.timeout_s without
+ * progress, so that a dead peer never leaves a stream waiting forever; it
+ * marks the comm busy (cfg.busy) while ops are in flight.
  * Host backend: the communication stream copies each chunk of a device
  * buffer into the pinned async staging buffer, then runs a host function
  * that hands the chunk to this communicator's progress thread and blocks
@@ -44,6 +49,8 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +102,8 @@ struct coll_async {
 	struct ddp_coll_time ring[ASYNC_DONE_RING];
 	uint64_t ring_w, ring_r;
 	uint64_t cur_start_ns;             /* start of the op in progress (mu)    */
+	uint64_t watched;                  /* NCCL: last ticket seen done (watchdog) */
+	CUcontext ctx;                     /* the context of cs (watchdog thread)   */
 	/* failure on the progress thread (mu; failed also read atomically) */
 	int failed;
 	ddp_result fail_rc;
@@ -149,7 +158,11 @@ static void *async_progress(void *arg)
 		uint64_t t0 = now_ns();
 		ddp_result rc = DDP_OK;
 		if (!skip) {
+			if (c->cfg.busy)
+				c->cfg.busy(1, j->ticket);
 			rc = coll_host_allreduce(c, j->buf, j->count, j->t, 0, NULL);
+			if (c->cfg.busy)
+				c->cfg.busy(0, j->ticket);
 			if (rc == DDP_OK)
 				coll_account(c, DDP_COLL_ALLREDUCE, j->count * ddp_dtype_size(j->t), (double)t0 * 1e-9);
 		}
@@ -167,6 +180,85 @@ static void *async_progress(void *arg)
 			ring_put(a, j->ticket, a->cur_start_ns, t1, 0);
 		j->done = 1;
 		pthread_cond_broadcast(&a->cv_done);
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* ---- watchdog thread (NCCL) */
+
+static void watchdog_fail(struct coll_async *a, ddp_result rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void watchdog_fail(struct coll_async *a, ddp_result rc, const char *fmt, ...)
+{
+	va_list ap;
+	pthread_mutex_lock(&a->mu);
+	if (!a->failed) {
+		int n = snprintf(a->err, sizeof a->err, "libddp: ");
+		va_start(ap, fmt);
+		vsnprintf(a->err + n, sizeof a->err - (size_t)n, fmt, ap);
+		va_end(ap);
+		__atomic_store_n(&a->failed, 1, __ATOMIC_RELEASE);
+		a->fail_rc = rc;
+	}
+	pthread_mutex_unlock(&a->mu);
+	DDP_ERROR("%s", a->err + 8);
+	coll_nccl_abort(a->c); /* NCCL's kernels return; the streams go on */
+}
+
+static void *async_watchdog(void *arg)
+{
+	struct coll_async *a = arg;
+	struct ddp_comm *c = a->c;
+	const struct ddp_driver *d = c->cfg.driver;
+	char msg[256];
+	if (a->ctx && d->ctxSetCurrent)
+		(void)d->ctxSetCurrent(a->ctx);
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		while (!a->quit && (a->failed || a->watched >= __atomic_load_n(&a->issued, __ATOMIC_ACQUIRE)))
+			pthread_cond_wait(&a->cv, &a->mu);
+		if (a->quit)
+			break;
+		pthread_mutex_unlock(&a->mu);
+		uint64_t last = now_ns(), t = a->watched + 1;
+		if (c->cfg.busy)
+			c->cfg.busy(1, t);
+		for (unsigned i = 0;; i++) {
+			uint64_t issued = __atomic_load_n(&a->issued, __ATOMIC_ACQUIRE);
+			CUresult q = d->eventQuery(a->done[t % ASYNC_SLOTS]);
+			if (q == CUDA_SUCCESS) {
+				a->watched = t; /* (a later op may have reused the slot: then it is done too) */
+				last = now_ns();
+				if (t >= issued)
+					break;
+				t++;
+				continue;
+			}
+			if (q != CUDA_ERROR_NOT_READY) {
+				watchdog_fail(a, DDP_ERR_CUDA, "async allreduce #%" PRIu64 " on rank %d: stream error %s", t,
+					      c->rank, coll_cu_name(c, q));
+				break;
+			}
+			if (coll_nccl_async_failed(c, msg, sizeof msg)) {
+				watchdog_fail(a, DDP_ERR_NCCL, "async allreduce #%" PRIu64 " failed on rank %d: %s", t, c->rank,
+					      msg);
+				break;
+			}
+			if ((double)(now_ns() - last) * 1e-9 > c->cfg.timeout_s) {
+				watchdog_fail(a, DDP_ERR_TIMEOUT, "async allreduce #%" PRIu64 " made no progress for %.0f s on "
+					      "rank %d (a rank stopped or never issued it?); NCCL aborted", t,
+					      c->cfg.timeout_s, c->rank);
+				break;
+			}
+			if (__atomic_load_n(&a->quit, __ATOMIC_ACQUIRE))
+				break;
+			struct timespec ts = { 0, i < 100 ? 50000 : 1000000 };
+			nanosleep(&ts, NULL);
+		}
+		if (c->cfg.busy)
+			c->cfg.busy(0, t);
+		pthread_mutex_lock(&a->mu);
 	}
 	pthread_mutex_unlock(&a->mu);
 	return NULL;
@@ -235,9 +327,13 @@ static ddp_result async_setup(struct ddp_comm *c)
 		DDP_CHECK(async_cu(c, d->eventCreate(&a->prod[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
 		DDP_CHECK(async_cu(c, d->eventCreate(&a->done[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
 	}
-	if (c->backend == DDP_COLL_HOST && c->world > 1) {
-		if (pthread_create(&a->thread, NULL, async_progress, a) != 0)
-			return coll_fail(c, DDP_ERR_SYS, 1, "async allreduce: cannot start the progress thread");
+	if (c->world > 1) {
+		int nccl = c->backend == DDP_COLL_NCCL;
+		if (nccl && d->ctxGetCurrent)
+			(void)d->ctxGetCurrent(&a->ctx);
+		if (pthread_create(&a->thread, NULL, nccl ? async_watchdog : async_progress, a) != 0)
+			return coll_fail(c, DDP_ERR_SYS, 1, "async allreduce: cannot start the %s thread",
+					 nccl ? "watchdog" : "progress");
 		a->thread_started = 1;
 	}
 	DDP_DEBUG(COLL, "async collectives: communication stream %p (priority %d)", (void *)a->cs, hi);
@@ -423,7 +519,10 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 		}
 	}
 	DDP_CHECK(async_cu(c, d->eventRecord(a->done[slot], a->cs), "cuEventRecord (communication stream)"));
-	a->issued = t;
+	pthread_mutex_lock(&a->mu);
+	__atomic_store_n(&a->issued, t, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&a->cv); /* the NCCL watchdog follows it */
+	pthread_mutex_unlock(&a->mu);
 	*ticket = t;
 	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s, %zu segment%s, %" PRIu64 " bytes %s, enqueued", t,
 		  ddp_dtype_name(dtype), n, n == 1 ? "" : "s", total, buf_is_device ? "device" : "host");
@@ -512,7 +611,7 @@ void coll_async_destroy(struct ddp_comm *c)
 		(void)d->eventSynchronize(a->done[a->issued % ASYNC_SLOTS]);
 	if (a->thread_started) {
 		pthread_mutex_lock(&a->mu);
-		a->quit = 1;
+		__atomic_store_n(&a->quit, 1, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&a->cv);
 		pthread_mutex_unlock(&a->mu);
 		pthread_join(a->thread, NULL);

@@ -86,6 +86,9 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
  * timeout (as the synchronous calls watch their stream). */
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev);
 void coll_nccl_abort(struct ddp_comm *c);
+/* Has NCCL reported an asynchronous error on c (a peer gone, a network
+ * failure)?  1 with its text in msg; 0.  Callable from a watchdog thread. */
+int coll_nccl_async_failed(struct ddp_comm *c, char *msg, size_t len);
 void coll_nccl_destroy(struct ddp_comm *c);
 int coll_nccl_version(const struct ddp_comm *c);
 

@@ -202,6 +202,19 @@ void coll_nccl_abort(struct ddp_comm *c)
 	nccl_abort(c->nccl);
 }
 
+int coll_nccl_async_failed(struct ddp_comm *c, char *msg, size_t len)
+{
+	struct coll_nccl *n = c->nccl;
+	ncclResult_t st = ncclSuccess;
+	ncclComm_t comm = n ? n->comm : NULL;
+	if (!comm)
+		return 0;
+	if (n->s.CommGetAsyncError(comm, &st) != ncclSuccess || st == ncclSuccess || st == ncclInProgress)
+		return 0;
+	snprintf(msg, len, "%s", n->s.GetErrorString ? n->s.GetErrorString(st) : "NCCL error");
+	return 1;
+}
+
 ddp_result coll_nccl_init(struct ddp_comm *c)
 {
 	ddp_result rc = DDP_OK;
@@ -521,6 +534,12 @@ ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
 void coll_nccl_abort(struct ddp_comm *c)
 {
 	(void)c;
+}
+
+int coll_nccl_async_failed(struct ddp_comm *c, char *msg, size_t len)
+{
+	(void)c, (void)msg, (void)len;
+	return 0;
 }
 
 void coll_nccl_destroy(struct ddp_comm *c)

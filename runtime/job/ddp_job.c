@@ -362,6 +362,16 @@ const char *ddp_job_comm_error(void)
 	return join_msg;
 }
 
+/* The communicator's asynchronous collectives waiting for the other ranks
+ * (a progress or watchdog thread): ddprun's status board shows it. */
+static void job_coll_busy(int entering, uint64_t seq)
+{
+	if (entering)
+		ddp_status_coll_enter(seq + 1, "allreduce");
+	else
+		ddp_status_coll_leave();
+}
+
 ddp_result ddp_job_comm(struct ddp_comm **out)
 {
 	struct ddp_coll_config cfg;
@@ -376,6 +386,7 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 		return comm_rc = DDP_ERR_INVALID;
 	ddp_coll_config_default(&cfg);
 	cfg.driver = &ddp_driver_;
+	cfg.busy = job_coll_busy;
 	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
 	/* a marker per rank, so that a failed creation can name who never came */

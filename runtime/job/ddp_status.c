@@ -81,11 +81,17 @@ void ddp_status_step(uint64_t step)
 		DDP_STATUS_STORE(s->step, step);
 }
 
+/* Collectives this process is inside (the injecting thread and the
+ * collectives' progress thread may both be): the board says "inside" until
+ * the last one leaves. */
+static int coll_depth;
+
 void ddp_status_coll_enter(uint64_t seq, const char *name)
 {
 	struct ddp_status_slot *s = slot;
 	if (!s)
 		return;
+	__atomic_fetch_add(&coll_depth, 1, __ATOMIC_ACQ_REL);
 	size_t n = strlen(name);
 	if (n >= sizeof s->coll_name)
 		n = sizeof s->coll_name - 1;
@@ -103,6 +109,8 @@ void ddp_status_coll_leave(void)
 	struct ddp_status_slot *s = slot;
 	if (!s)
 		return;
+	if (__atomic_sub_fetch(&coll_depth, 1, __ATOMIC_ACQ_REL) > 0)
+		return; /* another one is still inside */
 	uint64_t seq = DDP_STATUS_LOAD(s->coll_in);
 	DDP_STATUS_STORE(s->coll_in, 0);
 	if (seq)

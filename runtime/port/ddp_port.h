@@ -122,6 +122,8 @@ struct ddp_driver {
 	CUresult (*eventSynchronize)(CUevent e);
 	CUresult (*streamWaitEvent)(CUstream s, CUevent e, unsigned flags);
 	CUresult (*launchHostFunc)(CUstream s, CUhostFn fn, void *user);
+	CUresult (*ctxGetCurrent)(CUcontext *ctx);
+	CUresult (*ctxSetCurrent)(CUcontext ctx);
 	CUresult (*deviceGetAttribute)(int *v, CUdevice_attribute a, CUdevice dev);
 	/* the launch entry points, by enum ddp_launch_kind (ddp_port_relaunch) */
 	CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,

@@ -171,6 +171,8 @@ static const char *fake_old_nccl(char *path, size_t len)
 		"int ncclBroadcast(void) { return 1; }\n"
 		"int ncclCommAbort(void) { return 1; }\n"
 		"int ncclCommDestroy(void) { return 1; }\n"
+		"int ncclGroupStart(void) { return 0; }\n"
+		"int ncclGroupEnd(void) { return 0; }\n"
 		"const char *ncclGetErrorString(int r) { (void)r; return \"fake\"; }\n";
 	char dir[] = "/tmp/ddp-fake-nccl-XXXXXX", c_path[96], cmd[512];
 	if (!mkdtemp(dir))
