@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "ddp_grad.h"
 #include "ddp_log.h"
 
@@ -115,18 +116,44 @@ static int list_matches(const char *name, const char *list)
 	return 0;
 }
 
+/* name with every C++ closure marker ("lambda", as the demangler spells
+ * `{lambda(float)#1}`) blanked: a closure type says nothing about what a
+ * kernel does, and "lamb" (the optimizer) is a prefix of it.  PyTorch's
+ * elementwise kernels carry the closures of their operators in their
+ * template arguments (tanh_kernel_cuda::{lambda()#2}...): matched raw,
+ * every one of them was taken for a LAMB optimizer.  Returns name itself
+ * when it has no marker, else a malloc'd copy (NULL when out of memory). */
+static char *without_closures(const char *name)
+{
+	static const char marker[] = "lambda";
+	const size_t mlen = sizeof marker - 1;
+	if (!ci_contains(name, marker, mlen))
+		return (char *)name;
+	char *copy = strdup(name);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if (strncasecmp(p, marker, mlen) == 0)
+			memset(p, '~', mlen);
+	return copy;
+}
+
 int ddp_grad_name_matches(const char *name, const char *const *builtin, const char *setting)
 {
 	if (!name)
 		return 0;
-	int replace = setting && *setting && *setting != '+';
+	char *clean = without_closures(name);
+	if (!clean)
+		return 0;
+	int replace = setting && *setting && *setting != '+', hit = 0;
 	if (!replace)
-		for (size_t i = 0; builtin[i]; i++)
-			if (ci_contains(name, builtin[i], strlen(builtin[i])))
-				return 1;
-	if (setting && *setting)
-		return list_matches(name, *setting == '+' ? setting + 1 : setting);
-	return 0;
+		for (size_t i = 0; builtin[i] && !hit; i++)
+			hit = ci_contains(clean, builtin[i], strlen(builtin[i]));
+	if (!hit && setting && *setting)
+		hit = list_matches(clean, *setting == '+' ? setting + 1 : setting);
+	if (clean != name)
+		free(clean);
+	return hit;
 }
 
 enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
@@ -788,6 +815,15 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		if (known || g->steps_done > 0 || integer_arg(a))
 			continue;
 		int output = L->const_correct && !a->in_struct && a->access == DDP_GA_WRITE;
+		/* an input of unknown element type (an untyped kernel's flag or
+		 * scalar) cannot be averaged: no candidate.  Were it a gradient,
+		 * the optimizer finds it and asks for DDP_GRAD_DTYPE, and the
+		 * invariant check stops a step that used it unaveraged. */
+		if (!output && !ddp_dtype_size(grad_dtype(g, L, a))) {
+			DDP_DEBUG(GRAD, "reader %s argument %u: element type unknown, not a gradient candidate",
+				  L->kname ? L->kname : "?", a->param);
+			continue;
+		}
 		if (!(b = rec_new(g, a, lo, hi)))
 			return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
 		if (output) {
