@@ -10,7 +10,11 @@
  * once, on first use: "<realpath of /proc/self/exe>.kern.so" if it exists,
  * then each file of SIMCUDA_KERNELS (colon-separated; a missing file there is
  * reported).  All entries go into one array sorted by mangled name; a name
- * defined twice keeps its first definition.
+ * defined twice keeps its first definition.  The tables' device variables
+ * (globals: __device__ / __constant__ storage, for cuModuleGetGlobal) are
+ * indexed the same way; an entry without an address (a name the cubin has
+ * but the source does not define, such as the compiler's math tables) is
+ * left out.
  *
  * Contract: loading runs under pthread_once; afterwards the index is
  * read-only, so lookups from any thread need no lock.  Libraries stay loaded
@@ -32,6 +36,12 @@ struct kentry {
 };
 static struct kentry *index_;                   /* sorted by mangled name */
 static size_t nindex;
+struct gentry {
+	const struct sim_global_entry *g;
+	size_t seq;
+};
+static struct gentry *gindex;                   /* sorted by mangled name */
+static size_t ngindex;
 static char searched[4096] = "none";            /* for error messages     */
 
 static void searched_add(const char *path, const char *what)
@@ -45,6 +55,14 @@ static int entry_cmp(const void *a, const void *b)
 {
 	const struct kentry *x = a, *y = b;
 	int c = strcmp(x->e->mangled, y->e->mangled);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int gentry_cmp(const void *a, const void *b)
+{
+	const struct gentry *x = a, *y = b;
+	int c = strcmp(x->g->mangled, y->g->mangled);
 
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
@@ -96,6 +114,17 @@ static void load_one(const char *path, int must_exist)
 	index_ = grown;
 	for (uint32_t i = 0; i < t->count; i++)
 		index_[nindex] = (struct kentry){&t->entries[i], nindex}, nindex++;
+	if (t->nglobals && t->globals) {
+		struct gentry *gg = realloc(gindex, (ngindex + t->nglobals) * sizeof(*gindex));
+		if (!gg) {
+			fprintf(stderr, "simcuda: out of memory loading %s\n", path);
+		} else {
+			gindex = gg;
+			for (uint32_t i = 0; i < t->nglobals; i++)
+				if (t->globals[i].addr && t->globals[i].mangled)
+					gindex[ngindex] = (struct gentry){&t->globals[i], ngindex}, ngindex++;
+		}
+	}
 	searched_add(path, "loaded");
 }
 
@@ -119,6 +148,14 @@ static void load_all(void)
 			load_one(p, 1);
 		free(copy);
 	}
+	if (ngindex > 1) {
+		size_t out = 1;
+		qsort(gindex, ngindex, sizeof(*gindex), gentry_cmp);
+		for (size_t i = 1; i < ngindex; i++)
+			if (strcmp(gindex[i].g->mangled, gindex[out - 1].g->mangled))
+				gindex[out++] = gindex[i];
+		ngindex = out;
+	}
 	if (nindex > 1) {
 		/* Sort by (name, load order), keep the first of each name. */
 		size_t out = 1;
@@ -141,6 +178,25 @@ const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 		int c = strcmp(mangled, index_[mid].e->mangled);
 		if (!c)
 			return index_[mid].e;
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	return NULL;
+}
+
+const struct sim_global_entry *sim_kernels_find_global(const char *mangled)
+{
+	size_t lo = 0, hi;
+
+	pthread_once(&load_once, load_all);
+	hi = ngindex;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(mangled, gindex[mid].g->mangled);
+		if (!c)
+			return gindex[mid].g;
 		if (c < 0)
 			hi = mid;
 		else

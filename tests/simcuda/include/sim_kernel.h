@@ -422,6 +422,23 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 }
 } /* namespace sim_reg */
 
+/* ---- device variables (used by sim-kernreg's X.reg.cpp) ------------------
+ * __device__ and __constant__ variables are ordinary globals of the kernel
+ * library; the table lists them so that cuModuleGetGlobal /
+ * cudaMemcpyToSymbol reach the very storage the kernels use.  sim-kernreg
+ * lists every variable of the cubin as SIM_GLOBAL(name, ::qualified::name);
+ * names the source does not define (the compiler's own tables) resolve,
+ * through a using-directive, to a sim_reg::absent placeholder, whose entry
+ * has no address and is ignored by the driver. */
+namespace sim_reg {
+struct absent {};
+template <class T> inline void *global_addr(T *p) { return const_cast<void *>(static_cast<const volatile void *>(p)); }
+inline void *global_addr(const absent *) { return nullptr; }
+template <class T> constexpr std::size_t global_size(T *) { return sizeof(T); }
+constexpr std::size_t global_size(const absent *) { return 0; }
+} /* namespace sim_reg */
+#define SIM_GLOBAL(mangled, var) { mangled, ::sim_reg::global_addr(&(var)), ::sim_reg::global_size(&(var)) }
+
 /* One table entry: SIM_KERNEL("_Z4axpyfPKfPfi", "axpy(float, float const*, float*, int)",
  *                              static_cast<void (*)(float, float const *, float *, int)>(&axpy)) */
 #define SIM_KERNEL(mangled, sig, fp) ::sim_reg::make<(fp)>(mangled, sig, (fp))
@@ -429,6 +446,14 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr), &::sim_reg::bind, 0, nullptr }
+/* The same with the device variables of a non-empty SIM_GLOBAL array. */
+#define SIM_KERNEL_TABLE_G(arr, garr) \
+	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, sizeof(arr) / sizeof((arr)[0]), (arr), &::sim_reg::bind, \
+		  sizeof(garr) / sizeof((garr)[0]), (garr) }
+#define SIM_KERNEL_TABLE_EMPTY_G(garr) \
+	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, sizeof(garr) / sizeof((garr)[0]), (garr) }
 #define SIM_KERNEL_TABLE_EMPTY() \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }
