@@ -3,7 +3,8 @@
  * sim_module.c - modules, libraries and functions: loading real nvcc images
  * (fatbin, cudart wrapper, cubin, PTX) with the shared reader
  * (runtime/image/ddp_fatbin.h) and pairing each kernel with its host
- * implementation (sim_exec.h: sim_kernels_find).
+ * implementation (sim_exec.h: sim_kernels_find).  An image embedded in a
+ * shared library brings "<library>.kern.so" along (sim_kernels_image_loaded).
  *
  * cuModuleGetFunction(name): the cubin must have the kernel (else
  * CUDA_ERROR_NOT_FOUND), a loaded kernel library must implement it (else
@@ -36,6 +37,7 @@
 #pragma weak sim_kernels_find
 #pragma weak sim_kernels_find_global
 #pragma weak sim_kernels_searched
+#pragma weak sim_kernels_image_loaded
 
 struct CUmod_st {
 	uint32_t magic;
@@ -88,6 +90,9 @@ static CUresult sim_mod_make(const char *what, const void *image, size_t len, st
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	/* A library's embedded image: its kernels are in <library>.kern.so. */
+	if (sim_kernels_image_loaded)
+		sim_kernels_image_loaded(image);
 	m->magic = SIM_MAGIC_MODULE;
 	m->ctx = ctx;
 	pthread_mutex_init(&m->mu, NULL);
