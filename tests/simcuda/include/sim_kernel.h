@@ -54,7 +54,10 @@
 #define __SIMCUDA__ 1
 
 /* ---- qualifiers --------------------------------------------------------- */
-#define __global__
+/* used: every kernel (each instantiation of a template) is emitted, even
+ * where the registry's trampoline inlined its body, so that the library
+ * defines it under nvcc's mangled name. */
+#define __global__ __attribute__((used))
 #define __device__
 #define __host__
 #define __constant__
