@@ -10,8 +10,9 @@
  * stream.
  *
  * Contract: the driver table is resolved once (pthread_once) and then
- * read-only.  Function look-ups of one module are guarded by a mutex; a
- * handle is used by one thread at a time (cuBLAS's own rule).
+ * read-only.  A module's function cache is filled on first use without a
+ * lock: a handle (and so its module) is used by one host thread at a time,
+ * cuBLAS's own rule.
  */
 #include "simblas.h"
 
