@@ -18,7 +18,7 @@
 need gpt
 D=$BUILD/data/gpt.bin
 [ -e "$D" ] || { echo "$D is not built (make all)"; exit 77; }
-S=30
+S=20
 
 ref plain gpt --data "$D" --steps $S --batch 4
 mkdir -p "$TMP/n1.logs"
