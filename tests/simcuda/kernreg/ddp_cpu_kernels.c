@@ -996,6 +996,9 @@ int main(int argc, char **argv)
 			if (verbose && m)
 				fputs(m, stderr);
 			char *nl = m ? strstr(m, ":\n") : NULL;
+			for (char *c = nl ? nl + 1 : NULL; c && *c; c++)
+				if (*c == '\n' || *c == '\t')
+					*c = ' ';
 			die("%s: kernels g++ did not define under nvcc's names (static kernels, or mangling differs):%s",
 			    shown(srcs[i]), nl ? nl + 1 : " ?");
 		}
