@@ -22,6 +22,12 @@
 # "parameter" because adamw_kernel writes through its non-const pointer, so
 # the gradients are never averaged: the ranks end with different parameters
 # (relative L2 ~1e-1 from the reference, the same as DDP_SYNC=off).
+# With helper/gradrules as of a9e8f39 it stops instead (exit 1) at step 2:
+# the flat gradient candidate found at global_norm_squared_kernel in step 1
+# is dropped ("read by no optimizer launch": AdamW reads it in 16
+# sub-ranges), so from step 2 the gradients are averaged at the adamw_kernel
+# launches, after the norm was computed from unaveraged gradients, and the
+# invariant check sees adamw_kernel's grad_scale differ between the ranks.
 . "$(dirname "$0")/lib.sh"
 need gpt
 D=$BUILD/data/gpt.bin
