@@ -8,7 +8,8 @@
  * the step sequences of torch.optim's foreach AdamW / Adam / SGD and of
  * clip_grad_norm_ (../shared/PYTORCH.md, section 3).
  *
- * Model (304 parameter tensors, 150 of them 16-element biases):
+ * Model (304 parameter tensors, 150 of them 16-element biases; --layers N
+ * gives 2N+4):
  *   x: the K = 8 context bytes of a record as floats (tok/96 - 0.5)
  *   h1 = relu(W0 x + b0)                      W0 [16][8],  b0 [16]
  *   h_{l+1} = h_l + relu(W_l h_l + b_l)       W_l [16][16], b_l [16], l = 1..150
@@ -52,7 +53,9 @@
 
 extern const unsigned char samples_obj_torchlike_kernels_fatbin[];
 
-enum { IN = 8, D = 16, V = 96, LAYERS = 150, NPARAMS = 2 * LAYERS + 4 };
+enum { IN = 8, D = 16, V = 96, MAX_LAYERS = 150, MAX_PARAMS = 2 * MAX_LAYERS + 4 };
+static int LAYERS = MAX_LAYERS;  /* --layers: residual blocks (default 150: 304 tensors) */
+static int NPARAMS = MAX_PARAMS;
 /* PyTorch launches its multi-tensor kernels with 512 threads per block
  * (kBlockSize).  On the CPU device every thread of a block receives its own
  * copy of the ~25 KB by-value metadata struct (a C++ call per thread), so
@@ -267,7 +270,7 @@ struct param {
 	CUdeviceptr w, grad, m, v;
 	int has_grad, has_state;
 };
-static struct param P[NPARAMS];
+static struct param P[MAX_PARAMS];
 /* parameter order (model.parameters()): W0 b0 W1 b1 ... W150 b150 Wh bh */
 #define PW(l) (&P[2 * (l)])
 #define PB(l) (&P[2 * (l) + 1])
@@ -291,8 +294,8 @@ static void accumulate(struct param *p, CUdeviceptr newg)
 struct acts {
 	int rows;
 	CUdeviceptr x, target;          /* input [rows][IN], target int64 [rows] */
-	CUdeviceptr a[LAYERS + 1];      /* a[0] = h1; a[l] = relu(W_l h_l + b_l)  */
-	CUdeviceptr h[LAYERS + 2];      /* h[1] = a[0]; h[l+1] = h[l] + a[l]      */
+	CUdeviceptr a[MAX_LAYERS + 1];  /* a[0] = h1; a[l] = relu(W_l h_l + b_l)  */
+	CUdeviceptr h[MAX_LAYERS + 2];      /* h[1] = a[0]; h[l+1] = h[l] + a[l]      */
 	CUdeviceptr logits, dlogits, loss_rows;
 	float scale;
 };
@@ -405,9 +408,9 @@ static void run_backward(struct acts *a)
 }
 
 /* ---- lists */
-static CUdeviceptr L_params[NPARAMS], L_grads[NPARAMS], L_m[NPARAMS], L_v[NPARAMS], L_tmp[NPARAMS];
-static size_t L_numel[NPARAMS];
-static float L_scalars[NPARAMS];
+static CUdeviceptr L_params[MAX_PARAMS], L_grads[MAX_PARAMS], L_m[MAX_PARAMS], L_v[MAX_PARAMS], L_tmp[MAX_PARAMS];
+static size_t L_numel[MAX_PARAMS];
+static float L_scalars[MAX_PARAMS];
 
 static void gather_lists(void)
 {
@@ -425,7 +428,7 @@ static CUdeviceptr *pinned_offsets;
 
 static void clip_grad_norm(float max_norm)
 {
-	static CUdeviceptr norms[NPARAMS];
+	static CUdeviceptr norms[MAX_PARAMS];
 	int n = NPARAMS;
 	/* _foreach_norm: per-chunk partial sums, then one cleanup block per tensor */
 	int64_t *off = (int64_t *)pinned_offsets;
@@ -612,7 +615,7 @@ static void zero_grad(int set_to_none)
 #define USAGE "torchlike --data PATH [--steps N] [--batch B] [--lr X] [--seed S] [--save PATH] " \
 	      "[--optim adamw|adam|sgd] [--impl foreach|fused|forloop] [--clip MAXNORM] [--scaler 0|1] " \
 	      "[--set-to-none 0|1] [--accum K] [--alloc caching|expandable|async] [--layout cuda13|cuda12] " \
-	      "[--dtype fp32|bf16] [--momentum M] [--weight-decay W]"
+	      "[--dtype fp32|bf16] [--momentum M] [--weight-decay W] [--layers N]"
 
 int main(int argc, char **argv)
 {
@@ -639,6 +642,7 @@ int main(int argc, char **argv)
 		{"--alloc", SAMPLE_OPT_CHOICE, &alloc_mode, 0, 0, "caching|expandable|async", 0},
 		{"--layout", SAMPLE_OPT_CHOICE, &layout, 0, 0, "cuda13|cuda12", 0},
 		{"--dtype", SAMPLE_OPT_CHOICE, &dtype, 0, 0, "fp32|bf16", 0},
+		{"--layers", SAMPLE_OPT_INT, &LAYERS, 1, MAX_LAYERS, NULL, 0},
 	};
 	sample_prog = "torchlike";
 	sample_parse_args(argc, argv, opts, sizeof opts / sizeof *opts, USAGE);
@@ -650,6 +654,7 @@ int main(int argc, char **argv)
 		sample_die(2, "--layout cuda12 is not implemented yet (only the CUDA 13 layouts)");
 	if (dtype)
 		sample_die(2, "--dtype bf16 is not implemented yet");
+	NPARAMS = 2 * LAYERS + 4;
 
 	struct sample_data data;
 	sample_data_open(&data, data_path);
@@ -667,7 +672,7 @@ int main(int argc, char **argv)
 	CK(cuModuleLoadData(&mod, samples_obj_torchlike_kernels_fatbin));
 	sample_get_kernels(mod, kernels, sizeof kernels / sizeof *kernels);
 	ta_init((enum ta_mode)alloc_mode, stream);
-	CK(cuMemAllocHost((void **)&pinned_offsets, (NPARAMS + 1) * 8));
+	CK(cuMemAllocHost((void **)&pinned_offsets, (MAX_PARAMS + 1) * 8));
 
 	/* parameters: torch.nn.Linear's init, U(-1/sqrt(in), 1/sqrt(in)) */
 	struct sample_rng rng;
