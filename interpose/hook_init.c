@@ -47,6 +47,7 @@
 #include "hook_init.h"
 #include "ddp_inspect.h"
 #include "ddp_params.h"
+#include "ddp_status.h"
 #include "ddp_summary.h"
 #include "ddp_sync.h"
 #include "ddp_trace.h"
@@ -157,6 +158,7 @@ static void ddp_fork_child(void)
 {
 	forked_child = 1;
 	ddp_trace_fork_child();
+	ddp_status_fork_child();
 }
 
 /* An exiting thread's counters were folded and are freed: its next hook

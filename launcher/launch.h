@@ -8,6 +8,8 @@
  *   spawn.c      per-rank environment, fork/exec with exec-failure detection
  *   output.c     the ranks' pipes -> prefixed whole lines, log files
  *   supervise.c  the event loop: exits, signals, failure handling, timeouts
+ *   progress.c   the progress watch: --timeout, a rank that left while others wait
+ *   guard.c      the guardian that kills the job's processes if ddprun is killed
  *   fallbacks.c  weak stand-ins for pieces other areas provide
  *
  * Contract: ddprun is single-threaded except for whatever the store server
@@ -63,6 +65,13 @@ enum { LAUNCH_BACKEND_AUTO, LAUNCH_BACKEND_NCCL, LAUNCH_BACKEND_HOST };
  * (and -1 otherwise); the caller prints and exits. */
 ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action);
 
+/* -n auto|gpu|cpu before main.c counts them */
+#define LAUNCH_NPROC_AUTO (-1L)
+#define LAUNCH_NPROC_GPU (-2L)
+#define LAUNCH_NPROC_CPU (-3L)
+/* Applies options given in another option's terms (--rdzv-endpoint). */
+ddp_result launch_options_resolve(struct launch_opts *o);
+
 /* Frees what launch_options_parse allocated inside *o (its lists). */
 void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
@@ -98,10 +107,6 @@ struct launch_rank {
 	char **envp;       /* the rank's environment               */
 	int env_first_set; /* envp[env_first_set..]: set by ddprun */
 	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
-	/* progress watch (--timeout) */
-	uint64_t hb_counter;
-	double hb_changed;  /* monotonic time the counter last changed */
-	int hb_seen;
 };
 
 struct launch_job {
@@ -110,7 +115,8 @@ struct launch_job {
 	int world_size;
 	struct launch_rank *ranks;
 	struct ddp_store_server *store; /* node 0 only                 */
-	int port;                 /* MASTER_PORT given to ranks    */
+	int port;                 /* the store's port (DDP_STORE_PORT) */
+	int prog_port;            /* MASTER_PORT: the program's own (torch.distributed) */
 	const char *master_addr;
 	char secret[65];
 	char *self_dir;           /* directory of the ddprun binary */
@@ -118,7 +124,31 @@ struct launch_job {
 	struct launch_devices dev;
 	char *write_dir;
 	double grace;             /* seconds between SIGTERM and SIGKILL */
+	double start;             /* launch_now() when the ranks started */
+	/* the status board (runtime/ddp_status.h): one slot per local rank */
+	int status_fd;            /* memfd, -1 when none                 */
+	struct ddp_status_slot *status;
+	/* the guardian (guard.c) and the job's marker variable */
+	char job_marker[64];      /* "DDPRUN_JOB_ID=<pid>.<hex>"          */
+	int guard_fd;             /* write end of its pipe, -1 when none */
+	pid_t guard_pid;
 };
+
+/* guard.c: starts the guardian (before any thread); a warning and
+ * DDP_ERR_SYS when it cannot. */
+ddp_result launch_guard_start(struct launch_job *job);
+/* Tells the guardian the job ended normally (it exits). */
+void launch_guard_stop(struct launch_job *job);
+
+/* progress.c: the status board (created before the ranks start). */
+ddp_result launch_status_create(struct launch_job *job);
+void launch_status_free(struct launch_job *job);
+/* --timeout: the rank that stopped progressing (global rank), or -1.
+ * *why gets what it was doing and who waits for it. */
+int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t cap);
+/* A local rank that exited (index `left`) while a running local rank waits
+ * for it in a collective: returns 1 and describes the waiter in *why. */
+int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);

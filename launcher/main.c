@@ -22,10 +22,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "ddp_log.h"
 #include "launch.h"
@@ -139,6 +143,119 @@ static ddp_result shared_secret(const struct launch_opts *o, char out[65])
 	return DDP_OK;
 }
 
+/* A port nobody listens on now (for the program's MASTER_PORT), not avoid. */
+static int free_port(int avoid)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t len = sizeof a;
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+		if (fd < 0)
+			return -1;
+		if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+		    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+			port = ntohs(a.sin_port);
+		close(fd);
+		if (port > 0 && port != avoid)
+			return port;
+	}
+	return -1;
+}
+
+/* --log-dir DIR: this run's folder DIR/<id>-<date>-<time>-<pid> (id:
+ * --rdzv-id, else "run"), and the link DIR/latest to it, so that no run
+ * overwrites another's logs and side files. */
+static ddp_result run_dir(const struct launch_opts *o, char **out)
+{
+	char stamp[32], *path = NULL, *tmp = NULL, *link = NULL;
+	time_t t = time(NULL);
+	struct tm tm;
+	const char *id = o->rdzv_id ? o->rdzv_id : "run";
+
+	if (strchr(id, '/') || strcmp(id, ".") == 0 || strcmp(id, "..") == 0 || strcmp(id, "latest") == 0) {
+		launch_msg("--rdzv-id '%s' cannot name a folder; use letters, digits, - and _", id);
+		return DDP_ERR_INVALID;
+	}
+	localtime_r(&t, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	char *base = NULL;
+	if (asprintf(&base, "%s-%s-%d", id, stamp, (int)getpid()) < 0)
+		return DDP_ERR_NOMEM;
+	if (asprintf(&path, "%s/%s", o->log_dir, base) < 0 ||
+	    asprintf(&tmp, "%s/.latest.%d", o->log_dir, (int)getpid()) < 0 ||
+	    asprintf(&link, "%s/latest", o->log_dir) < 0)
+		goto nomem;
+	if (mkdir(path, 0755) != 0) {
+		launch_msg("--log-dir: cannot create %s: %s", path, strerror(errno));
+		goto fail;
+	}
+	unlink(tmp);
+	if (symlink(base, tmp) != 0 || rename(tmp, link) != 0) {
+		launch_msg("warning: --log-dir: cannot point %s to this run's folder (%s)", link, strerror(errno));
+		unlink(tmp);
+	}
+	free(base);
+	free(tmp);
+	free(link);
+	*out = path;
+	return DDP_OK;
+nomem:
+	launch_msg("out of memory");
+fail:
+	free(base);
+	free(path);
+	free(tmp);
+	free(link);
+	return DDP_ERR_INVALID;
+}
+
+/* -n auto|gpu|cpu (torchrun's words): GPUs if any, else CPUs; GPUs; CPUs. */
+static ddp_result count_ranks(struct launch_opts *o)
+{
+	long n = o->nproc_per_node;
+	if (n > 0)
+		return DDP_OK;
+	int gpus = (n == LAUNCH_NPROC_CPU || o->device == LAUNCH_DEVICE_CPU) ? 0 : launch_devices_detect();
+	if (n == LAUNCH_NPROC_GPU && gpus <= 0) {
+		launch_msg("--nproc-per-node gpu: no GPU was found; give a number, or auto/cpu");
+		return DDP_ERR_INVALID;
+	}
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	n = gpus > 0 && n != LAUNCH_NPROC_CPU ? gpus : (cpus > 0 ? cpus : 1);
+	o->nproc_per_node = n > 1024 ? 1024 : n;
+	return DDP_OK;
+}
+
+/* torchrun runs `python3 -m MOD` for --module, and `python3 SCRIPT.py`
+ * unless --no-python.  ddprun does both, but runs an executable .py
+ * directly (its #! line chooses the interpreter). */
+static ddp_result python_argv(struct launch_opts *o, char ***out)
+{
+	char **a = o->prog_argv;
+	size_t n = 0, extra;
+	const char *prog = a[0];
+	size_t len = strlen(prog);
+
+	*out = NULL;
+	if (o->module)
+		extra = 2;
+	else if (!o->no_python && len > 3 && strcmp(prog + len - 3, ".py") == 0 && access(prog, X_OK) != 0)
+		extra = 1;
+	else
+		return DDP_OK;
+	while (a[n])
+		n++;
+	char **v = calloc(n + extra + 1, sizeof *v);
+	if (!v)
+		return DDP_ERR_NOMEM;
+	v[0] = "python3";
+	if (o->module)
+		v[1] = "-m";
+	memcpy(v + extra, a, n * sizeof *v);
+	o->prog_argv = *out = v;
+	return DDP_OK;
+}
+
 static ddp_result read_grace(double *grace)
 {
 	const char *v = getenv("DDPRUN_GRACE");
@@ -160,6 +277,7 @@ static int run(int argc, char **argv)
 	static struct launch_opts o;
 	struct launch_job job = { .o = &o };
 	int action, code = 0, no_preload;
+	char **py_argv = NULL, *run_path = NULL;
 	char cwd[PATH_MAX];
 
 	if (launch_options_parse(argc, argv, &o, &action) != DDP_OK) {
@@ -176,8 +294,13 @@ static int run(int argc, char **argv)
 		code = 0;
 		goto out;
 	}
-	if (launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK) {
+	if (launch_options_resolve(&o) != DDP_OK || count_ranks(&o) != DDP_OK ||
+	    launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK) {
 		code = 2;
+		goto out;
+	}
+	if (python_argv(&o, &py_argv) != DDP_OK) {
+		code = 1;
 		goto out;
 	}
 	if (o.verbose > 0)
@@ -200,7 +323,26 @@ static int run(int argc, char **argv)
 	job.nranks = (int)o.nproc_per_node;
 	job.world_size = (int)(o.nproc_per_node * o.nnodes);
 	job.master_addr = o.nnodes > 1 ? o.master_addr : "127.0.0.1";
-	job.port = (int)o.master_port;
+	/* MASTER_ADDR/MASTER_PORT belong to the program (torch.distributed,
+	 * Accelerate bind them on rank 0); ddprun's store has a port of its own:
+	 * --master-port P gives the program P and the store P+1 */
+	if (o.master_port) {
+		if (o.master_port >= 65535) {
+			launch_msg("--master-port %ld leaves no port for ddprun's store (it uses "
+				   "--master-port + 1); give a port below 65535", o.master_port);
+			code = 2;
+			goto out;
+		}
+		job.prog_port = (int)o.master_port;
+		job.port = (int)o.master_port + 1;
+	}
+	job.status_fd = job.guard_fd = -1;
+	{
+		unsigned int r = 0;
+		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+			r = (unsigned int)launch_now();
+		snprintf(job.job_marker, sizeof job.job_marker, "DDPRUN_JOB_ID=%d.%08x", (int)getpid(), r);
+	}
 	job.ranks = calloc((size_t)job.nranks, sizeof *job.ranks);
 	if (!job.ranks) {
 		code = 1;
@@ -227,6 +369,13 @@ static int run(int argc, char **argv)
 			code = 2;
 			goto out;
 		}
+		/* each run its own subfolder, DIR/latest names the newest */
+		if (!o.dry_run && run_dir(&o, &run_path) != DDP_OK) {
+			code = 2;
+			goto out;
+		}
+		if (run_path)
+			o.log_dir = run_path;
 		char *abs = realpath(o.log_dir, NULL);
 		if (asprintf(&job.write_dir, "%s", abs ? abs : o.log_dir) < 0) {
 			code = 1;
@@ -278,6 +427,10 @@ static int run(int argc, char **argv)
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		launch_msg("warning: cannot become a child subreaper (%s); orphans of the ranks "
 			   "may survive", strerror(errno));
+	/* before any thread: the guardian outlives a SIGKILLed ddprun and takes
+	 * the job's processes with it; the status board shows the ranks' progress */
+	launch_guard_start(&job);
+	launch_status_create(&job);
 
 	if (o.node_rank == 0) {
 		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
@@ -290,6 +443,12 @@ static int run(int argc, char **argv)
 		job.port = ddp_store_server_port(job.store);
 		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job.port);
 	}
+	if (!job.prog_port && (job.prog_port = free_port(job.port)) <= 0) {
+		launch_msg("cannot find a free port for MASTER_PORT; give one with --master-port");
+		ddp_store_server_stop(job.store);
+		code = 1;
+		goto out;
+	}
 	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
 		ddp_store_server_stop(job.store);
 		code = 1;
@@ -301,12 +460,17 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
+	job.start = launch_now();
 	code = launch_supervise(&job, sigfd);
 	ddp_store_server_stop(job.store);
 	close(sigfd);
 out:
+	launch_guard_stop(&job);
+	launch_status_free(&job);
 	launch_job_free(&job);
 	launch_options_free(&o);
+	free(py_argv);
+	free(run_path);
 	return code;
 }
 

@@ -135,6 +135,34 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 	switch (d->type) {
 	case LOPT_INT: {
 		long x;
+		if (id == LOPT_ID_nproc_per_node && (!strcmp(v, "auto") || !strcmp(v, "gpu") || !strcmp(v, "cpu"))) {
+			/* torchrun's words: counted by main.c before the checks */
+			*(long *)field = !strcmp(v, "auto") ? LAUNCH_NPROC_AUTO
+				       : !strcmp(v, "gpu") ? LAUNCH_NPROC_GPU : LAUNCH_NPROC_CPU;
+			break;
+		}
+		if (id == LOPT_ID_nnodes && strchr(v, ':')) {
+			/* torchrun's MIN:MAX; ddprun runs fixed-size jobs only */
+			char a[32];
+			const char *colon = strchr(v, ':');
+			long lo2, hi2;
+			if ((size_t)(colon - v) < sizeof a) {
+				memcpy(a, v, (size_t)(colon - v));
+				a[colon - v] = '\0';
+				if (parse_long(a, d->lo, d->hi, &lo2, &range_err) == DDP_OK &&
+				    parse_long(colon + 1, d->lo, d->hi, &hi2, &range_err) == DDP_OK) {
+					if (lo2 == hi2) {
+						*(long *)field = lo2;
+						break;
+					}
+					bad_value(d, from_env, v, "is an elastic range; ddprun runs a fixed number "
+						  "of nodes: give one number (N or N:N)");
+					return DDP_ERR_INVALID;
+				}
+			}
+			bad_value(d, from_env, v, "is not a node count like 2 or 2:2");
+			return DDP_ERR_INVALID;
+		}
 		if (parse_long(v, d->lo, d->hi, &x, &range_err) != DDP_OK) {
 			char what[96];
 			long y = strtol(v, NULL, 10);
@@ -175,6 +203,17 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 		return DDP_ERR_INVALID;
 	}
 	case LOPT_FLAG:
+		if (id == LOPT_ID_tee && v[0] >= '0' && v[0] <= '3' && !v[1]) {
+			/* torchrun's --tee 0..3 (stdout 1, stderr 2, both 3): ddprun
+			 * writes both streams to one log per rank */
+			*(int *)field = v[0] != '0';
+			break;
+		}
+		if (id == LOPT_ID_tee && strchr(v, ':')) {
+			bad_value(d, from_env, v, "is a per-rank mapping; ddprun tees every rank alike: use "
+				  "--tee 3 and --ranks-filter LIST for what the terminal shows");
+			return DDP_ERR_INVALID;
+		}
 		if (parse_bool(v, (int *)field) != DDP_OK) {
 			bad_value(d, from_env, v, "is not a boolean; use 1/0, yes/no, true/false, on/off");
 			return DDP_ERR_INVALID;
@@ -276,6 +315,21 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 	for (int id = 0; id < LOPT_COUNT_; id++)
 		if (opt_table[id].def && opt_table[id].type != LOPT_ACTION)
 			DDP_CHECK(set_value(o, id, opt_table[id].def, 0));
+	/* torchrun's PET_<OPTION> variables, then DDPRUN_* (which win) */
+	for (int id = 0; id < LOPT_COUNT_; id++) {
+		char pet[80] = "PET_";
+		size_t k = 4;
+		if (opt_table[id].type == LOPT_ACTION)
+			continue;
+		for (const char *c = opt_table[id].lng; *c && k < sizeof pet - 1; c++)
+			pet[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+		pet[k] = '\0';
+		const char *v = getenv(pet);
+		if (!v || !*v || getenv(opt_table[id].env))
+			continue;
+		if (set_value(o, id, v, 1) != DDP_OK)
+			rc = DDP_ERR_INVALID;
+	}
 	for (int id = 0; id < LOPT_COUNT_; id++) {
 		const char *v = getenv(opt_table[id].env);
 		if (!v || !*v || opt_table[id].type == LOPT_ACTION)
@@ -299,6 +353,16 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 			if (id < 0) {
 				launch_msg("unknown option '%.*s'; see ddprun --help", (int)(len + 2), a);
 				rc = DDP_ERR_INVALID;
+				continue;
+			}
+			if (id == LOPT_ID_tee) {
+				/* torchrun's --tee N (or --tee=N); plain --tee is a flag */
+				const char *tv = eq ? eq + 1 : NULL;
+				if (!tv && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+				    (strspn(argv[i + 1], "0123456789:,") == strlen(argv[i + 1])))
+					tv = argv[++i];
+				if (set_value(o, id, tv ? tv : "1", 2) != DDP_OK)
+					rc = DDP_ERR_INVALID;
 				continue;
 			}
 			if (!takes_value(id)) {
@@ -373,6 +437,46 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 	return DDP_OK;
 }
 
+ddp_result launch_options_resolve(struct launch_opts *o)
+{
+	if (o->rdzv_endpoint) {
+		/* HOST[:PORT]; [v6addr]:PORT */
+		static char host[256];
+		const char *e = o->rdzv_endpoint, *colon;
+		size_t hl;
+		if (e[0] == '[') {
+			const char *rb = strchr(e, ']');
+			if (!rb)
+				goto bad;
+			hl = (size_t)(rb - e - 1);
+			e++;
+			colon = rb[1] == ':' ? rb + 1 : NULL;
+			if (rb[1] && !colon)
+				goto bad;
+		} else {
+			colon = strrchr(e, ':');
+			hl = colon ? (size_t)(colon - e) : strlen(e);
+		}
+		if (hl == 0 || hl >= sizeof host)
+			goto bad;
+		memcpy(host, e, hl);
+		host[hl] = '\0';
+		if (!o->set[LOPT_ID_master_addr])
+			o->master_addr = host;
+		if (colon && !o->set[LOPT_ID_master_port]) {
+			long p;
+			int range_err;
+			if (parse_long(colon + 1, 1, 65535, &p, &range_err) != DDP_OK)
+				goto bad;
+			o->master_port = p;
+		}
+	}
+	return DDP_OK;
+bad:
+	launch_msg("--rdzv-endpoint '%s' is not HOST or HOST:PORT", o->rdzv_endpoint);
+	return DDP_ERR_INVALID;
+}
+
 ddp_result launch_parse_rank_list(const char *what, const char *s, int n, unsigned char *out)
 {
 	const char *p = s;
@@ -419,7 +523,9 @@ bad:
 ddp_result launch_options_validate(const struct launch_opts *o)
 {
 	ddp_result rc = DDP_OK;
-	long world = o->nproc_per_node * o->nnodes;
+	/* -n auto/gpu/cpu are counted by main.c before it calls this */
+	long nproc = o->nproc_per_node > 0 ? o->nproc_per_node : 1;
+	long world = nproc * o->nnodes;
 
 	if (o->node_rank >= o->nnodes) {
 		launch_msg("--node-rank %ld is not below --nnodes %ld", o->node_rank, o->nnodes);
@@ -440,6 +546,41 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 				   o->nnodes);
 			rc = DDP_ERR_INVALID;
 		}
+	}
+	if (o->standalone && o->nnodes > 1) {
+		launch_msg("--standalone runs one node, but --nnodes is %ld; drop one of them", o->nnodes);
+		rc = DDP_ERR_INVALID;
+	}
+	if (o->rdzv_backend && strcasecmp(o->rdzv_backend, "static") != 0 &&
+	    strcasecmp(o->rdzv_backend, "c10d") != 0) {
+		launch_msg("--rdzv-backend %s is not supported: ddprun meets its ranks in its own store; "
+			   "drop it, or give node 0's address with --rdzv-endpoint HOST:PORT (or "
+			   "--master-addr/--master-port)", o->rdzv_backend);
+		rc = DDP_ERR_INVALID;
+	}
+	if (o->module && o->no_python) {
+		launch_msg("--module runs python3 -m PROGRAM and --no-python runs PROGRAM itself; drop one");
+		rc = DDP_ERR_INVALID;
+	}
+	if (o->redirects && strcmp(o->redirects, "0") != 0) {
+		if (strcmp(o->redirects, "3") != 0) {
+			launch_msg("--redirects %s: ddprun redirects stdout and stderr of every rank together: "
+				   "use -r 3 (or --quiet), with --ranks-filter for what the terminal shows",
+				   o->redirects);
+			rc = DDP_ERR_INVALID;
+		} else if (!o->log_dir) {
+			launch_msg("--redirects 3 needs --log-dir DIR (where the output goes)");
+			rc = DDP_ERR_INVALID;
+		}
+	}
+	if (o->local_ranks_filter) {
+		unsigned char *bits = malloc((size_t)nproc);
+		if (!bits)
+			return DDP_ERR_NOMEM;
+		if (launch_parse_rank_list("--local-ranks-filter", o->local_ranks_filter, (int)nproc,
+					   bits) != DDP_OK)
+			rc = DDP_ERR_INVALID;
+		free(bits);
 	}
 	if (o->tee && !o->log_dir) {
 		launch_msg("--tee needs --log-dir DIR (where the log files go)");

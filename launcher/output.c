@@ -122,10 +122,20 @@ ddp_result launch_output_init(const struct launch_job *job)
 		DDP_CHECK(launch_parse_rank_list("--ranks-filter", o->ranks_filter, job->world_size,
 						 filter));
 	}
+	unsigned char *local = NULL;
+	if (o->local_ranks_filter) {
+		local = malloc((size_t)job->nranks);
+		if (!local)
+			return DDP_ERR_NOMEM;
+		DDP_CHECK(launch_parse_rank_list("--local-ranks-filter", o->local_ranks_filter, job->nranks,
+						 local));
+	}
+	/* -r 3 (torchrun): the output goes to the log files only */
+	int quiet = o->quiet || (o->redirects && strcmp(o->redirects, "3") == 0);
 	for (int i = 0; i < job->nranks; i++) {
 		struct out_rank *r = &out_ranks[i];
 		r->rank = job->ranks[i].rank;
-		r->show = !o->quiet && (!filter || filter[r->rank]);
+		r->show = !quiet && (!filter || filter[r->rank]) && (!local || local[i]);
 		r->log_fd = -1;
 		for (int k = 0; k < 2; k++) {
 			r->s[k].buf = malloc(LINE_MAX_BYTES);
@@ -143,6 +153,7 @@ ddp_result launch_output_init(const struct launch_job *job)
 		}
 	}
 	free(filter);
+	free(local);
 	return DDP_OK;
 }
 

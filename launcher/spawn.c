@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ddp_status.h"
 #include "launch.h"
 
 extern char **environ;
@@ -103,8 +104,17 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	DDP_CHECK(env_setf(&e, "LOCAL_RANK", "%d", r->local_rank));
 	DDP_CHECK(env_setf(&e, "LOCAL_WORLD_SIZE", "%d", job->nranks));
 	DDP_CHECK(env_setf(&e, "GROUP_RANK", "%ld", o->node_rank));
+	/* MASTER_ADDR/MASTER_PORT are the program's (torch.distributed binds
+	 * MASTER_PORT on rank 0); ddprun's store is DDP_STORE_ADDR/PORT */
 	DDP_CHECK(env_set(&e, "MASTER_ADDR", job->master_addr));
-	DDP_CHECK(env_setf(&e, "MASTER_PORT", "%d", job->port));
+	DDP_CHECK(env_setf(&e, "MASTER_PORT", "%d", job->prog_port));
+	DDP_CHECK(env_set(&e, "DDP_STORE_ADDR", job->master_addr));
+	DDP_CHECK(env_setf(&e, "DDP_STORE_PORT", "%d", job->port));
+	/* torchrun's other variables, with its meaning */
+	DDP_CHECK(env_setf(&e, "GROUP_WORLD_SIZE", "%ld", o->nnodes));
+	DDP_CHECK(env_setf(&e, "ROLE_RANK", "%d", r->rank));
+	DDP_CHECK(env_setf(&e, "ROLE_WORLD_SIZE", "%d", job->world_size));
+	DDP_CHECK(env_set(&e, "ROLE_NAME", "default"));
 	DDP_CHECK(env_set(&e, "DDP_STORE_SECRET", job->secret));
 	if (job->dev.use_gpu) {
 		DDP_CHECK(env_set(&e, "CUDA_VISIBLE_DEVICES",
@@ -160,6 +170,10 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		DDP_CHECK(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout));
 	if (o->verbose > 0)
 		DDP_CHECK(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]));
+	/* every process of the job carries the marker (guard.c) */
+	DDP_CHECK(env_set(&e, "DDPRUN_JOB_ID", strchr(job->job_marker, '=') + 1));
+	if (job->status_fd >= 0)
+		DDP_CHECK(env_setf(&e, DDP_STATUS_FD_ENV, "%d", job->status_fd));
 	/* ddprun prefixes every output line with [rank k] itself */
 	DDP_CHECK(env_set(&e, "DDP_LOG_RANK_PREFIX", "0"));
 
@@ -199,6 +213,8 @@ void launch_print_plan(const struct launch_job *job)
 				printf("  DDP_STORE_SECRET=<hidden>\n");
 			else if (strncmp(*p, "MASTER_PORT=0", 13) == 0 && (*p)[13] == '\0')
 				printf("  MASTER_PORT=<picked at start>\n");
+			else if (strncmp(*p, "DDP_STORE_PORT=0", 16) == 0 && (*p)[16] == '\0')
+				printf("  DDP_STORE_PORT=<picked at start>\n");
 			else
 				printf("  %s\n", *p);
 		}
@@ -232,6 +248,8 @@ static void child_exec(const struct launch_job *job, const struct launch_rank *r
 	}
 	if (dup2(out_w, 1) < 0 || dup2(err_w, 2) < 0)
 		goto fail;
+	if (job->status_fd >= 0) /* the status board goes through exec */
+		fcntl(job->status_fd, F_SETFD, 0);
 	execvpe(job->o->prog_argv[0], job->o->prog_argv, r->envp);
 fail:
 	e = errno;

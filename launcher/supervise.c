@@ -14,12 +14,16 @@
  *    last stderr lines); the others get SIGTERM in their process groups, then
  *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 3);
  *    ddprun exits with that rank's code (128+N for signal N);
+ *  - a rank that exits with code 0 while a running rank waits for it in a
+ *    collective it never finished (progress.c) is named as the cause and the
+ *    job stops the same way; ddprun exits 1;
  *  - SIGTERM/SIGHUP to ddprun: forwarded to every rank's group, then the same
- *    grace and SIGKILL; SIGINT: forwarded, and a second SIGINT sends SIGKILL
- *    at once; ddprun then exits 128+signal;
- *  - --timeout SEC (node 0, which holds the store): a rank whose heartbeat
- *    counter has not moved for SEC seconds while another rank's has moved
- *    since is named, and the job stops; exit 124;
+ *    grace and SIGKILL; SIGINT: forwarded, then SIGTERM after the grace
+ *    period if ranks are still running, then SIGKILL after another; a second
+ *    SIGINT sends SIGKILL at once; ddprun then exits 128+signal;
+ *  - --timeout SEC (node 0, which holds the store): the rank whose training
+ *    progress stopped SEC seconds ago first (progress.c) is named, with where
+ *    it stopped, and the job stops; exit 124;
  *  - when every rank is gone, remaining descendants (daemons, orphans) get
  *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child.
  *
@@ -95,6 +99,8 @@ static int signal_orphans(struct launch_job *job, int sig)
 		if (ppid != self)
 			continue;
 		pid_t pid = (pid_t)atoi(e->d_name);
+		if (pid == job->guard_pid && job->guard_fd >= 0)
+			continue; /* the guardian leaves when told (launch_guard_stop) */
 		int is_rank = 0;
 		for (int i = 0; i < job->nranks; i++)
 			if (job->ranks[i].pid == pid && job->ranks[i].running)
@@ -171,6 +177,7 @@ static void sweep_descendants(struct launch_job *job, double grace)
 
 void launch_kill_all(struct launch_job *job)
 {
+	launch_guard_stop(job); /* ddprun sweeps the job itself */
 	signal_groups(job, SIGKILL);
 	signal_orphans(job, SIGKILL);
 	sweep_descendants(job, 0.0);
@@ -186,10 +193,7 @@ struct sup_state {
 	int timed_out;
 	int broken;          /* ddprun itself failed while supervising    */
 	double term_at;      /* after an interrupt: when to send SIGTERM  */
-	/* --timeout: per global rank */
-	uint64_t *hb_counter;
-	double *hb_changed;
-	unsigned char *hb_seen;
+	int left;            /* local index of a rank that left while needed, -1 */
 	double next_hb_check;
 };
 
@@ -200,6 +204,8 @@ static void begin_stop(struct launch_job *job, struct sup_state *st, int sig)
 		st->deadline = launch_now() + job->grace;
 	}
 	signal_groups(job, sig);
+	if (sig == SIGTERM)
+		signal_groups(job, SIGCONT); /* a stopped rank acts on it only when continued */
 }
 
 static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int status)
@@ -227,10 +233,12 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s)", alive,
 				   alive == 1 ? "" : "s", job->grace);
 		begin_stop(job, st, SIGTERM);
-	} else if (st->interrupted && !st->stopping && st->term_at == 0) {
+	} else if (st->interrupted && !st->stopping) {
 		/* the others got the forwarded signal too: give them a moment to
 		 * act on it before SIGTERM */
-		st->term_at = launch_now() + (job->grace < 1.0 ? job->grace : 1.0);
+		double t = launch_now() + (job->grace < 1.0 ? job->grace : 1.0);
+		if (st->term_at == 0 || t < st->term_at)
+			st->term_at = t;
 	}
 }
 
@@ -253,8 +261,13 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 	if (sig == SIGINT) {
 		if (++st->sigints == 1) {
 			st->interrupted = st->interrupted ? st->interrupted : sig;
-			launch_msg("interrupted (%s); passing it to the ranks (again to kill them)", name);
+			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, again "
+				   "to kill them)", name, job->grace);
 			signal_groups(job, SIGINT);
+			/* ranks that ignore it get SIGTERM after the grace period,
+			 * then SIGKILL after another */
+			if (st->term_at == 0 && !st->stopping)
+				st->term_at = launch_now() + job->grace;
 		} else {
 			launch_msg("second %s; killing the ranks", name);
 			signal_groups(job, SIGKILL);
@@ -273,50 +286,56 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 {
 	const struct launch_opts *o = job->o;
 	double now = launch_now();
-	int world = job->world_size;
-	int base = job->ranks[0].rank;
+	char why[1200];
 
 	if (!o->timeout || !job->store || st->stopping || now < st->next_hb_check)
 		return;
 	st->next_hb_check = now + (o->timeout < 4 ? 0.25 : 1.0);
-	for (int g = 0; g < world; g++) {
-		uint64_t c;
-		double age;
-		if (ddp_store_server_progress(job->store, g, &c, &age) != DDP_OK || age < 0)
-			continue; /* never reported */
-		if (!st->hb_seen[g] || c != st->hb_counter[g]) {
-			st->hb_seen[g] = 1;
-			st->hb_counter[g] = c;
-			st->hb_changed[g] = now;
-		}
-	}
-	int stuck = -1;
-	for (int g = 0; g < world; g++) {
-		int li = g - base;
-		if (li >= 0 && li < job->nranks && !job->ranks[li].running)
-			continue; /* finished here */
-		if (now - st->hb_changed[g] < (double)o->timeout)
-			continue;
-		int others = 0;
-		for (int h = 0; h < world; h++)
-			if (h != g && st->hb_seen[h] && st->hb_changed[h] > st->hb_changed[g])
-				others = 1;
-		if (others && (stuck < 0 || st->hb_changed[g] < st->hb_changed[stuck]))
-			stuck = g;
-	}
+	int stuck = launch_progress_stuck(job, now, why, sizeof why);
 	if (stuck < 0)
 		return;
-	launch_msg("rank %d made no progress for %ld s; stopping the job", stuck, o->timeout);
-	int li = stuck - base;
+	launch_msg("rank %d made no progress for %ld s%s; stopping the job", stuck, o->timeout, why);
+	int li = stuck - job->ranks[0].rank;
 	if (li >= 0 && li < job->nranks)
 		launch_output_print_tail(li);
 	st->timed_out = 1;
 	begin_stop(job, st, SIGTERM);
 }
 
+/* A rank that exited 0 while a running rank waits for it in a collective:
+ * the job cannot go on; name the rank that left. */
+static void check_left(struct launch_job *job, struct sup_state *st)
+{
+	char why[600];
+	if (st->stopping || st->interrupted || st->first_fail >= 0 || !job->status)
+		return;
+	for (int i = 0; i < job->nranks; i++) {
+		struct launch_rank *r = &job->ranks[i];
+		if (r->running || r->pid <= 0)
+			continue;
+		if (!launch_progress_needed(job, i, why, sizeof why))
+			continue;
+		st->left = i;
+		launch_msg("rank %d (pid %d) exited with code %d while the others still need it: %s; "
+			   "stopping the job", r->rank, (int)r->pid,
+			   WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status), why);
+		launch_output_print_tail(i);
+		begin_stop(job, st, SIGTERM);
+		return;
+	}
+}
+
+static int some_exited(const struct launch_job *job)
+{
+	for (int i = 0; i < job->nranks; i++)
+		if (!job->ranks[i].running)
+			return 1;
+	return 0;
+}
+
 int launch_supervise(struct launch_job *job, int sigfd)
 {
-	struct sup_state st = { .first_fail = -1 };
+	struct sup_state st = { .first_fail = -1, .left = -1 };
 	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 1), sizeof *pfd);
 	int *who = calloc((size_t)(2 * job->nranks + 1), sizeof *who);
 	int code = 0;
@@ -325,17 +344,6 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		launch_msg("out of memory");
 		launch_kill_all(job);
 		return 1;
-	}
-	if (job->o->timeout && job->store) {
-		st.hb_counter = calloc((size_t)job->world_size, sizeof *st.hb_counter);
-		st.hb_changed = calloc((size_t)job->world_size, sizeof *st.hb_changed);
-		st.hb_seen = calloc((size_t)job->world_size, 1);
-		if (!st.hb_counter || !st.hb_changed || !st.hb_seen) {
-			launch_kill_all(job);
-			return 1;
-		}
-		for (int g = 0; g < job->world_size; g++)
-			st.hb_changed[g] = launch_now();
 	}
 
 	for (;;) {
@@ -375,6 +383,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 			if (ms < 0 || ms > hb_ms)
 				ms = hb_ms;
 		}
+		if (job->status && !st.stopping && some_exited(job) && (ms < 0 || ms > 200))
+			ms = 200; /* watch for ranks waiting on one that left */
 		int ready = poll(pfd, (nfds_t)n, ms);
 		if (ready < 0 && errno != EINTR) {
 			launch_msg("poll failed: %s; stopping the job", strerror(errno));
@@ -399,8 +409,15 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				close_fd(fd);
 		}
 		reap(job, &st);
-		if (st.term_at > 0 && !st.stopping && launch_now() >= st.term_at)
+		if (st.term_at > 0 && !st.stopping && launch_now() >= st.term_at) {
+			int left = 0;
+			for (int i = 0; i < job->nranks; i++)
+				left += job->ranks[i].running;
+			if (left && st.sigints == 1)
+				launch_msg("%d rank%s still running after SIGINT; sending SIGTERM (SIGKILL after "
+					   "%.1f s)", left, left == 1 ? "" : "s", job->grace);
 			begin_stop(job, &st, SIGTERM);
+		}
 		if (st.stopping && !st.killed && launch_now() >= st.deadline) {
 			int left = 0;
 			for (int i = 0; i < job->nranks; i++)
@@ -413,9 +430,12 @@ int launch_supervise(struct launch_job *job, int sigfd)
 			st.killed = 1;
 		}
 		check_progress(job, &st);
+		check_left(job, &st);
 	}
 
-	/* every rank is gone: what is left of the job goes too */
+	/* every rank is gone: what is left of the job goes too (the guardian
+	 * leaves: ddprun sweeps itself) */
+	launch_guard_stop(job);
 	for (int i = 0; i < job->nranks; i++)
 		drain_rank(job, i);
 	sweep_descendants(job, st.killed ? 0.0 : job->grace);
@@ -429,6 +449,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	if (st.first_fail >= 0) {
 		int s = job->ranks[st.first_fail].status;
 		code = WIFEXITED(s) ? WEXITSTATUS(s) : 128 + WTERMSIG(s);
+	} else if (st.left >= 0) {
+		int s = job->ranks[st.left].status;
+		code = WIFEXITED(s) && WEXITSTATUS(s) ? WEXITSTATUS(s) : 1;
 	} else if (st.timed_out) {
 		code = 124;
 	} else if (st.interrupted) {
@@ -438,8 +461,5 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	}
 	free(pfd);
 	free(who);
-	free(st.hb_counter);
-	free(st.hb_changed);
-	free(st.hb_seen);
 	return code;
 }

@@ -1,9 +1,13 @@
 # samples/cublas.mk - samples/cublas_mlp: the mlp model written with the CUDA
 # runtime API and cuBLAS (docs/samples.md, docs/gpu.md).  Built by `make all`
-# when the toolkit has cuBLAS; it runs only on a real GPU (the CPU device
-# cannot run cudart or cuBLAS kernels), so no test here runs it: tests/gpu does.
+# when the toolkit has cuBLAS.  On a GPU, tests/gpu runs it; on the CPU device
+# it runs on the cuBLAS stand-ins (tests/simcuda/cublas.mk) and
+# tests/e2e/sync/cublas_mlp.sh trains it under ddprun.
 #
 #   $(BUILD)/samples/cublas_mlp          the trainer (cudart shared, -lcublas)
+#   $(BUILD)/samples/cublas_mlp_static   the same through the static cudart
+#   $(BUILD)/samples/cublas_mlp.kern.so  its kernels for the CPU device
+#                                        (+ cublas_mlp_static.kern.so link)
 #   $(BUILD)/samples/obj/cublas_mlp/     its objects (SASS for CUDA_ARCHS)
 
 CUBLAS_MLP := $(BUILD)/samples/cublas_mlp
@@ -34,3 +38,38 @@ $(CUBLAS_MLP): $(CUBLAS_MLP_OBJ)/main.o $(CUBLAS_MLP_OBJ)/kernels.o $(BUILD)/sam
 
 .PHONY: cublas_mlp
 cublas_mlp: $(CUBLAS_MLP)
+
+# ---- the CPU device (docs/cpu-device.md): its kernels as host code, and a
+# second build through the static cudart (nvcc's default).
+#
+# Stop-gap until the CPU device has its command for mixed host/device .cu
+# files (issue 10, ddp-cpu-kernels): g++ sees kernels.cu with each
+# `<<<...>>>` launch configuration removed (the launchers become plain calls,
+# never made from the kernel library) and cudaStream_t declared.
+CUBLAS_MLP_STATIC := $(BUILD)/samples/cublas_mlp_static
+CUBLAS_MLP_SIMSRC := $(CUBLAS_MLP_OBJ)/kernels.sim.cu
+
+$(CUBLAS_MLP_SIMSRC): samples/cublas_mlp/kernels.cu
+	@mkdir -p $(dir $@)
+	$(Q){ printf 'typedef struct CUstream_st *cudaStream_t;\n#line 1 "%s"\n' $<; \
+		sed 's/<<<[^>]*>>>//' $<; } > $@.tmp && mv $@.tmp $@
+
+$(CUBLAS_MLP_OBJ)/kernels.fatbin: samples/cublas_mlp/kernels.cu samples/cublas_mlp/kernels.cuh samples/common/nn_kernels.cuh
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) -fatbin $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -I$(CUDA_INC) -o $@ $<
+
+$(eval $(call sim_kernel_lib,$(BUILD)/samples/cublas_mlp.kern.so,$(CUBLAS_MLP_SIMSRC),$(CUBLAS_MLP_OBJ)/kernels.fatbin))
+$(BUILD)/samples/cublas_mlp.reg.o: SIM_KERN_CXXFLAGS += -Isamples/cublas_mlp -Wno-unused-function
+$(BUILD)/samples/cublas_mlp.reg.o: samples/cublas_mlp/kernels.cuh samples/common/nn_kernels.cuh
+
+$(CUBLAS_MLP_STATIC): $(CUBLAS_MLP_OBJ)/main.o $(CUBLAS_MLP_OBJ)/kernels.o $(BUILD)/samples/common/sample.o
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) $^ -o $@ -L$(CUBLAS_LIBDIR) -lcublas -L$(CUDA_HOME)/lib64/stubs -lcuda -lm \
+		-Xlinker -rpath -Xlinker $(CUBLAS_LIBDIR)
+$(CUBLAS_MLP_STATIC).kern.so: $(BUILD)/samples/cublas_mlp.kern.so
+	$(Q)ln -sf cublas_mlp.kern.so $@
+
+ifneq ($(CUBLAS_LIBDIR),)
+BINS += $(BUILD)/samples/cublas_mlp.kern.so $(CUBLAS_MLP_STATIC) $(CUBLAS_MLP_STATIC).kern.so
+endif
+cublas_mlp: $(BUILD)/samples/cublas_mlp.kern.so $(CUBLAS_MLP_STATIC) $(CUBLAS_MLP_STATIC).kern.so

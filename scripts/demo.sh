@@ -34,14 +34,14 @@ echo
 # log files (and are summarised below).
 "${cmd[@]}" 2>"$out/stderr.txt"
 echo
-echo "demo: exit summary of each rank (full tables: $out/stderr.txt, $out/logs/rank<k>.log):"
+echo "demo: exit summary of each rank (full tables: $out/stderr.txt, $out/logs/latest/rank<k>.log):"
 grep -E 'sync summary|summary: [0-9]+ hooked calls|summary: allocations|summary: copies' "$out/stderr.txt" |
 	sed 's/libddp INFO [a-z_]*\.c:[0-9]* //; s/^/  /' || true
 echo
 awk '$1 == "step" { l[$2] = $4 } END {
 	printf "demo: rank 0 loss by step:"
 	for (k = 1; k <= '"$STEPS"'; k = (k == 1 ? 25 : k + 25)) if (k in l) printf " %d:%s", k, l[k]
-	printf "\n" }' "$out/logs/rank0.log"
+	printf "\n" }' "$out/logs/latest/rank0.log"
 echo "demo: final parameters (rank 0) in $out/charlm.bin; rank logs in $out/logs/"
 echo "demo: traces in $out/trace/ (open rank0.trace.json in https://ui.perfetto.dev);"
 echo "demo: merge them with: $BUILD/bin/ddprun report $out/trace"

@@ -15,7 +15,9 @@
  * and SLURM_NTASKS still in the environment, which then do not describe the
  * rank.
  * A missing local rank or local size falls back to rank / world size (one
- * node).  MASTER_ADDR and MASTER_PORT are read for every source.
+ * node).  MASTER_ADDR and MASTER_PORT are read for every source, except that
+ * under ddprun (DDP_STORE_ADDR set) the store is DDP_STORE_ADDR and
+ * DDP_STORE_PORT: MASTER_ADDR/MASTER_PORT are then the program's own.
  *
  * Contract: ddp_rank_init may be called more than once (the CUDA half and the
  * file hooks of libddp.so both call it); each call parses the environment
@@ -178,9 +180,18 @@ ddp_result ddp_rank_init(void)
 			return DDP_ERR_INVALID;
 		}
 	}
-	v = getenv("MASTER_ADDR");
-	r.master_addr = (v && *v) ? v : NULL;
-	DDP_CHECK(read_int("MASTER_PORT", 0, 65535, &r.master_port, &found));
+	/* ddprun names its store DDP_STORE_ADDR/DDP_STORE_PORT and leaves
+	 * MASTER_ADDR/MASTER_PORT to the program; RANK/WORLD_SIZE set by hand
+	 * with MASTER_ADDR/MASTER_PORT still name a store there */
+	v = getenv("DDP_STORE_ADDR");
+	if (strcmp(r.source, "ddprun") == 0 && v && *v) {
+		r.master_addr = v;
+		DDP_CHECK(read_int("DDP_STORE_PORT", 0, 65535, &r.master_port, &found));
+	} else {
+		v = getenv("MASTER_ADDR");
+		r.master_addr = (v && *v) ? v : NULL;
+		DDP_CHECK(read_int("MASTER_PORT", 0, 65535, &r.master_port, &found));
+	}
 	rank_info = r;
 	return DDP_OK;
 }

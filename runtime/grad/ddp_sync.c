@@ -60,6 +60,7 @@ static const char *opt_setting, *reader_setting;
 static long check_every;
 static int my_rank, my_world;
 static uint64_t cur_step;
+static uint64_t coll_seq;        /* collectives entered (ddprun's status board) */
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
 static struct ddp_launch launch_buf;
@@ -165,6 +166,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
 	ddp_result rc;
 
+	ddp_status_coll_enter(++coll_seq, k->name); /* ddprun sees who waits where */
 	if ((rc = ddp_job_comm(&c)) != DDP_OK)
 		coll_fail(rc, "creating the communicator");
 	ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
@@ -183,6 +185,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		}
 		bytes += b;
 	}
+	ddp_status_coll_leave();
 	uint64_t dt = ddp_now_ns() - t0;
 	*k->calls += n;
 	*k->bytes += bytes;
@@ -345,6 +348,7 @@ static ddp_result op_step_begin(void *ctx, uint64_t step)
 	uint64_t now = ddp_now_ns();
 	if (!stats.step_first_ns)
 		stats.step_first_ns = now;
+	ddp_status_step(step);
 	ddp_job_progress();
 	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
 	return DDP_OK;
@@ -371,8 +375,12 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)", step, as.step_allocs,
 		  as.step_bytes_alloc, as.step_frees, as.step_bytes_freed, as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
-	if (check_every > 0 && step % (uint64_t)check_every == 0)
-		return check_hashes(step, check_stream);
+	if (check_every > 0 && step % (uint64_t)check_every == 0) {
+		ddp_status_coll_enter(++coll_seq, "--check hash exchange");
+		ddp_result rc = check_hashes(step, check_stream);
+		ddp_status_coll_leave();
+		return rc;
+	}
 	return DDP_OK;
 }
 

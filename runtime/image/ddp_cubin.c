@@ -17,12 +17,15 @@
  *   0x19 EIATTR_CBANK_PARAM_SIZE HVAL: bytes of the parameter area.
  * Records come in reverse ordinal order; a kernel without parameters has no
  * KPARAM record and no CBANK_PARAM_SIZE.
+ * Device variables are the STT_OBJECT symbols of the .nv.global* and
+ * .nv.constant* sections (name and st_size).
  *
  * Contract: pure functions of their input; any thread (libelf's version
  * handshake runs once under pthread_once).  ddp_cubin_size reads only
  * [image, image + len) when len != 0.  libelf gets a private copy of the
  * image, since elf_memory may write to its buffer.
  */
+#include <ctype.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <pthread.h>
@@ -315,6 +318,55 @@ static bool is_entry(const struct name_set *set, const char *name)
 	return set->n && bsearch(&name, set->names, set->n, sizeof *set->names, cmp_name) != NULL;
 }
 
+/* ---- device variables ---------------------------------------------------- */
+
+/* STT_OBJECT symbols of the .nv.global* (__device__) and .nv.constant*
+ * (__constant__) sections; names that are not C identifiers or mangled
+ * names ($str and the like) are left out. */
+static ddp_result collect_globals(Elf *e, size_t shstrndx, struct ddp_module_info *m, char *err, size_t errlen)
+{
+	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d || !sh.sh_entsize)
+			return ddp_fatbin_fail(err, errlen, "cubin symbol table is unreadable: %s", elf_errmsg(-1));
+		size_t nsym = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 0; i < nsym; i++) {
+			GElf_Sym sym;
+			GElf_Shdr ssh;
+			if (!gelf_getsym(d, (int)i, &sym))
+				break;
+			if (GELF_ST_TYPE(sym.st_info) != STT_OBJECT || sym.st_shndx == SHN_UNDEF ||
+			    sym.st_shndx >= SHN_LORESERVE)
+				continue;
+			Elf_Scn *home = elf_getscn(e, sym.st_shndx);
+			const char *sec = home && gelf_getshdr(home, &ssh) ? elf_strptr(e, shstrndx, ssh.sh_name) : NULL;
+			const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
+			if (!sec || !name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
+				continue;
+			int constant = strncmp(sec, ".nv.constant", 12) == 0;
+			if (!constant && strncmp(sec, ".nv.global", 10) != 0)
+				continue;
+			size_t n = m->nglobals;
+			if (n == 0 || (n & (n - 1)) == 0) {
+				struct ddp_global_info *g = realloc(m->globals, (n ? 2 * n : 8) * sizeof *g);
+				if (!g)
+					return DDP_ERR_NOMEM;
+				m->globals = g;
+			}
+			m->globals[n].name = strdup(name);
+			if (!m->globals[n].name)
+				return DDP_ERR_NOMEM;
+			m->globals[n].size = sym.st_size;
+			m->globals[n].constant = (uint32_t)constant;
+			m->nglobals = n + 1;
+		}
+	}
+	return DDP_OK;
+}
+
 /* ---- libelf ------------------------------------------------------------- */
 
 static pthread_once_t elf_once = PTHREAD_ONCE_INIT;
@@ -375,6 +427,7 @@ ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_in
 	if (m->arch == 0)
 		m->arch = cubin_arch(&eh);
 	DDP_CHECK_GOTO(collect_entries(e, &entries, err, errlen), rc, out_free_names);
+	DDP_CHECK_GOTO(collect_globals(e, shstrndx, m, err, errlen), rc, out_free_names);
 
 	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
 		GElf_Shdr sh;

@@ -359,7 +359,39 @@ void ddp_module_info_free(struct ddp_module_info *m)
 	for (size_t i = 0; i < m->nkernels; i++)
 		ddp_kernel_info_clear(&m->kernels[i]);
 	free(m->kernels);
+	for (size_t i = 0; i < m->nglobals; i++)
+		free(m->globals[i].name);
+	free(m->globals);
 	memset(m, 0, sizeof *m);
+}
+
+static int global_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ddp_global_info *)a)->name, ((const struct ddp_global_info *)b)->name);
+}
+
+/* Sorts the device variables by name and drops repeated names. */
+static void globals_finish(struct ddp_module_info *m)
+{
+	size_t kept = 0;
+	if (m->nglobals > 1)
+		qsort(m->globals, m->nglobals, sizeof *m->globals, global_cmp);
+	for (size_t i = 0; i < m->nglobals; i++) {
+		if (kept && strcmp(m->globals[kept - 1].name, m->globals[i].name) == 0) {
+			free(m->globals[i].name);
+			continue;
+		}
+		m->globals[kept++] = m->globals[i];
+	}
+	m->nglobals = kept;
+}
+
+const struct ddp_global_info *ddp_module_find_global(const struct ddp_module_info *m, const char *name)
+{
+	if (!m || !name || !m->nglobals)
+		return NULL;
+	struct ddp_global_info key = { (char *)name, 0, 0 };
+	return bsearch(&key, m->globals, m->nglobals, sizeof *m->globals, global_cmp);
 }
 
 /* Sorts by name (keeping the first of equal names: an earlier container
@@ -367,6 +399,7 @@ void ddp_module_info_free(struct ddp_module_info *m)
 static ddp_result module_finish(struct ddp_module_info *m)
 {
 	size_t n = m->nkernels, kept = 0;
+	globals_finish(m);
 	if (n == 0)
 		return DDP_OK;
 	size_t *idx = malloc(n * sizeof *idx);

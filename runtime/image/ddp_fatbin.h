@@ -54,12 +54,22 @@ struct ddp_kernel_info {
 				   when present, else end of the last param)  */
 };
 
+/* One variable with device storage (__device__, __constant__, and the
+ * compiler's own: math tables, printf strings), from the cubin's symbols. */
+struct ddp_global_info {
+	char *name;             /* symbol name (mangled when namespaced), owned */
+	uint64_t size;          /* bytes                                       */
+	uint32_t constant;      /* 1: in a .nv.constant bank (__constant__)    */
+};
+
 struct ddp_module_info {
 	enum ddp_image_kind kind;   /* what the top-level image was             */
 	uint32_t arch;              /* SM of the chosen ELF entry (e.g. 90), 0 for PTX */
 	size_t image_size;          /* bytes the image occupies (as declared)   */
 	size_t nkernels;
 	struct ddp_kernel_info *kernels; /* owned; sorted by name               */
+	size_t nglobals;            /* device variables (none from PTX)         */
+	struct ddp_global_info *globals; /* owned; sorted by name, unique       */
 };
 
 /* Classifies an image from its first bytes; len 0 means unknown length. */
@@ -83,6 +93,9 @@ void ddp_module_info_free(struct ddp_module_info *m);
 /* Looks a kernel up by mangled name (binary search); NULL when absent. */
 const struct ddp_kernel_info *ddp_module_find(const struct ddp_module_info *m,
 					      const char *name);
+/* Looks a device variable up by symbol name; NULL when absent. */
+const struct ddp_global_info *ddp_module_find_global(const struct ddp_module_info *m,
+						     const char *name);
 
 /* One ELF entry of a fatbin, as listed by ddp_fatbin_entries. */
 struct ddp_fatbin_entry {

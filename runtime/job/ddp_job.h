@@ -6,9 +6,9 @@
  * can tell a hung rank), and the communicator, created lazily at the first
  * collective.
  *
- * The store: under ddprun it is ddprun's (MASTER_ADDR, MASTER_PORT,
+ * The store: under ddprun it is ddprun's (DDP_STORE_ADDR, DDP_STORE_PORT,
  * DDP_STORE_SECRET).  Under torchrun, Slurm, Open MPI or PMI no ddprun runs,
- * so rank 0's libddp hosts the store itself (runtime/store/ddp_store_server.c, one
+ * so rank 0's libddp hosts the store itself (runtime/store/ddp_store_server.h, one
  * thread) and keeps it until every rank has left; every rank connects to it
  * with the DDP_STORE_SECRET the user exported (docs/launcher.md, "Under
  * Slurm, torchrun or mpirun", gives the address and port rules).
@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 #include "ddp_err.h"
+#include "ddp_status.h"
 
 struct ddp_store;
 struct ddp_comm;
@@ -58,11 +59,13 @@ ddp_result ddp_job_comm(struct ddp_comm **out /* OUT */) __attribute__((visibili
 /* After ddp_job_comm failed: which ranks never came ("" when unknown). */
 const char *ddp_job_comm_error(void) __attribute__((visibility("hidden")));
 
-/* The progress counter the heartbeat posts. */
+/* The progress counter the heartbeat posts; ddp_job_progress also stamps
+ * the time on ddprun's status board (ddp_status.h). */
 extern volatile uint64_t ddp_job_progress_ __attribute__((visibility("hidden")));
 static inline void ddp_job_progress(void)
 {
 	__atomic_fetch_add(&ddp_job_progress_, 1, __ATOMIC_RELAXED);
+	ddp_status_progress();
 }
 
 /* Closes the store connection and the communicator (exit).  Rank 0 hosting

@@ -412,7 +412,14 @@ static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, i
 	struct stat st;
 	ssize_t got = 0;
 	ddp_result rc = DDP_OK;
-	int fd = DDP_SYS(open64)(path, O_RDONLY | O_CLOEXEC);
+	/* a FIFO or device would block open() (a FIFO waits for a writer
+	 * forever): refused before it is opened, and opened non-blocking in
+	 * case it changes in between */
+	if (ddp_sys_fstatat(AT_FDCWD, path, &st, 0) == 0 && !S_ISREG(st.st_mode)) {
+		ERR("--shard %s: %s is not a regular file", s->path, path);
+		return DDP_ERR_INVALID;
+	}
+	int fd = DDP_SYS(open64)(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0) {
 		ERR("--shard %s: cannot open %s: %s", s->path, path, strerror(errno));

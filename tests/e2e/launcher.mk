@@ -2,7 +2,8 @@
 # The scripts run ddprun with DDPRUN_NO_PRELOAD=1 or with a stub libddp.so,
 # so they do not depend on the real library or on a GPU.
 LAUNCH_PROGS_DIR := $(BUILD)/tests/e2e/progs
-LAUNCH_TEST_PROGS := $(LAUNCH_PROGS_DIR)/rankprog $(LAUNCH_PROGS_DIR)/libstub_preload.so
+LAUNCH_TEST_PROGS := $(LAUNCH_PROGS_DIR)/rankprog $(LAUNCH_PROGS_DIR)/libstub_preload.so \
+	$(LAUNCH_PROGS_DIR)/libhang_inject.so
 
 $(LAUNCH_PROGS_DIR)/rankprog: $(BUILD)/tests/e2e/progs/rankprog.o $(DDP_COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -11,6 +12,10 @@ $(LAUNCH_PROGS_DIR)/rankprog: $(BUILD)/tests/e2e/progs/rankprog.o $(DDP_COMMON_L
 $(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
+
+$(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 $< -o $@ -ldl
 
 BINS += $(LAUNCH_TEST_PROGS)
 TESTS += $(filter-out tests/e2e/launcher/lib.sh,$(sort $(wildcard tests/e2e/launcher/*.sh)))

@@ -308,8 +308,8 @@ program() {
 		else
 			check "$name: -n 2 --backend $be ranks bit-identical" FAIL "ranks differ ($(relerr "$dir/$be.1.bin" "$dir/$be.0.bin" 2>&1))"
 		fi
-		if grep -q "communicator ready: 2 ranks, $be backend" "$dir/$be.logs/rank0.log" 2>/dev/null; then
-			check "$name: -n 2 --backend $be used $be" PASS "$(grep -o 'sync summary.*' "$dir/$be.logs/rank0.log" | head -1 | cut -c1-200)"
+		if grep -q "communicator ready: 2 ranks, $be backend" "$dir/$be.logs/latest/rank0.log" 2>/dev/null; then
+			check "$name: -n 2 --backend $be used $be" PASS "$(grep -o 'sync summary.*' "$dir/$be.logs/latest/rank0.log" | head -1 | cut -c1-200)"
 		else
 			check "$name: -n 2 --backend $be used $be" FAIL "no 'communicator ready: 2 ranks, $be backend' in rank 0's log"
 		fi
@@ -483,13 +483,13 @@ REPORT=$OUT/report.md
 	echo "## Hook-log summaries (rank 0, -n 2)"
 	for d in "$RUNS"/*/; do
 		for be in host nccl; do
-			[ -f "$d$be.logs/rank0.log" ] || continue
+			[ -f "$d$be.logs/latest/rank0.log" ] || continue
 			echo
 			echo "### $(basename "$d") --backend $be"
 			echo
 			echo '```'
 			grep -E 'sync summary|communicator ready|optimizer kernel|gradient-reader kernel|summary: [0-9]+ hooked|summary: (allocations|copies|kernel)|WARN|ERROR' \
-				"$d$be.logs/rank0.log" | sed 's/^\[rank 0\] //' | head -25
+				"$d$be.logs/latest/rank0.log" | sed 's/^\[rank 0\] //' | head -25
 			echo '```'
 		done
 	done

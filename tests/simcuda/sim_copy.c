@@ -26,19 +26,21 @@ static int sim_dev_side(enum sim_ptr_kind k)
 	return k == SIM_PTR_DEVICE || k == SIM_PTR_HOST_PINNED;
 }
 
-static int sim_host_side(enum sim_ptr_kind k)
+/* Managed memory is host memory too. */
+static int sim_host_side(enum sim_ptr_kind k, const struct sim_range *r)
 {
-	return k == SIM_PTR_NONE || k == SIM_PTR_HOST_PINNED;
+	return k == SIM_PTR_NONE || k == SIM_PTR_HOST_PINNED || (k == SIM_PTR_DEVICE && (r->flags & SIM_RANGE_MANAGED));
 }
 
 static CUresult sim_copy_check(CUdeviceptr dst, CUdeviceptr src, size_t n, enum sim_copy_dir dir)
 {
-	enum sim_ptr_kind kd = sim_mem_classify((uintptr_t)dst, n, NULL);
-	enum sim_ptr_kind ks = sim_mem_classify((uintptr_t)src, n, NULL);
+	struct sim_range rd = { 0 }, rs = { 0 };
+	enum sim_ptr_kind kd = sim_mem_classify((uintptr_t)dst, n, &rd);
+	enum sim_ptr_kind ks = sim_mem_classify((uintptr_t)src, n, &rs);
 	int ok;
 	switch (dir) {
-	case SIM_COPY_HTOD: ok = sim_dev_side(kd) && sim_host_side(ks); break;
-	case SIM_COPY_DTOH: ok = sim_host_side(kd) && sim_dev_side(ks); break;
+	case SIM_COPY_HTOD: ok = sim_dev_side(kd) && sim_host_side(ks, &rs); break;
+	case SIM_COPY_DTOH: ok = sim_host_side(kd, &rd) && sim_dev_side(ks); break;
 	case SIM_COPY_DTOD: ok = sim_dev_side(kd) && sim_dev_side(ks); break;
 	default: ok = kd != SIM_PTR_BAD && ks != SIM_PTR_BAD; break;
 	}

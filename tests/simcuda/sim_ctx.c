@@ -282,8 +282,10 @@ SIM_EXPORT CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice d
 	return CUDA_SUCCESS;
 }
 
-/* Attribute values of an H100-like device; 0 for features the CPU device
- * does not offer (textures, surfaces, managed memory, IPC, ...). */
+/* Attribute values of an H100-like device (132 SMs of 2048 threads, 64K
+ * registers and 228 KiB shared memory each, 32 blocks per SM); 0 for
+ * features the CPU device does not offer (textures, surfaces, IPC,
+ * cooperative and cluster launches, ...). */
 static int sim_attribute(CUdevice_attribute a, int *ok)
 {
 	*ok = 1;
@@ -303,7 +305,7 @@ static int sim_attribute(CUdevice_attribute a, int *ok)
 	case CU_DEVICE_ATTRIBUTE_CLOCK_RATE: return 1755000;
 	case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT: return 512;
 	case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP: return 1;
-	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 8;
+	case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return SIM_SM_COUNT;
 	case CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT: return 0;
 	case CU_DEVICE_ATTRIBUTE_INTEGRATED: return 0;
 	case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
@@ -318,7 +320,7 @@ static int sim_attribute(CUdevice_attribute a, int *ok)
 	case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;
 	case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
 	case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 50 * 1024 * 1024;
-	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return 2048;
+	case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: return SIM_SM_THREADS;
 	case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: return 2;
 	case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
 	case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: return 32;
@@ -327,16 +329,19 @@ static int sim_attribute(CUdevice_attribute a, int *ok)
 	case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED: return 1;
-	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return 228 * 1024;
-	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return 65536;
-	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 0;
+	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: return (int)SIM_SM_SHARED;
+	case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: return SIM_SM_REGS;
+	case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;          /* ordinary device memory here */
+	case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: return 1;
+	case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: return 0;
+	case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: return 0;
 	case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: return 0;
 	case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: return 2;
 	case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH: return 0;
 	case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: return 227 * 1024;
-	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return 32;
-	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return 1024;
+	case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: return SIM_SM_BLOCKS;
+	case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: return (int)SIM_BLOCK_SHARED_RESERVED;
 	case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
 	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: return 4;
@@ -404,6 +409,18 @@ SIM_EXPORT CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUde
 		return CUDA_ERROR_INVALID_VALUE;
 	*canAccessPeer = 0;
 	return CUDA_SUCCESS;
+}
+
+/* ---- profiler control (cudaProfiler.h): nothing to start or stop here */
+
+SIM_EXPORT CUresult cuProfilerStart(void)
+{
+	return sim_check_ctx(NULL);
+}
+
+SIM_EXPORT CUresult cuProfilerStop(void)
+{
+	return sim_check_ctx(NULL);
 }
 
 /* ---- the primary context */
@@ -492,8 +509,10 @@ SIM_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	sim_primary_refs = 0;
 	sim_primary_flags = 0;
 	pthread_mutex_unlock(&sim_primary_mu);
-	if (made)
+	if (made) {
 		sim_ctx_sync_streams(&sim_primary);
+		sim_cls_context_gone(&sim_primary);
+	}
 	return CUDA_SUCCESS;
 }
 
@@ -552,6 +571,7 @@ SIM_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 	if (!sim_ctx_valid(ctx) || ctx->primary)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	sim_ctx_sync_streams(ctx);
+	sim_cls_context_gone(ctx);
 	/* Destroy every stream but keep the struct: stale handles fail cleanly. */
 	sim_ctx_destroy_streams(ctx);
 	ctx->legacy = NULL;

@@ -40,6 +40,19 @@ extern const struct sim_runtime sim_exec_runtime;
  */
 const struct sim_kernel_entry *sim_kernels_find(const char *mangled);
 
+/*
+ * A module image is being loaded from `image`: when that address lies in a
+ * mapped file other than the executable (a shared library embedding its
+ * fatbin), loads "<absolute path of that file>.kern.so" if it exists and was
+ * not looked at before.  Its kernels rank after those loaded earlier.
+ */
+void sim_kernels_image_loaded(const void *image);
+
+/* The host storage of a __device__ / __constant__ variable (the kernel
+ * library's own global of that name, from its table's globals), looked up
+ * like kernels (first definition wins).  NULL when no library has it. */
+const struct sim_global_entry *sim_kernels_find_global(const char *mangled);
+
 /* For error messages: the kernel library files looked at, e.g.
  * "/x/prog.kern.so (loaded), /y/k.kern.so (dlopen: ...)", or "none". */
 const char *sim_kernels_searched(void);

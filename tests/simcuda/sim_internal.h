@@ -21,6 +21,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -33,6 +34,13 @@
 #define SIM_DRIVER_VERSION 13000
 #define SIM_DEVICE_COUNT 1
 #define SIM_SM 90                       /* compute capability 9.0            */
+#define SIM_SM_COUNT 132                /* multiprocessors (as an H100 SXM)  */
+#define SIM_SM_THREADS 2048             /* threads per multiprocessor        */
+#define SIM_SM_BLOCKS 32                /* resident blocks per multiprocessor */
+#define SIM_SM_REGS 65536               /* registers per multiprocessor      */
+#define SIM_SM_SHARED (228u * 1024)     /* shared memory per multiprocessor  */
+#define SIM_BLOCK_SHARED_RESERVED 1024u /* reserved per block (as the GPU)   */
+#define SIM_FUNC_REGS 32                /* registers per thread we report    */
 #define SIM_DEVICE_MEM (16ull << 30)    /* what cuDeviceTotalMem reports     */
 
 /* ---- global state (sim_ctx.c) */
@@ -84,6 +92,14 @@ struct CUctx_st {
 					   and blocking streams (implicit sync) */
 	struct CUstream_st *legacy;     /* the NULL stream                      */
 };
+
+/* Context-local storage of the export tables (sim_export.c): drops the
+ * entries of a context that is destroyed or reset, calling their
+ * destructors (no lock held). */
+void sim_cls_context_gone(struct CUctx_st *c);
+
+/* HMAC-MD2 answer of the integrity-check export table (sim_integrity.c). */
+void sim_integrity_hash(const void *msg, size_t len, const void *devs, size_t dev_len, uint64_t result[2]);
 
 /* The current context of the calling thread (NULL when none). */
 struct CUctx_st *sim_ctx_current(void);
@@ -163,12 +179,18 @@ void sim_set_sticky(CUresult rc);
 
 enum sim_ptr_kind { SIM_PTR_NONE = 0, SIM_PTR_DEVICE, SIM_PTR_HOST_PINNED, SIM_PTR_BAD };
 
+#define SIM_RANGE_MANAGED 0x1u          /* cuMemAllocManaged: also host memory */
+#define SIM_RANGE_GLOBAL 0x2u           /* a __device__/__constant__ variable's
+					   storage in a kernel library (not in
+					   the reservation, never freed)       */
+
 struct sim_range {
 	uintptr_t base;
 	size_t size;                    /* as requested                        */
 	enum sim_ptr_kind kind;
 	unsigned long long id;
 	struct CUctx_st *ctx;
+	unsigned flags;                 /* SIM_RANGE_*                         */
 	unsigned long long res;         /* VMM: the address reservation's id (0: not VMM) */
 	struct sim_pool *pool;          /* stream-ordered: the pool it came from */
 };
@@ -180,6 +202,10 @@ struct sim_range {
 enum sim_ptr_kind sim_mem_classify(uintptr_t p, size_t n, struct sim_range *r /* OUT, may be NULL */);
 /* True when p lies in the device address reservation. */
 int sim_mem_in_device_range(uintptr_t p);
+/* Records [p, p+n), the storage of a device variable, as device memory
+ * (SIM_RANGE_GLOBAL) so copies and kernels may use it; idempotent.
+ * CUDA_ERROR_INVALID_VALUE when it overlaps another recorded range. */
+CUresult sim_mem_register_global(uintptr_t p, size_t n, struct CUctx_st *ctx);
 
 /* Device memory for the allocators (sim_mem.c): a new allocation of size
  * bytes (its own pages, guard page after) recorded with owner pool; and the
@@ -222,6 +248,10 @@ CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize,
 CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream s);
 CUresult sim_mem_alloc_from_pool_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
 				       CUstream s);
+CUresult sim_mem_prefetch(enum sim_ds ds, CUdeviceptr p, size_t n, int dst_ok, unsigned flags, CUstream s);
+/* 1 when dev names a valid prefetch target (CU_DEVICE_CPU or device 0). */
+int sim_prefetch_dev_ok(CUdevice dev);
+int sim_prefetch_loc_ok(CUmemLocation loc);
 CUresult sim_stream_synchronize(enum sim_ds ds, CUstream s);
 CUresult sim_stream_query(enum sim_ds ds, CUstream s);
 CUresult sim_stream_wait_event(enum sim_ds ds, CUstream s, CUevent e, unsigned flags);
@@ -257,9 +287,18 @@ struct CUfunc_st {
 	uint32_t magic;
 	struct CUmod_st *mod;
 	const struct ddp_kernel_info *info;      /* from the cubin                */
-	const struct sim_kernel_entry *host;     /* host implementation           */
+	const struct sim_kernel_entry *host;     /* host implementation; NULL in
+						    trace mode (launches skipped) */
 	int max_dyn_shared;                      /* cuFuncSetAttribute            */
 };
+
+/* Trace mode (sim_trace.c, SIMCUDA_UNKNOWN_KERNELS=skip): whether kernels
+ * without host code get a function whose launches do nothing; the kernel is
+ * named once when its function is made; each launch is counted (the exit
+ * summary says the run computed nothing real). */
+int sim_trace_skip_unknown(void);
+void sim_trace_kernel_skipped(const char *name);
+void sim_trace_launch_skipped(void);
 
 /* Validates a CUfunction or a CUkernel cast to one; NULL when invalid. */
 struct CUfunc_st *sim_func_get(const void *handle);

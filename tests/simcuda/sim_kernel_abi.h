@@ -76,7 +76,8 @@ struct sim_runtime {
 };
 
 /* A __device__ or __constant__ variable of the library (its host storage),
- * for cuModuleGetGlobal. */
+ * for cuModuleGetGlobal; addr NULL: the cubin has the name but the source
+ * does not define it (a compiler-generated table), ignored by the driver. */
 struct sim_global_entry {
 	const char *mangled;              /* name as in the cubin                */
 	void *addr;

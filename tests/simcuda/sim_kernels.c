@@ -10,11 +10,20 @@
  * once, on first use: "<realpath of /proc/self/exe>.kern.so" if it exists,
  * then each file of SIMCUDA_KERNELS (colon-separated; a missing file there is
  * reported).  All entries go into one array sorted by mangled name; a name
- * defined twice keeps its first definition.
+ * defined twice keeps its first definition.  The tables' device variables
+ * (globals: __device__ / __constant__ storage, for cuModuleGetGlobal) are
+ * indexed the same way; an entry without an address (a name the cubin has
+ * but the source does not define, such as the compiler's math tables) is
+ * left out.
  *
- * Contract: loading runs under pthread_once; afterwards the index is
- * read-only, so lookups from any thread need no lock.  Libraries stay loaded
- * until exit.
+ * Later, when a module image is loaded from memory that belongs to a mapped
+ * file other than the executable (a shared library that embeds its fatbin,
+ * such as the cuBLAS stand-ins), "<that file>.kern.so" is loaded too if it
+ * exists (sim_kernels_image_loaded); its entries rank after earlier ones.
+ *
+ * Contract: the first load runs under pthread_once; lookups and later loads
+ * take one mutex (lookups happen once per function object or variable, not
+ * per launch).  Libraries stay loaded until exit.
  */
 #include "sim_exec.h"
 
@@ -26,12 +35,20 @@
 #include <unistd.h>
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t index_mu = PTHREAD_MUTEX_INITIALIZER; /* both indexes, searched, tried */
+static size_t next_seq;                         /* load order of entries     */
 struct kentry {
 	const struct sim_kernel_entry *e;
 	size_t seq;                             /* load order: first wins */
 };
 static struct kentry *index_;                   /* sorted by mangled name */
 static size_t nindex;
+struct gentry {
+	const struct sim_global_entry *g;
+	size_t seq;
+};
+static struct gentry *gindex;                   /* sorted by mangled name */
+static size_t ngindex;
 static char searched[4096] = "none";            /* for error messages     */
 
 static void searched_add(const char *path, const char *what)
@@ -48,6 +65,16 @@ static int entry_cmp(const void *a, const void *b)
 
 	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
+
+static int gentry_cmp(const void *a, const void *b)
+{
+	const struct gentry *x = a, *y = b;
+	int c = strcmp(x->g->mangled, y->g->mangled);
+
+	return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static void index_dedupe(void);
 
 static void load_one(const char *path, int must_exist)
 {
@@ -95,7 +122,18 @@ static void load_one(const char *path, int must_exist)
 	}
 	index_ = grown;
 	for (uint32_t i = 0; i < t->count; i++)
-		index_[nindex] = (struct kentry){&t->entries[i], nindex}, nindex++;
+		index_[nindex++] = (struct kentry){&t->entries[i], next_seq++};
+	if (t->nglobals && t->globals) {
+		struct gentry *gg = realloc(gindex, (ngindex + t->nglobals) * sizeof(*gindex));
+		if (!gg) {
+			fprintf(stderr, "simcuda: out of memory loading %s\n", path);
+		} else {
+			gindex = gg;
+			for (uint32_t i = 0; i < t->nglobals; i++)
+				if (t->globals[i].addr && t->globals[i].mangled)
+					gindex[ngindex++] = (struct gentry){&t->globals[i], next_seq++};
+		}
+	}
 	searched_add(path, "loaded");
 }
 
@@ -119,8 +157,79 @@ static void load_all(void)
 			load_one(p, 1);
 		free(copy);
 	}
+	index_dedupe();
+}
+
+/* The absolute path of the file mapped at addr (from /proc/self/maps), or 0. */
+static int mapped_file(const void *addr, char *path, size_t size)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4400];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		int off = 0;
+		char *p;
+
+		if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &off) < 2 || !off)
+			continue;
+		if ((uintptr_t)addr < lo || (uintptr_t)addr >= hi)
+			continue;
+		p = line + off;
+		p[strcspn(p, "\n")] = 0;
+		if (p[0] == '/' && !strstr(p, " (deleted)") && strlen(p) < size) {
+			strcpy(path, p);
+			found = 1;
+		}
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+void sim_kernels_image_loaded(const void *image)
+{
+	static char *tried[64];                 /* files already looked at */
+	static size_t ntried;
+	char file[4096], exe[4096], path[4200];
+	ssize_t n;
+
+	pthread_once(&load_once, load_all);
+	if (!image || !mapped_file(image, file, sizeof(file)))
+		return;                         /* heap, stack, anonymous memory */
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0 && (exe[n] = 0, !strcmp(exe, file)))
+		return;                         /* the program: loaded at start  */
+	pthread_mutex_lock(&index_mu);
+	for (size_t i = 0; i < ntried; i++)
+		if (!strcmp(tried[i], file))
+			goto out;
+	if (ntried < sizeof(tried) / sizeof(tried[0]))
+		tried[ntried++] = strdup(file);
+	snprintf(path, sizeof(path), "%s.kern.so", file);
+	if (access(path, F_OK) == 0) {
+		load_one(path, 1);
+		index_dedupe();
+	}
+out:
+	pthread_mutex_unlock(&index_mu);
+}
+
+/* Sort both indexes by (name, load order), keep the first of each name. */
+static void index_dedupe(void)
+{
+	if (ngindex > 1) {
+		size_t out = 1;
+		qsort(gindex, ngindex, sizeof(*gindex), gentry_cmp);
+		for (size_t i = 1; i < ngindex; i++)
+			if (strcmp(gindex[i].g->mangled, gindex[out - 1].g->mangled))
+				gindex[out++] = gindex[i];
+		ngindex = out;
+	}
 	if (nindex > 1) {
-		/* Sort by (name, load order), keep the first of each name. */
 		size_t out = 1;
 		qsort(index_, nindex, sizeof(*index_), entry_cmp);
 		for (size_t i = 1; i < nindex; i++)
@@ -132,21 +241,50 @@ static void load_all(void)
 
 const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 {
+	const struct sim_kernel_entry *found = NULL;
 	size_t lo = 0, hi;
 
 	pthread_once(&load_once, load_all);
+	pthread_mutex_lock(&index_mu);
 	hi = nindex;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		int c = strcmp(mangled, index_[mid].e->mangled);
-		if (!c)
-			return index_[mid].e;
+		if (!c) {
+			found = index_[mid].e;
+			break;
+		}
 		if (c < 0)
 			hi = mid;
 		else
 			lo = mid + 1;
 	}
-	return NULL;
+	pthread_mutex_unlock(&index_mu);
+	return found;
+}
+
+const struct sim_global_entry *sim_kernels_find_global(const char *mangled)
+{
+	const struct sim_global_entry *found = NULL;
+	size_t lo = 0, hi;
+
+	pthread_once(&load_once, load_all);
+	pthread_mutex_lock(&index_mu);
+	hi = ngindex;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(mangled, gindex[mid].g->mangled);
+		if (!c) {
+			found = gindex[mid].g;
+			break;
+		}
+		if (c < 0)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	pthread_mutex_unlock(&index_mu);
+	return found;
 }
 
 const char *sim_kernels_searched(void)

@@ -11,6 +11,9 @@
  * program may reuse its buffers as soon as the call returns; the kernel gets
  * args[i] pointing at parameter i inside that copy.
  *
+ * In trace mode (sim_trace.c) a kernel without host code is checked and
+ * queued like any other and does nothing when it runs.
+ *
  * A kernel that fails (a trap, an invalid launch found by the scheduler)
  * makes CUDA_ERROR_LAUNCH_FAILED sticky: every later call fails with it, as
  * after a fault on a GPU.  Launches queued after that are skipped.
@@ -42,8 +45,8 @@ struct sim_launch_work {
 static CUresult sim_launch_run(struct sim_work *w)
 {
 	struct sim_launch_work *lw = (struct sim_launch_work *)w;
-	if (atomic_load(&sim_sticky))
-		return CUDA_SUCCESS; /* the context is dead: skip, stay sticky */
+	if (atomic_load(&sim_sticky) || !lw->host)
+		return CUDA_SUCCESS; /* the context is dead: skip, stay sticky; or trace mode */
 	if (!sim_exec_launch) {
 		sim_msg("kernel %s: the kernel-execution half is not built into this libcuda.so.1",
 			lw->host->mangled);
@@ -143,6 +146,8 @@ CUresult sim_launch_kernel(enum sim_ds ds, CUfunction hf, unsigned gx, unsigned 
 			memcpy(lw->args[i], params[i], k->params[i].size);
 		}
 	}
+	if (!lw->host)
+		sim_trace_launch_skipped(); /* trace mode: checked, queued, does nothing */
 	return sim_stream_enqueue(s, &lw->w, NULL);
 }
 

@@ -18,6 +18,14 @@
  * memory recorded in the same table with kind SIM_PTR_HOST_PINNED; its device
  * pointer is its host address (unified addressing).
  *
+ * Managed memory (cuMemAllocManaged) is device memory flagged
+ * SIM_RANGE_MANAGED: the host may use the same address (the CPU device's
+ * memory is host memory), copies accept it on either side, and
+ * cuMemAdvise / cuMemPrefetchAsync check their range and do nothing.  The
+ * storage of __device__/__constant__ variables (kernel-library globals,
+ * sim_module.c) is recorded as device memory flagged SIM_RANGE_GLOBAL: it
+ * lies outside the reservation and is never freed.
+ *
  * Contract: any thread may call.  sim_mem_mu guards the table, the bump
  * pointer and the usage counter; no copy or kernel runs under it.
  */
@@ -162,7 +170,8 @@ static uintptr_t sim_dev_place(size_t len)
 	for (size_t i = 0; i <= sim_ntab; i++) {
 		uintptr_t next = sim_plain_hi;
 		if (i < sim_ntab) {
-			if (sim_tab[i].kind != SIM_PTR_DEVICE || sim_tab[i].base >= sim_plain_hi)
+			if (sim_tab[i].kind != SIM_PTR_DEVICE || sim_tab[i].base >= sim_plain_hi ||
+			    (sim_tab[i].flags & SIM_RANGE_GLOBAL))
 				continue;
 			next = sim_tab[i].base;
 		}
@@ -174,7 +183,8 @@ static uintptr_t sim_dev_place(size_t len)
 	return 0;
 }
 
-static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, struct sim_pool *pool, CUdeviceptr *out)
+static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, unsigned flags, struct sim_pool *pool,
+			      CUdeviceptr *out)
 {
 	pthread_once(&sim_mem_once, sim_mem_reserve);
 	if (!sim_dev_lo)
@@ -190,7 +200,7 @@ static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, struct sim_pool
 	} else if (mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		struct sim_range r = { a, size, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, 0, pool };
+		struct sim_range r = { a, size, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, flags, 0, pool };
 		if (sim_tab_insert(&r) != 0) {
 			mprotect((void *)a, len, PROT_NONE);
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -211,7 +221,8 @@ static CUresult sim_release(uintptr_t base, enum sim_ptr_kind kind)
 {
 	pthread_mutex_lock(&sim_mem_mu);
 	size_t i = sim_tab_floor(base);
-	if (i == (size_t)-1 || sim_tab[i].base != base || sim_tab[i].kind != kind) {
+	if (i == (size_t)-1 || sim_tab[i].base != base || sim_tab[i].kind != kind ||
+	    (sim_tab[i].flags & SIM_RANGE_GLOBAL)) {
 		pthread_mutex_unlock(&sim_mem_mu);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -240,7 +251,98 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!dptr || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_FAULT_CHECK("cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY);
-	return sim_dev_alloc(c, bytesize, NULL, dptr);
+	return sim_dev_alloc(c, bytesize, 0, NULL, dptr);
+}
+
+SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	struct CUctx_st *c;
+	CUresult rc = sim_check_ctx(&c);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
+		return CUDA_ERROR_INVALID_VALUE;
+	SIM_FAULT_CHECK("cuMemAllocManaged", CUDA_ERROR_OUT_OF_MEMORY);
+	return sim_dev_alloc(c, bytesize, SIM_RANGE_MANAGED, NULL, dptr);
+}
+
+/* The range must lie inside one managed allocation. */
+static CUresult sim_managed_range(CUdeviceptr p, size_t n)
+{
+	struct sim_range r;
+	if (!p || n == 0 || sim_mem_classify((uintptr_t)p, n, &r) != SIM_PTR_DEVICE || !(r.flags & SIM_RANGE_MANAGED))
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+int sim_prefetch_dev_ok(CUdevice dev)
+{
+	return dev == CU_DEVICE_CPU || (dev >= 0 && dev < SIM_DEVICE_COUNT);
+}
+
+int sim_prefetch_loc_ok(CUmemLocation loc)
+{
+	switch (loc.type) {
+	case CU_MEM_LOCATION_TYPE_DEVICE: return loc.id >= 0 && loc.id < SIM_DEVICE_COUNT;
+	case CU_MEM_LOCATION_TYPE_HOST: return 1;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA: return loc.id == 0;
+	case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return 1;
+	default: return 0;
+	}
+}
+
+/* Advice is a hint about placement, which does not exist here. */
+static CUresult sim_advise(CUdeviceptr p, size_t n, CUmem_advise advice, int target_ok)
+{
+	CUresult rc = sim_check_ctx(NULL);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY || !target_ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sim_managed_range(p, n);
+}
+
+SIM_EXPORT CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device)
+{
+	return sim_advise(devPtr, count, advice, sim_prefetch_dev_ok(device));
+}
+
+SIM_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location)
+{
+	return sim_advise(devPtr, count, advice, sim_prefetch_loc_ok(location));
+}
+
+/* Prefetching moves nothing here: the call checks its arguments and the
+ * stream, as the driver does, and returns. */
+CUresult sim_mem_prefetch(enum sim_ds ds, CUdeviceptr p, size_t n, int dst_ok, unsigned flags, CUstream h)
+{
+	struct CUstream_st *s;
+	CUresult rc = sim_stream_resolve(h, ds, &s);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!dst_ok || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	return sim_managed_range(p, n);
+}
+
+CUresult sim_mem_register_global(uintptr_t p, size_t n, struct CUctx_st *ctx)
+{
+	if (!p || n == 0 || sim_mem_in_device_range(p))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = CUDA_SUCCESS;
+	pthread_mutex_lock(&sim_mem_mu);
+	size_t i = sim_tab_floor(p + n - 1);
+	if (i != (size_t)-1 && sim_tab[i].base == p && sim_tab[i].size == n && (sim_tab[i].flags & SIM_RANGE_GLOBAL)) {
+		/* already recorded */
+	} else if (i != (size_t)-1 && sim_tab[i].base + (sim_tab[i].size ? sim_tab[i].size : 1) > p) {
+		rc = CUDA_ERROR_INVALID_VALUE; /* overlaps another range */
+	} else {
+		struct sim_range r = { p, n, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, SIM_RANGE_GLOBAL, 0, NULL };
+		if (sim_tab_insert(&r) != 0)
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&sim_mem_mu);
+	return rc;
 }
 
 SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
@@ -257,7 +359,7 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
 	size_t pitch = sim_round(WidthInBytes, 512);
 	if (Height > SIZE_MAX / pitch)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = sim_dev_alloc(c, pitch * Height, NULL, dptr);
+	rc = sim_dev_alloc(c, pitch * Height, 0, NULL, dptr);
 	if (rc == CUDA_SUCCESS)
 		*pPitch = pitch;
 	return rc;
@@ -270,7 +372,7 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		return rc;
 	struct sim_range r;
 	/* VMM mappings are released with cuMemUnmap/cuMemRelease, not here */
-	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.res)
+	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.res || (r.flags & SIM_RANGE_GLOBAL))
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Like the driver, freeing waits for work that may still use it. */
 	sim_sync_all();
@@ -300,7 +402,8 @@ CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream h)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	struct sim_range r;
-	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.base != (uintptr_t)dptr || r.res)
+	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.base != (uintptr_t)dptr || r.res ||
+	    (r.flags & SIM_RANGE_GLOBAL))
 		return CUDA_ERROR_INVALID_VALUE;
 	return sim_pool_free_async(s, &r);
 }
@@ -309,7 +412,7 @@ CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream h)
 
 CUresult sim_mem_dev_alloc(struct CUctx_st *ctx, size_t size, struct sim_pool *pool, CUdeviceptr *out)
 {
-	return sim_dev_alloc(ctx, size, pool, out);
+	return sim_dev_alloc(ctx, size, 0, pool, out);
 }
 
 CUresult sim_mem_dev_release(uintptr_t base)
@@ -473,7 +576,7 @@ static CUresult sim_host_alloc(void **pp, size_t size)
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&sim_mem_mu);
-	struct sim_range r = { (uintptr_t)p, size, SIM_PTR_HOST_PINNED, sim_next_buffer_id++, c, 0, NULL };
+	struct sim_range r = { (uintptr_t)p, size, SIM_PTR_HOST_PINNED, sim_next_buffer_id++, c, 0, 0, NULL };
 	int bad = sim_tab_insert(&r);
 	pthread_mutex_unlock(&sim_mem_mu);
 	if (bad) {
@@ -541,13 +644,15 @@ static CUresult sim_attr(CUpointer_attribute a, void *data, enum sim_ptr_kind k,
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
 		*(CUdeviceptr *)data = known ? ptr : 0;
 		return CUDA_SUCCESS;
-	case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-		if (strict && k != SIM_PTR_HOST_PINNED)
+	case CU_POINTER_ATTRIBUTE_HOST_POINTER: {
+		int host = k == SIM_PTR_HOST_PINNED || (known && (r->flags & SIM_RANGE_MANAGED));
+		if (strict && !host)
 			return CUDA_ERROR_INVALID_VALUE;
-		*(void **)data = k == SIM_PTR_HOST_PINNED ? (void *)(uintptr_t)ptr : NULL;
+		*(void **)data = host ? (void *)(uintptr_t)ptr : NULL;
 		return CUDA_SUCCESS;
+	}
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		*(bool *)data = false;
+		*(bool *)data = known && (r->flags & SIM_RANGE_MANAGED);
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MAPPED:
 		*(bool *)data = known;

@@ -3,7 +3,8 @@
  * sim_module.c - modules, libraries and functions: loading real nvcc images
  * (fatbin, cudart wrapper, cubin, PTX) with the shared reader
  * (runtime/image/ddp_fatbin.h) and pairing each kernel with its host
- * implementation (sim_exec.h: sim_kernels_find).
+ * implementation (sim_exec.h: sim_kernels_find).  An image embedded in a
+ * shared library brings "<library>.kern.so" along (sim_kernels_image_loaded).
  *
  * cuModuleGetFunction(name): the cubin must have the kernel (else
  * CUDA_ERROR_NOT_FOUND), a loaded kernel library must implement it (else
@@ -11,6 +12,9 @@
  * kernel X (looked in ...)`), and the cubin's parameter sizes must equal the
  * host signature's (else CUDA_ERROR_INVALID_IMAGE and a line naming the
  * parameter): a mismatch would otherwise hand the kernel garbage.
+ *
+ * cuModuleGetGlobal / cuLibraryGetGlobal (device variables): see
+ * sim_get_global.
  *
  * A CUlibrary wraps a module; a CUkernel is the same object as the CUfunction
  * (so a CUkernel cast to CUfunction launches, as with the driver).  Unloaded
@@ -31,7 +35,9 @@
 /* B2's half is linked into the same library; weak so that the driver half
  * still builds and reports "no host implementation" without it. */
 #pragma weak sim_kernels_find
+#pragma weak sim_kernels_find_global
 #pragma weak sim_kernels_searched
+#pragma weak sim_kernels_image_loaded
 
 struct CUmod_st {
 	uint32_t magic;
@@ -84,6 +90,9 @@ static CUresult sim_mod_make(const char *what, const void *image, size_t len, st
 		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
+	/* A library's embedded image: its kernels are in <library>.kern.so. */
+	if (sim_kernels_image_loaded)
+		sim_kernels_image_loaded(image);
 	m->magic = SIM_MAGIC_MODULE;
 	m->ctx = ctx;
 	pthread_mutex_init(&m->mu, NULL);
@@ -224,12 +233,12 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 		return CUDA_SUCCESS;
 	}
 	const struct sim_kernel_entry *h = sim_kernels_find ? sim_kernels_find(name) : NULL;
-	if (!h) {
+	if (!h && !sim_trace_skip_unknown()) {
 		sim_msg("no host implementation of kernel %s (looked in %s)", name,
 			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");
 		return CUDA_ERROR_NOT_FOUND;
 	}
-	CUresult rc = sim_check_params(k, h);
+	CUresult rc = h ? sim_check_params(k, h) : CUDA_SUCCESS;
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	f = calloc(1, sizeof(*f));
@@ -240,14 +249,18 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 	f->info = k;
 	f->host = h;
 	f->max_dyn_shared = 48 * 1024;
+	int made = 0;
 	pthread_mutex_lock(&m->mu);
 	if (m->funcs[idx]) { /* another thread was first */
 		free(f);
 		f = m->funcs[idx];
 	} else {
 		m->funcs[idx] = f;
+		made = 1;
 	}
 	pthread_mutex_unlock(&m->mu);
+	if (made && !h)
+		sim_trace_kernel_skipped(name);
 	*out = f;
 	return CUDA_SUCCESS;
 }
@@ -263,18 +276,54 @@ SIM_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const 
 	return sim_get_function(m, name, hfunc);
 }
 
+/* A device variable: the cubin must have it (else CUDA_ERROR_NOT_FOUND), a
+ * loaded kernel library must hold its storage (else CUDA_ERROR_NOT_FOUND and
+ * one line), and the host size must equal the cubin's (else
+ * CUDA_ERROR_INVALID_IMAGE and one line).  The address handed out is the
+ * kernel library's own variable, which the host-code kernels use, recorded
+ * as device memory so that copies to and from it work.  All modules share
+ * that one storage (a GPU gives each loaded module its own copy). */
+static CUresult sim_get_global(struct CUmod_st *m, const char *name, CUdeviceptr *dptr, size_t *bytes)
+{
+	if (!name)
+		return CUDA_ERROR_INVALID_VALUE;
+	const struct ddp_global_info *g = ddp_module_find_global(&m->info, name);
+	if (!g)
+		return CUDA_ERROR_NOT_FOUND;
+	const struct sim_global_entry *h = sim_kernels_find_global ? sim_kernels_find_global(name) : NULL;
+	if (!h) {
+		sim_msg("no host storage for device variable %s (looked in %s); build the kernel library from the "
+			"source that defines it", name, sim_kernels_searched ? sim_kernels_searched() : "none");
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	if (h->size != g->size) {
+		sim_msg("device variable %s is %llu bytes in the module image but %zu bytes in its kernel library; "
+			"rebuild the program and its .kern.so from the same source",
+			name, (unsigned long long)g->size, h->size);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	CUresult rc = sim_mem_register_global((uintptr_t)h->addr, h->size, m->ctx);
+	if (rc != CUDA_SUCCESS) {
+		sim_msg("device variable %s: its storage at %p overlaps other memory", name, h->addr);
+		return rc;
+	}
+	SIM_VERBOSE("device variable %s: %zu bytes at %p", name, h->size, h->addr);
+	if (dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)h->addr;
+	if (bytes)
+		*bytes = h->size;
+	return CUDA_SUCCESS;
+}
+
 SIM_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
 {
-	(void)dptr;
-	(void)bytes;
 	CUresult rc = sim_check_init();
 	if (rc != CUDA_SUCCESS)
 		return rc;
-	if (!sim_mod_get(hmod))
+	struct CUmod_st *m = sim_mod_get(hmod);
+	if (!m)
 		return CUDA_ERROR_INVALID_HANDLE;
-	sim_msg("cuModuleGetGlobal(%s): __device__ variables are not supported by the CPU device",
-		name ? name : "(null)");
-	return CUDA_ERROR_NOT_SUPPORTED;
+	return sim_get_global(m, name, dptr, bytes);
 }
 
 SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
@@ -330,7 +379,7 @@ SIM_EXPORT CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUf
 		return CUDA_ERROR_INVALID_VALUE;
 	switch (attrib) {
 	case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = (int)SIM_MAX_BLOCK_THREADS; break;
-	case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = 32; break;
+	case CU_FUNC_ATTRIBUTE_NUM_REGS: *pi = SIM_FUNC_REGS; break;
 	case CU_FUNC_ATTRIBUTE_PTX_VERSION: *pi = SIM_SM; break;
 	case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *pi = SIM_SM; break;
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *pi = f->max_dyn_shared; break;
@@ -350,7 +399,8 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute at
 		return CUDA_ERROR_INVALID_HANDLE;
 	switch (attrib) {
 	case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
-		if (value < 0 || (unsigned)value > SIM_DYN_SHARED_MAX)
+		/* The device's opt-in limit (227 KiB, as an H100). */
+		if (value < 0 || (unsigned)value > SIM_SM_SHARED - SIM_BLOCK_SHARED_RESERVED)
 			return CUDA_ERROR_INVALID_VALUE;
 		f->max_dyn_shared = value;
 		return CUDA_SUCCESS;
@@ -359,6 +409,39 @@ SIM_EXPORT CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute at
 	default:
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+}
+
+/* cudart 13 sets and reads function attributes through the CUkernel
+ * (cudaFuncSetAttribute, cudaFuncGetAttributes): one device, so the
+ * per-device value is the function's. */
+SIM_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (dev < 0 || dev >= SIM_DEVICE_COUNT)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return cuFuncSetAttribute((CUfunction)(void *)kernel, attrib, val);
+}
+
+SIM_EXPORT CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (dev < 0 || dev >= SIM_DEVICE_COUNT)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return cuFuncGetAttribute(pi, attrib, (CUfunction)(void *)kernel);
+}
+
+SIM_EXPORT CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (dev < 0 || dev >= SIM_DEVICE_COUNT)
+		return CUDA_ERROR_INVALID_DEVICE;
+	return cuFuncSetCacheConfig((CUfunction)(void *)kernel, config);
 }
 
 SIM_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
@@ -493,6 +576,17 @@ SIM_EXPORT CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, con
 	if (rc == CUDA_SUCCESS)
 		*pKernel = (CUkernel)(void *)f;
 	return rc;
+}
+
+SIM_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUlib_st *l = sim_lib_get(library);
+	if (!l)
+		return CUDA_ERROR_INVALID_HANDLE;
+	return sim_get_global(l->mod, name, dptr, bytes);
 }
 
 SIM_EXPORT CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)

@@ -338,7 +338,7 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 		if (m->access && !access)
 			sim_mem_table_remove(m->va, NULL);
 		else if (!m->access && access) {
-			struct sim_range r = { m->va, m->size, SIM_PTR_DEVICE, m->id, ctx, m->res, NULL };
+			struct sim_range r = { m->va, m->size, SIM_PTR_DEVICE, m->id, ctx, 0, m->res, NULL };
 			if (sim_mem_table_add(&r) != 0) {
 				rc = CUDA_ERROR_OUT_OF_MEMORY;
 				break;
@@ -469,7 +469,7 @@ CUresult sim_pool_alloc(struct sim_pool *p, struct CUstream_st *s, size_t size, 
 	if (b) {
 		/* reuse: same address, the pages get their access back */
 		*bp = b->next;
-		struct sim_range r = { b->base, size, SIM_PTR_DEVICE, sim_mem_next_id(), s->ctx, 0, p };
+		struct sim_range r = { b->base, size, SIM_PTR_DEVICE, sim_mem_next_id(), s->ctx, 0, 0, p };
 		if (mprotect((void *)b->base, len, PROT_READ | PROT_WRITE) != 0 || sim_mem_table_add(&r) != 0) {
 			b->next = p->free_blocks;
 			p->free_blocks = b;

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -126,7 +127,11 @@ TEST(device_queries)
 	CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 0));
 	CHECK_EQ_INT(v, 1024);
 	CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
-	CHECK(v > 0);
+	CHECK_EQ_INT(v, 132); /* H100-like: programs size grids from it */
+	CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 0));
+	CHECK_EQ_INT(v, 2048);
+	CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0));
+	CHECK_EQ_INT(v, 1);
 	CU_OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 0));
 	CHECK_EQ_INT(v, 1);
 	CHECK_EQ_INT(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, 0), CUDA_ERROR_INVALID_VALUE);
@@ -289,6 +294,47 @@ TEST(pointer_attributes)
 	CU_OK(cuMemFreeHost(pinned));
 	CHECK_EQ_INT(cuMemFreeHost(pinned), CUDA_ERROR_INVALID_VALUE);
 	CU_OK(cuMemFree(p));
+}
+
+TEST(managed_memory)
+{
+	setup();
+	CUdeviceptr m, p;
+	CHECK_EQ_INT(cuMemAllocManaged(&m, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+	CHECK_EQ_INT(cuMemAllocManaged(&m, 64, 0), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cuMemAllocManaged(&m, 1000, CU_MEM_ATTACH_GLOBAL));
+	CU_OK(cuMemAlloc(&p, 1000));
+	/* host and device use the same address */
+	int *h = (int *)(uintptr_t)m;
+	for (int i = 0; i < 250; i++)
+		h[i] = i;
+	int back[250];
+	CU_OK(cuMemcpyDtoH(back, m, sizeof(back)));
+	CHECK_EQ_INT(back[249], 249);
+	CU_OK(cuMemcpyHtoD(p, h, sizeof(back))); /* managed memory as the host side */
+	CU_OK(cuMemcpyDtoH(back, p, sizeof(back)));
+	CHECK_EQ_INT(back[17], 17);
+	bool managed = false;
+	void *hp = NULL;
+	CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m + 8));
+	CHECK(managed);
+	CU_OK(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, m));
+	CHECK(hp == h);
+	CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p));
+	CHECK(!managed);
+	/* advice and prefetch: managed ranges only */
+	CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, bad = { CU_MEM_LOCATION_TYPE_DEVICE, 3 };
+	CU_OK(cuMemAdvise(m, 1000, CU_MEM_ADVISE_SET_READ_MOSTLY, loc));
+	CHECK_EQ_INT(cuMemAdvise(p, 1000, CU_MEM_ADVISE_SET_READ_MOSTLY, loc), CUDA_ERROR_INVALID_VALUE);
+	CHECK_EQ_INT(cuMemAdvise(m, 2000, CU_MEM_ADVISE_SET_READ_MOSTLY, loc), CUDA_ERROR_INVALID_VALUE);
+	CHECK_EQ_INT(cuMemAdvise(m, 1000, CU_MEM_ADVISE_SET_READ_MOSTLY, bad), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cuMemPrefetchAsync(m, 1000, loc, 0, 0));
+	loc.type = CU_MEM_LOCATION_TYPE_HOST;
+	CU_OK(cuMemPrefetchAsync(m, 1000, loc, 0, 0));
+	CHECK_EQ_INT(cuMemPrefetchAsync(p, 1000, loc, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	CU_OK(cuMemFree(m));
+	CU_OK(cuMemFree(p));
+	CHECK_EQ_INT(cuMemFree(m), CUDA_ERROR_INVALID_VALUE);
 }
 
 TEST(alloc_pitch)
@@ -774,7 +820,15 @@ TEST(unimplemented_entry_points_fail)
 	graph_create_fn d = (graph_create_fn)sym("cuGraphCreate");
 	REQUIRE(d != NULL);
 	CHECK_EQ_INT(d(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
-	CHECK_EQ_INT(cuMemAllocManaged(NULL, 16, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+	/* (VMM is implemented now, tests/simcuda/test_alloc_modes.c; arrays are not) */
+	CUarray arr;
+	CUDA_ARRAY_DESCRIPTOR ad;
+	memset(&ad, 0, sizeof(ad));
+	ad.Width = 16;
+	ad.Height = 1;
+	ad.Format = CU_AD_FORMAT_FLOAT;
+	ad.NumChannels = 1;
+	CHECK_EQ_INT(cuArrayCreate(&arr, &ad), CUDA_ERROR_NOT_SUPPORTED);
 	/* Stream capture: refused, and nothing is captured (the stream still
 	 * runs work at once). */
 	CUstream s;

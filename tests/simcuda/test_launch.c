@@ -341,7 +341,7 @@ TEST(library_kernel_and_launch_ex)
 	CU_OK(cuMemFree(d));
 }
 
-TEST(parameter_size_mismatch_is_refused)
+TEST(parameter_and_variable_size_mismatch_is_refused)
 {
 	setup();
 	CUmodule m;
@@ -350,6 +350,13 @@ TEST(parameter_size_mismatch_is_refused)
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "mismatch"), CUDA_ERROR_INVALID_IMAGE);
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "devonly"), CUDA_ERROR_NOT_FOUND); /* no host code */
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "nosuchkernel"), CUDA_ERROR_NOT_FOUND);
+	/* Device variables: a size that differs from the host storage's, one
+	 * without host storage, one the module does not have. */
+	CUdeviceptr gp = 0;
+	size_t gsz = 0;
+	CHECK_EQ_INT(cuModuleGetGlobal(&gp, &gsz, m, "mm_sized"), CUDA_ERROR_INVALID_IMAGE);
+	CHECK_EQ_INT(cuModuleGetGlobal(&gp, &gsz, m, "mm_devonly"), CUDA_ERROR_NOT_FOUND);
+	CHECK_EQ_INT(cuModuleGetGlobal(&gp, &gsz, m, "nosuchvariable"), CUDA_ERROR_NOT_FOUND);
 	CU_OK(cuModuleUnload(m));
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "mismatch"), CUDA_ERROR_INVALID_HANDLE);
 	static const char junk[64] = "this is not a module image at all";

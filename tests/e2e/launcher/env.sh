@@ -55,7 +55,7 @@ printf '0123456789abcdef' >"$TMP/b.bin"
 check "options run exits 0" [ $? = 0 ]
 for pair in "DDP_BACKEND=host" "DDP_SHARD=$TMP/a.bin:record=4:header=0\\\\n$TMP/b.bin:record=4:header=0" \
 	"DDP_TRACE=$TMP/tr" "DDP_CHECK=5" "DDP_TIMEOUT=60" "DDP_LOG=debug" "DDP_ALL_RANKS_WRITE=1" \
-	"DDP_WRITE_DIR=$TMP/logs"; do
+	"DDP_WRITE_DIR=$TMP/logs/$(readlink "$TMP/logs/latest")"; do
 	check "option gives ${pair%%=*}" [ "$(grep -c "\] $pair\$" "$out")" = 2 ]
 done
 check "--trace and --log-dir directories made" [ -d "$TMP/tr" -a -d "$TMP/logs" ]

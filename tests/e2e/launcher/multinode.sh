@@ -23,8 +23,9 @@ for attempt in 1 2 3; do
 	p0=$!
 	"$DDPRUN" $common --node-rank 1 sh -c '"$0" env RANK WORLD_SIZE LOCAL_RANK GROUP_RANK MASTER_PORT MASTER_ADDR && "$0" barrier' "$PROG" >"$o1" 2>"$o1.err" &
 	p1=$!
-	# while node 0 runs: is its store on 0.0.0.0?
-	hexport=$(printf '%04X' $port)
+	# while node 0 runs: is its store on 0.0.0.0?  (--master-port + 1: the
+	# port itself is the program's MASTER_PORT)
+	hexport=$(printf '%04X' $((port + 1)))
 	bound=""
 	for _ in $(seq 200); do
 		bound=$(listening | grep ":$hexport$" | head -1)
@@ -54,6 +55,6 @@ check "all 4 ranks passed a barrier in node 0's store (shared secret)" [ "$(cat 
 check "multi-node store binds all interfaces" [ "${bound%%:*}" = 00000000 ]
 
 # single node: loopback only
-"$DDPRUN" -n 1 sh -c 'awk -v p=$(printf "%04X" $MASTER_PORT) "\$4 == \"0A\" && \$2 ~ (\":\" p \"\$\") { print \$2 }" /proc/net/tcp' >"$o0" 2>"$o0.err"
+"$DDPRUN" -n 1 sh -c 'awk -v p=$(printf "%04X" $DDP_STORE_PORT) "\$4 == \"0A\" && \$2 ~ (\":\" p \"\$\") { print \$2 }" /proc/net/tcp' >"$o0" 2>"$o0.err"
 check "single-node store binds 127.0.0.1 only" [ "$(sed 's/^\[rank 0\] //' "$o0")" = "$(printf '0100007F')$(sed -n 's/.*:\([0-9A-F]*\)$/:\1/p' "$o0")" ]
 finish

@@ -22,6 +22,21 @@ rc=$?
 check "clean exit with daemons left behind -> 0" [ $rc = 0 ]
 sleep 0.2
 check "no grandchild left after a clean exit" [ "$(pgrep -f "$marker-b" | wc -l)" = 0 ]
+# ddprun itself SIGKILLed: the ranks die by their parent-death signal, and
+# what they started -- forked children in their process group, setsid'd
+# grandchildren that ignore SIGTERM -- goes too (the guardian, guard.c)
+slp=299.$RANDOM$RANDOM   # a sleep only this test runs
+"$DDPRUN" -n 2 sh -c 'sleep $1 & "$0" orphan "$2" -2; wait' "$PROG" "$slp" "$marker-c" >"$out" 2>"$err" &
+pid=$!
+for i in $(seq 50); do [ "$(pgrep -f "$marker-c|sleep $slp" | wc -l)" -ge 6 ] && break; sleep 0.1; done
+before=$(pgrep -f "$marker-c|sleep $slp" | wc -l)
+kill -KILL $pid
+wait $pid 2>/dev/null
+sleep 2
+check "SIGKILL of ddprun: there were descendants to kill ($before)" [ "$before" -ge 6 ]
+check "SIGKILL of ddprun: 0 descendants after 2 s" [ "$(pgrep -f "$marker-c|sleep $slp" | wc -l)" = 0 ]
+for p in $(pgrep -f "sleep $slp"); do kill -KILL "$p" 2>/dev/null; done
+
 # clean up after a failed check, by pid
 for pid in $(pgrep -f "$marker"); do kill -KILL "$pid" 2>/dev/null; done
 finish

@@ -40,7 +40,7 @@ check "no stderr line on stdout" hasnt "$out" 'stderr line'
 "$DDPRUN" -n 2 --log-dir "$TMP/logs" "$PROG" spam 500 40 >"$out" 2>"$err"
 check "--log-dir run exits 0" [ $? = 0 ]
 for k in 0 1; do
-	f=$TMP/logs/rank$k.log
+	f=$TMP/logs/latest/rank$k.log
 	check "rank$k.log: 500 stdout + 3 stderr lines + tail, no prefix" \
 		[ "$(grep -c "^$k [0-9]\{7\} " "$f")" = 500 -a "$(grep -c "^stderr line . of rank $k$" "$f")" = 3 \
 		  -a "$(grep -c '^\[rank' "$f")" = 0 -a "$(grep -c '^tail-without-newline$' "$f")" = 1 ]
@@ -52,16 +52,16 @@ check "--log-dir keeps the terminal output" [ "$(grep -c '^\[rank [01]\] [01] ' 
 check "--ranks-filter 1: only rank 1 on stdout" [ "$(grep -c '^\[rank 1\] ' "$out")" = 101 -a \
 	"$(grep -vc '^\[rank 1\] ' "$out")" = 0 ]
 check "--ranks-filter 1: only rank 1 on stderr" [ "$(grep -c '^\[rank' "$err")" = 3 ] && hasnt "$err" '^\[rank [02]\]'
-check "--ranks-filter: log files of every rank" [ "$(cat "$TMP"/logs2/rank[012].log | grep -c ' [0-9]\{7\} ')" = 300 ]
+check "--ranks-filter: log files of every rank" [ "$(cat "$TMP"/logs2/latest/rank[012].log | grep -c ' [0-9]\{7\} ')" = 300 ]
 "$DDPRUN" -n 4 --ranks-filter 0,2-3 "$PROG" spam 10 40 >"$out" 2>"$err"
 check "--ranks-filter 0,2-3" [ "$(sed 's/\].*//' "$out" | sort -u | tr '\n' ' ')" = "[rank 0 [rank 2 [rank 3 " ]
 
 # --quiet: nothing of the ranks on the terminal; files still complete
 "$DDPRUN" -n 2 --quiet --log-dir "$TMP/logs3" "$PROG" spam 100 40 >"$out" 2>"$err"
 check "--quiet: no rank output on the terminal" [ ! -s "$out" ] && hasnt "$err" '^\[rank'
-check "--quiet: log files complete" [ "$(cat "$TMP"/logs3/rank*.log | grep -c ' [0-9]\{7\} ')" = 200 ]
+check "--quiet: log files complete" [ "$(cat "$TMP"/logs3/latest/rank*.log | grep -c ' [0-9]\{7\} ')" = 200 ]
 # --tee is accepted with --log-dir (torchrun spelling)
 "$DDPRUN" -n 1 --tee --log-dir "$TMP/logs4" "$PROG" spam 5 40 >"$out" 2>"$err"
 check "--tee --log-dir: terminal and file" [ "$(grep -c ' [0-9]\{7\} ' "$out")" = 5 -a \
-	"$(grep -c ' [0-9]\{7\} ' "$TMP/logs4/rank0.log")" = 5 ]
+	"$(grep -c ' [0-9]\{7\} ' "$TMP/logs4/latest/rank0.log")" = 5 ]
 finish

@@ -8,6 +8,7 @@ out=$TMP/out err=$TMP/err
 marker=ddprun-sig-$$-$RANDOM
 
 for sig in INT TERM; do
+	: >"$out"
 	"$DDPRUN" -n 2 "$PROG" trap >"$out" 2>"$err" &
 	pid=$!
 	if ! wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
@@ -27,6 +28,7 @@ for sig in INT TERM; do
 done
 
 # a rank that ignores SIGINT and SIGTERM: the second SIGINT kills it at once
+: >"$out"   # no "ready" of the previous run may match
 "$DDPRUN" -n 2 "$PROG" ignore "$marker" >"$out" 2>"$err" &
 pid=$!
 if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
@@ -49,7 +51,29 @@ else
 fi
 for p in $(pgrep -f "$PROG ignore $marker"); do kill -KILL "$p"; done
 
+# one SIGINT, ranks that ignore it: SIGTERM after the grace period, then
+# SIGKILL after another
+: >"$out"   # no "ready" of the previous run may match
+DDPRUN_GRACE=0.5 "$DDPRUN" -n 2 "$PROG" ignore "$marker" >"$out" 2>"$err" &
+pid=$!
+if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
+	t0=$(now_ms)
+	kill -INT $pid
+	wait $pid
+	rc=$? t=$(($(now_ms) - t0))
+	check "one SIGINT + ignoring ranks: exit 130 after SIGTERM and SIGKILL (${t} ms)" [ $rc = 130 -a $t -ge 900 -a $t -lt 3000 ]
+	check "one SIGINT: escalates to SIGTERM" has "$err" '^ddprun: 2 ranks still running after SIGINT; sending SIGTERM \(SIGKILL after 0.5 s\)$'
+	check "one SIGINT: then SIGKILL" has "$err" '^ddprun: 2 ranks still running after 0.5 s; sending SIGKILL$'
+	sleep 0.1
+	check "one SIGINT: no rank left" [ "$(pgrep -f "$PROG ignore $marker" | wc -l)" = 0 ]
+else
+	notok "ignore (one INT): ranks did not start"
+	kill -KILL $pid
+fi
+for p in $(pgrep -f "$PROG ignore $marker"); do kill -KILL "$p"; done
+
 # SIGTERM to ddprun with ranks that ignore it: SIGKILL after the grace period
+: >"$out"   # no "ready" of the previous run may match
 DDPRUN_GRACE=0.5 "$DDPRUN" -n 2 "$PROG" ignore "$marker" >"$out" 2>"$err" &
 pid=$!
 if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then

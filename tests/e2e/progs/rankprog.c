@@ -20,7 +20,7 @@
  *   rankprog trap                 print "ready", wait; SIGINT/SIGTERM print
  *                                 "got SIGx" and exit 0
  *   rankprog ignore               ignore SIGINT and SIGTERM, print "ready", wait
- *   rankprog barrier              connect to the store (MASTER_ADDR/PORT,
+ *   rankprog barrier              connect to the store (DDP_STORE_ADDR/PORT,
  *                                 DDP_STORE_SECRET), barrier of WORLD_SIZE,
  *                                 print "barrier ok"
  *   rankprog heartbeat R STALL    post a progress counter that grows every
@@ -181,7 +181,7 @@ static int mode_orphan(int argc, char **argv)
 static int mode_barrier(void)
 {
 	struct ddp_store *s;
-	const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
+	const char *addr = getenv("DDP_STORE_ADDR"), *port = getenv("DDP_STORE_PORT");
 	const char *secret = getenv("DDP_STORE_SECRET"), *ws = getenv("WORLD_SIZE");
 	if (!addr || !port || !secret || !ws) {
 		say(2, "rankprog: store variables missing\n");
@@ -205,7 +205,7 @@ static int mode_heartbeat(int argc, char **argv)
 	double stall = argc > 3 ? atof(argv[3]) : 0.3;
 	const char *secret = getenv("DDP_STORE_SECRET");
 
-	if (!secret || ddp_store_connect(getenv("MASTER_ADDR"), atoi(getenv("MASTER_PORT")), secret,
+	if (!secret || ddp_store_connect(getenv("DDP_STORE_ADDR"), atoi(getenv("DDP_STORE_PORT")), secret,
 					 my_rank(), 10.0, &s) != DDP_OK)
 		return 1;
 	if (ddp_store_heartbeat_start(s, &progress, 0.05) != DDP_OK)

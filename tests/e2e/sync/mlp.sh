@@ -24,7 +24,7 @@ equiv mlp3 3 1e-5
 ref acc mlp --data "$D" --steps 30 --batch 8 --accum 4
 DDPRUN_VERBOSE=1 ddp acc 2 mlp "$D" --data "$D" --steps 30 --batch 4 --accum 4
 equiv acc 2 1e-5
-n=$(grep -c 'allreduce-avg of 5 gradient buffers' "$TMP/acc.logs/rank0.log")
+n=$(grep -c 'allreduce-avg of 5 gradient buffers' "$TMP/acc.logs/latest/rank0.log")
 if [ "$n" -eq 29 ]; then ok "accum: one 5-buffer reduction per step from step 2 (29 in 30 steps)"
 else not_ok "accum: $n 5-buffer reductions in 30 steps, expected 29"; fi
 

@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		i += strlen(buf + i) + 1;
 	}
 	argv[argc] = NULL;
-	if (launch_options_parse(argc, argv, &o, &action) == DDP_OK)
+	if (launch_options_parse(argc, argv, &o, &action) == DDP_OK &&
+	    launch_options_resolve(&o) == DDP_OK)
 		(void)launch_options_validate(&o);
 	launch_options_free(&o);
 	free(buf);

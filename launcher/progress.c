@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * progress.c - what ddprun knows of each rank's training progress, and the
+ * two judgements made from it (supervise.c acts on them):
+ *
+ *  - --timeout SEC: a running rank whose last training progress (a kernel
+ *    launch, an optimizer step, entering a collective) is SEC seconds old is
+ *    stuck.  Ranks waiting inside one of libddp's collectives wait for the
+ *    others: of the stuck ranks outside a collective, the one that stopped
+ *    first is named; while a rank outside a collective still progresses,
+ *    the waiters are left alone; when every running rank is stuck inside a
+ *    collective, the one in the earliest collective (then the last to enter
+ *    it) is named.  Progress is judged per rank
+ *    against wall time: a rank spinning in its main thread, blocked in
+ *    read(), stopped, or stuck inside a collective is caught although its
+ *    heartbeat thread may still post.  A rank that never progressed counts
+ *    from the job's start, once any rank has progressed (a rank hung before
+ *    its first CUDA call); while no rank has, nobody is judged (a program
+ *    that never reaches the driver).
+ *  - a rank that exited, with any code, while a running rank waits for it in
+ *    a collective it never finished (or at the first rendezvous) stops the
+ *    job at once, naming the rank that left.
+ *
+ * Sources: for local ranks, the status board (runtime/ddp_status.h), a
+ * memfd that every rank's libddp writes (exact times, step, collective);
+ * for ranks without a board slot (other nodes, programs posting heartbeats
+ * with the store client directly), the store's per-rank heartbeat counter
+ * and the time it last changed (node 0 only).
+ *
+ * Contract: main thread.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "ddp_status.h"
+#include "launch.h"
+
+ddp_result launch_status_create(struct launch_job *job)
+{
+	size_t len = (size_t)job->nranks * DDP_STATUS_SLOT_BYTES;
+	long page = sysconf(_SC_PAGESIZE);
+	len = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+	job->status = NULL;
+	job->status_fd = memfd_create("ddprun-status", MFD_CLOEXEC);
+	if (job->status_fd < 0 || ftruncate(job->status_fd, (off_t)len) != 0)
+		goto fail;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, job->status_fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	job->status = p;
+	return DDP_OK;
+fail:
+	launch_msg("warning: no status board (%s): --timeout and the watch for ranks that leave "
+		   "early see less", strerror(errno));
+	if (job->status_fd >= 0)
+		close(job->status_fd);
+	job->status_fd = -1;
+	return DDP_ERR_SYS;
+}
+
+void launch_status_free(struct launch_job *job)
+{
+	if (job->status) {
+		size_t len = (size_t)job->nranks * DDP_STATUS_SLOT_BYTES;
+		long page = sysconf(_SC_PAGESIZE);
+		len = (len + (size_t)page - 1) / (size_t)page * (size_t)page;
+		munmap(job->status, len);
+		job->status = NULL;
+	}
+	if (job->status_fd >= 0)
+		close(job->status_fd);
+	job->status_fd = -1;
+}
+
+/* Local rank li's slot, when its libddp attached; else NULL. */
+static struct ddp_status_slot *slot_of(struct launch_job *job, int li)
+{
+	if (!job->status || li < 0 || li >= job->nranks)
+		return NULL;
+	struct ddp_status_slot *s = &job->status[li];
+	return DDP_STATUS_LOAD(s->magic) == DDP_STATUS_MAGIC ? s : NULL;
+}
+
+static int any_attached(struct launch_job *job)
+{
+	for (int i = 0; i < job->nranks; i++)
+		if (slot_of(job, i))
+			return 1;
+	return 0;
+}
+
+static double ns_to_s(uint64_t ns)
+{
+	return (double)ns * 1e-9;
+}
+
+/* Appends what local rank li is doing to buf. */
+static void describe(struct launch_job *job, int li, double now, char *buf, size_t cap)
+{
+	struct ddp_status_slot *s = slot_of(job, li);
+	size_t o = strlen(buf);
+	if (!s) {
+		if (any_attached(job))
+			snprintf(buf + o, cap - o, "it never reached its first CUDA call");
+		return;
+	}
+	uint64_t step = DDP_STATUS_LOAD(s->step), in = DDP_STATUS_LOAD(s->coll_in);
+	uint64_t done = DDP_STATUS_LOAD(s->coll_done);
+	char name[sizeof s->coll_name + 1];
+	for (size_t i = 0; i < sizeof s->coll_name; i++)
+		name[i] = __atomic_load_n(&s->coll_name[i], __ATOMIC_RELAXED);
+	name[sizeof s->coll_name] = '\0';
+	if (step)
+		o += (size_t)snprintf(buf + o, cap - o, "at step %llu, ", (unsigned long long)step);
+	else
+		o += (size_t)snprintf(buf + o, cap - o, "before its first optimizer step, ");
+	if (o >= cap)
+		return;
+	if (in)
+		snprintf(buf + o, cap - o, "inside collective #%llu (%s) for %.1f s", (unsigned long long)in,
+			 name, now - ns_to_s(DDP_STATUS_LOAD(s->coll_since_ns)));
+	else
+		snprintf(buf + o, cap - o, "%llu collective%s done, not inside one",
+			 (unsigned long long)done, done == 1 ? "" : "s");
+}
+
+/* Appends "rank j waits in collective #n (name)" for each running local
+ * rank inside a collective numbered above `above` (at most 3 named). */
+static int describe_waiters(struct launch_job *job, int skip, uint64_t above, char *buf, size_t cap)
+{
+	int n = 0;
+	for (int j = 0; j < job->nranks; j++) {
+		struct ddp_status_slot *s = slot_of(job, j);
+		if (j == skip || !s || !job->ranks[j].running)
+			continue;
+		uint64_t in = DDP_STATUS_LOAD(s->coll_in);
+		if (!in || in <= above)
+			continue;
+		size_t o = strlen(buf);
+		if (n < 3) {
+			char name[sizeof s->coll_name + 1];
+			for (size_t i = 0; i < sizeof s->coll_name; i++)
+				name[i] = __atomic_load_n(&s->coll_name[i], __ATOMIC_RELAXED);
+			name[sizeof s->coll_name] = '\0';
+			snprintf(buf + o, cap - o, "%srank %d waits in collective #%llu (%s)", n ? ", " : "",
+				 job->ranks[j].rank, (unsigned long long)in, name);
+		} else if (n == 3) {
+			snprintf(buf + o, cap - o, ", ...");
+		}
+		n++;
+	}
+	return n;
+}
+
+int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t cap)
+{
+	int world = job->world_size, base = job->ranks[0].rank, any_seen = 0, busy = 0;
+	int out_pick = -1, in_pick = -1;
+	double timeout = (double)job->o->timeout, out_last = 0, in_last = 0;
+	uint64_t in_seq = 0;
+
+	why[0] = '\0';
+	double *last = malloc(sizeof *last * (size_t)world);
+	if (!last)
+		return -1;
+	for (int g = 0; g < world; g++) {
+		struct ddp_status_slot *s = slot_of(job, g - base);
+		last[g] = -1;
+		if (s && DDP_STATUS_LOAD(s->progress) > 0) {
+			last[g] = ns_to_s(DDP_STATUS_LOAD(s->last_ns));
+		} else if (job->store) {
+			uint64_t c;
+			double age;
+			if (ddp_store_server_progress(job->store, g, &c, &age) == DDP_OK && age >= 0)
+				last[g] = now - age;
+		}
+		if (last[g] >= 0)
+			any_seen = 1;
+	}
+	for (int g = 0; any_seen && g < world; g++) {
+		int li = g - base;
+		if (li >= 0 && li < job->nranks && !job->ranks[li].running)
+			continue; /* finished here */
+		struct ddp_status_slot *s = slot_of(job, li);
+		uint64_t in = s ? DDP_STATUS_LOAD(s->coll_in) : 0;
+		double l = last[g] >= 0 ? last[g] : job->start;
+		int stalled = now - l >= timeout;
+		if (!in && !stalled)
+			busy = 1;
+		if (!stalled)
+			continue;
+		if (!in && (out_pick < 0 || l < out_last)) {
+			out_pick = g;   /* stopped outside a collective: first one */
+			out_last = l;
+		} else if (in && (in_pick < 0 || in < in_seq || (in == in_seq && l > in_last))) {
+			in_pick = g;    /* all inside collectives: the one furthest behind */
+			in_seq = in;
+			in_last = l;
+		}
+	}
+	free(last);
+	/* ranks waiting inside a collective wait for the others: a rank that
+	 * stopped outside one is the cause; while one still progresses outside
+	 * a collective, the waiters are merely waiting for it */
+	int stuck = out_pick >= 0 ? out_pick : busy ? -1 : in_pick;
+	if (stuck < 0)
+		return -1;
+	int li = stuck - base;
+	if (li >= 0 && li < job->nranks && any_attached(job)) {
+		char what[512] = "", waiters[512] = "";
+		describe(job, li, now, what, sizeof what);
+		describe_waiters(job, li, 0, waiters, sizeof waiters);
+		if (what[0] || waiters[0])
+			snprintf(why, cap, " (%s%s%s)", what, what[0] && waiters[0] ? "; " : "", waiters);
+	}
+	return stuck;
+}
+
+int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap)
+{
+	struct ddp_status_slot *s = slot_of(job, left);
+	/* what it finished; a rank that died inside collective n never finished n */
+	uint64_t done = s ? DDP_STATUS_LOAD(s->coll_done) : 0;
+	why[0] = '\0';
+	return describe_waiters(job, left, done, why, cap) > 0;
+}

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_status.h - the per-rank status board that ddprun reads while a job
+ * runs: when each rank last made training progress (a kernel launch, a
+ * step, a collective entry), which step it is at, and whether it is inside
+ * one of libddp's collectives (and which).  ddprun judges --timeout and "a
+ * rank left while the others wait for it" from it (launcher/supervise.c).
+ *
+ * The board is one shared memory file (memfd) made by ddprun before the
+ * ranks start, DDP_STATUS_SLOTS slots of 128 bytes, one per local rank; its
+ * descriptor is inherited by the ranks and named by DDP_STATUS_FD.  libddp
+ * maps it when it joins the job (ddp_job_init), closes the descriptor, and
+ * writes only its own slot (index LOCAL_RANK); a forked child of the
+ * program stops writing.  Times are CLOCK_MONOTONIC nanoseconds, which are
+ * the same clock in every process of one machine.  Every field is written
+ * and read with relaxed atomics: a reader may see a slot mid-update, which
+ * costs at most one poll of precision.
+ *
+ * Contract: the layout is an ABI between ddprun and libddp of the same
+ * build (DDP_STATUS_MAGIC changes with it).  The writer side
+ * (ddp_status_*) is async-signal-safe and lock-free; every function is a
+ * no-op when no board is attached.
+ */
+#ifndef DDP_STATUS_H
+#define DDP_STATUS_H
+
+#include <stdint.h>
+
+#define DDP_STATUS_MAGIC 0x31545344u /* "DST1" */
+#define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
+#define DDP_STATUS_SLOT_BYTES 128
+
+struct ddp_status_slot {
+	uint32_t magic;         /* DDP_STATUS_MAGIC once the rank attached     */
+	int32_t pid;            /* the attached process                        */
+	uint64_t last_ns;       /* last training progress (CLOCK_MONOTONIC)    */
+	uint64_t progress;      /* progress events so far                      */
+	uint64_t step;          /* optimizer step in progress (0: none yet)    */
+	uint64_t coll_done;     /* collectives finished                        */
+	uint64_t coll_in;       /* number of the collective it is inside, 0    */
+	uint64_t coll_since_ns; /* when it entered that collective             */
+	char coll_name[32];     /* "allreduce", "broadcast", "hash check"      */
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 88];
+};
+_Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
+
+#define DDP_STATUS_LOAD(p) __atomic_load_n(&(p), __ATOMIC_RELAXED)
+#define DDP_STATUS_STORE(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELAXED)
+
+/* ---- writer side (libddp, runtime/ddp_status.c) ---- */
+
+/* Maps slot local_rank of the board named by DDP_STATUS_FD (nothing when
+ * unset or invalid; one warning when it cannot be used). */
+void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
+/* In the child of the program's fork(): stop writing the parent's slot. */
+void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
+/* Training progress happened now. */
+void ddp_status_progress(void) __attribute__((visibility("hidden")));
+void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
+/* Entering collective number seq (from 1) named name; leaving it. */
+void ddp_status_coll_enter(uint64_t seq, const char *name) __attribute__((visibility("hidden")));
+void ddp_status_coll_leave(void) __attribute__((visibility("hidden")));
+
+#endif /* DDP_STATUS_H */
