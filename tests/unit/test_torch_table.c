@@ -150,9 +150,6 @@ static const struct { const char *family; const char *reason; } expected_failure
 	  "no neutral-consumer class yet: the pattern 'multi_tensor_apply' classes it optimizer" },
 	{ "foreach_zero",
 	  "no neutral-consumer class yet: the pattern 'multi_tensor_apply' classes it optimizer" },
-	{ "forward_backward",
-	  "the built-in optimizer pattern 'lamb' matches 'lambda' in the names of PyTorch's "
-	  "elementwise/reduce kernels ({lambda(float)#1} closures)" },
 };
 
 static const char *xfail_reason(const char *family)
