@@ -12,7 +12,7 @@ TESTS += $(BUILD)/tests/unit/$(1)
 UNIT_TESTS += $(BUILD)/tests/unit/$(1)
 endef
 
-# $(eval $(call fuzz_target,NAME,SOURCES[,CLANG_FLAGS[,NOT_LINKED]]) builds tests/fuzz/NAME/fuzz.c (+ SOURCES)
+# $(eval $(call fuzz_target,NAME,SOURCES[,CLANG_FLAGS])) builds tests/fuzz/NAME/fuzz.c (+ SOURCES)
 # twice: $(BUILD)/fuzz/NAME with clang's libFuzzer for `make fuzz`, and
 # $(BUILD)/tests/fuzz/replay-NAME with gcc and tests/fuzz/replay_main.c, run
 # by `make test` over tests/fuzz/NAME/corpus.
@@ -20,7 +20,7 @@ define fuzz_target
 FUZZ_TARGETS += $(1)
 $(BUILD)/fuzz/$(1): tests/fuzz/$(1)/fuzz.c $(2) $(RUNTIME_COMMON_SRCS)
 	@mkdir -p $$(dir $$@)
-	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -MMD -MF $$@.d $$(CPPFLAGS) $(3) $$(filter-out $(4),$$(filter %.c,$$^)) -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
+	$$(Q)clang -g -O1 -fsanitize=fuzzer,address,undefined -MMD -MF $$@.d $$(CPPFLAGS) $(3) $$(filter %.c,$$^) -o $$@ $$(filter-out -lstdc++,$$(DDP_COMMON_LIBS)) -lstdc++
 $(BUILD)/tests/fuzz/replay-$(1): $(BUILD)/tests/fuzz/$(1)/fuzz.o $(patsubst %.c,$(BUILD)/%.o,$(2)) \
 		$(BUILD)/tests/fuzz/replay_main.o $(DDP_COMMON_LIB)
 	@mkdir -p $$(dir $$@)

@@ -13,7 +13,7 @@
  * TORCHELASTIC_RUN_ID) hosts the store at DDP_STORE_ADDR:DDP_STORE_PORT
  * (by hand without those: MASTER_ADDR:MASTER_PORT; ddp_rank.c).  Any
  * other launcher (torchrun, srun, mpirun, PMI) hosts none we can use, so
- * rank 0 starts runtime/store/ddp_ddp_store_server.c in this process ("self-hosted"):
+ * rank 0 starts the store server (runtime/store/) in this process ("self-hosted"):
  *   secret   DDP_STORE_SECRET, exported by the user, the same on every rank
  *            (16..512 characters); missing: every rank stops at once.
  *   address  one node (local world == world): 127.0.0.1, bound to loopback;
@@ -28,7 +28,7 @@
  * rank that died closed its sockets too), at most DDP_COLL_TIMEOUT seconds.
  *
  * The server thread only polls sockets and logs: it never calls the driver,
- * its sockets and pipe are close-on-exec (ddp_store_server.c), and it runs with
+ * its sockets and pipe are close-on-exec (ddp_store_loop.c), and it runs with
  * every signal blocked.
  *
  * Contract: init once from ddp_init (inside-ddp flag set); the rest from the

@@ -8,7 +8,7 @@
  *
  * The store: under ddprun it is ddprun's (DDP_STORE_ADDR, DDP_STORE_PORT,
  * DDP_STORE_SECRET).  Under torchrun, Slurm, Open MPI or PMI no ddprun runs,
- * so rank 0's libddp hosts the store itself (runtime/store/ddp_store_server.c, one
+ * so rank 0's libddp hosts the store itself (runtime/store/ddp_store_server.h, one
  * thread) and keeps it until every rank has left; every rank connects to it
  * with the DDP_STORE_SECRET the user exported (docs/launcher.md, "Under
  * Slurm, torchrun or mpirun", gives the address and port rules).

@@ -2,7 +2,7 @@
  *
  * ddp_store.h - the rendezvous store: wire protocol and the rank-side client.
  *
- * ddprun hosts a small key-value store (runtime/store/ddp_store_server.c); every rank
+ * ddprun hosts a small key-value store (runtime/store/ddp_store_server.h); every rank
  * connects to it (MASTER_ADDR:MASTER_PORT) to exchange the NCCL unique id,
  * collective signatures, consistency hashes, and to post heartbeats (its
  * progress counter).  docs/store.md describes the protocol and security model.

@@ -37,6 +37,29 @@ $(SIM_KERNREG): $(BUILD)/tests/simcuda/kernreg/sim_kernreg.o $(DDP_COMMON_LIB)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS)
 BINS += $(SIM_KERNREG)
 
+# ---- ddp-cpu-kernels: the kernel library of any CUDA C program, for users
+# (docs/cpu-device-kernels.md).  Its paths are compiled in, so it runs from
+# any directory.  SIM_POISON_DIR holds one #error file per CUDA toolkit
+# header (kernreg/poison.sh), searched after the CPU device's headers.
+DDP_CPU_KERNELS := $(BUILD)/bin/ddp-cpu-kernels
+SIM_POISON_DIR := $(BUILD)/simcuda/include-poison
+SIM_CUDA_VERSION := $(or $(shell sed -n 's/^\#define CUDA_VERSION \([0-9]*\).*/\1/p' $(CUDA_INC)/cuda.h 2>/dev/null),13000)
+
+$(SIM_POISON_DIR)/.stamp: tests/simcuda/kernreg/poison.sh
+	$(Q)sh tests/simcuda/kernreg/poison.sh $(CUDA_INC) $(SIM_POISON_DIR) && touch $@
+
+$(BUILD)/tests/simcuda/kernreg/ddp_cpu_kernels.o: CPPFLAGS += -DSIM_INC_DIR='"$(abspath $(SIM_INC))"' \
+	-DSIM_POISON_DIR='"$(abspath $(SIM_POISON_DIR))"' -DSIM_KERNREG_PATH='"$(abspath $(SIM_KERNREG))"' \
+	-DSIM_SCRIPT_DIR='"$(abspath tests/simcuda/kernreg)"' -DSIM_NVCC='"$(NVCC)"' \
+	-DSIM_CUDA_H='"$(CUDA_INC)/cuda.h"' -DSIM_DYN_SHARED_BYTES=$(SIM_DYN_SHARED_BYTES) \
+	-DSIM_CUDA_VERSION=$(SIM_CUDA_VERSION)
+$(BUILD)/tests/simcuda/kernreg/ddp_cpu_kernels.o: tests/simcuda/exec.mk
+
+$(DDP_CPU_KERNELS): $(BUILD)/tests/simcuda/kernreg/ddp_cpu_kernels.o | $(SIM_KERNREG) $(SIM_POISON_DIR)/.stamp
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $< -o $@
+BINS += $(DDP_CPU_KERNELS)
+
 define sim_kernel_lib
 $(patsubst %.kern.so,%.reg.cpp,$(1)): $(3) $$(SIM_KERNREG)
 	@mkdir -p $$(dir $$@)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * test_coll_harness.h - a multi-process job inside one test: the parent
- * starts a store server in-process (runtime/store/ddp_store_server.c) and a private
+ * starts a store server in-process (runtime/store/ddp_store_server.h) and a private
  * DDP_SHM_DIR, forks N ranks that run a function, reaps them as they exit
  * (waitpid(-1): a dead rank never lingers as a zombie) and kills the rest
  * after a limit.  Used by tests/unit/test_coll*.c and bench/coll/.

@@ -479,6 +479,40 @@ TEST(concatenated_containers)
 	free(pad);
 }
 
+/* Device variables of other.cu: name, size, constant bank; none of the
+ * compiler's $-names. */
+TEST(device_variables)
+{
+	struct image im = IMG(other_fatbin);
+	struct ddp_module_info m;
+	char err[256];
+	REQUIRE(parse_copy(im.data, im.len, 90, &m, err, sizeof err) == DDP_OK);
+	const struct ddp_global_info *g = ddp_module_find_global(&m, "other_counter");
+	REQUIRE(g != NULL);
+	CHECK_EQ_INT(g->size, 4);
+	CHECK_EQ_INT(g->constant, 0);
+	g = ddp_module_find_global(&m, "other_coef");
+	REQUIRE(g != NULL);
+	CHECK_EQ_INT(g->size, 24);
+	CHECK_EQ_INT(g->constant, 1);
+	g = ddp_module_find_global(&m, "_ZN3ons11other_scaleE");
+	REQUIRE(g != NULL);
+	CHECK_EQ_INT(g->size, 8);
+	CHECK(ddp_module_find_global(&m, "nosuch") == NULL);
+	CHECK(ddp_module_find_global(&m, "other_kernel") == NULL);
+	for (size_t i = 0; i < m.nglobals; i++) {
+		CHECK(m.globals[i].name[0] != '$');
+		if (i)
+			CHECK(strcmp(m.globals[i - 1].name, m.globals[i].name) < 0);
+	}
+	ddp_module_info_free(&m);
+	/* params.cu has none. */
+	im = IMG(params_sm90_cubin);
+	REQUIRE(parse_copy(im.data, im.len, 90, &m, err, sizeof err) == DDP_OK);
+	CHECK_EQ_INT(m.nglobals, 0);
+	ddp_module_info_free(&m);
+}
+
 struct wrapper {
 	int magic;
 	int version;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * test_store.c - the rendezvous store: wire parser on crafted bytes, and the
- * server (runtime/store/ddp_ddp_store_server.c) started in-process on loopback, driven by
+ * server (runtime/store/ddp_store_server.h) started in-process on loopback, driven by
  * client threads (runtime/store/ddp_store_client.c) and by raw sockets that send
  * bad secrets, garbage, oversized and half messages.
  */
@@ -1059,7 +1059,7 @@ TEST(connect_retries_until_the_server_is_up)
  * after the 10 s HELLO deadline), the refusals are not logged one by one,
  * and a rank still connects and is served while the flood stays open. */
 #define FLOOD 700
-#define MAX_PENDING 256 /* STORE_MAX_PENDING of ddp_store_server.c */
+#define MAX_PENDING 256 /* STORE_MAX_PENDING of ddp_store_loop.c */
 TEST(idle_connection_flood_is_bounded)
 {
 	struct rlimit rl;

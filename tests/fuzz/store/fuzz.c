@@ -7,15 +7,21 @@
  *      replies, message after message; every accepted message must lie inside
  *      the buffer and every rejection must say why.
  *   2. The same stream is fed to the server's connection state machine
- *      (runtime/store/ddp_store_server.c, included here so its static core is
- *      reachable; no sockets: fd = -1, replies discarded) over one or two
- *      connections, pre-authenticated or not, in chunks of 1, 7 or all bytes,
+ *      (runtime/store/ddp_store_core.c, reached through
+ *      ddp_store_server_int.h and linked from libddp_store.a; no sockets:
+ *      fd = -1, replies discarded) over one or two connections,
+ *      pre-authenticated or not, in chunks of 1, 7 or all bytes,
  *      with the clock advancing so parked requests time out.  Afterwards the
  *      store's invariants are checked (barrier arrivals == parked requests).
  * Mode bits: 0 pre-authenticate, 1..2 chunk size, 3 two connections,
  * 6+7 both set: log at trace level (exercises the log formatting too).
  */
-#include "../../../runtime/store/ddp_store_server.c"
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "ddp_log.h"
+#include "ddp_store.h"
+#include "ddp_store_server_int.h"
 
 #define FUZZ_SECRET "fuzz-secret"
 
@@ -79,7 +85,7 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 		return;
 	}
 	for (int i = 0; i < nconn; i++) {
-		c[i] = conn_new(s, -1, "fuzz:1", now);
+		c[i] = store_conn_new(s, -1, "fuzz:1", now);
 		if (!c[i])
 			goto out;
 		if (mode & 1) { /* skip HELLO: go straight to the requests */
@@ -95,12 +101,12 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 		struct conn *k = c[turn % (size_t)nconn];
 		/* A connection that died or is closing stops consuming. */
 		if (k && !k->dead && k->state != CONN_CLOSING)
-			conn_feed(s, k, data + off, n, now);
+			store_conn_feed(s, k, data + off, n, now);
 		off += n;
 		now += 0.013; /* 13 ms per chunk: short timeouts expire */
 		store_expire(s, now);
 		for (size_t i = 0; i < s->nconns; i++)
-			conn_flush(s->conns[i]);
+			store_conn_flush(s->conns[i]);
 		check_invariants(s);
 		/* The sweep frees dead connections: forget our pointers to them. */
 		for (int i = 0; i < nconn; i++)

@@ -54,12 +54,17 @@
 #define __SIMCUDA__ 1
 
 /* ---- qualifiers --------------------------------------------------------- */
-#define __global__
+/* used: every kernel (each instantiation of a template) is emitted, even
+ * where the registry's trampoline inlined its body, so that the library
+ * defines it under nvcc's mangled name. */
+#define __global__ __attribute__((used))
 #define __device__
 #define __host__
 #define __constant__
 #define __managed__
-#define __shared__ thread_local
+/* 16-byte aligned, as a GPU's shared memory: kernels load float4 from it
+ * and g++ compiles that to aligned vector moves. */
+#define __shared__ thread_local __attribute__((aligned(16)))
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
 #define __align__(n) __attribute__((aligned(n)))
@@ -103,7 +108,7 @@ struct dim3 {
 };
 
 /* ---- built-in variables ------------------------------------------------- */
-/* This library's threadIdx & co.: a hidden thread-local struct laid out as
+/* This library's threadIdx & co.: a hidden thread-local block laid out as
  * sim_kernel_abi.h's `struct sim_thread_state` (seen here with CUDA's member
  * types).  The scheduler gets its address through each table entry's
  * thread_state accessor and writes it; nothing is resolved by symbol name,
@@ -114,9 +119,37 @@ struct sim_kernel_tls {
 	void *block_ctx;
 };
 static_assert(sizeof(sim_kernel_tls) == sizeof(sim_thread_state), "sim_kernel_tls layout");
-static thread_local sim_kernel_tls sim_kernel_state;
+static_assert(sizeof(::uint3) == 12 && sizeof(sim_kernel_tls) == 64, "sim_kernel_tls offsets below");
+/* threadIdx & co. are identifiers, as in CUDA (host code may declare
+ * `dim3 gridDim(...)`; cudaDeviceProp has a member warpSize), and each is a
+ * plain thread-local variable that is at the same time a member of the state
+ * block: one .tbss block, defined below in assembly, carries the labels
+ * sim_kernel_state (the whole block), threadIdx, blockIdx, blockDim and
+ * gridDim at their offsets.  It sits in a COMDAT group, so a library made of
+ * several .cu files keeps one copy; every label is hidden.  (A thread_local
+ * reference would cost a guard and an indirection per access.) */
+#define SIM_HIDDEN __attribute__((visibility("hidden")))
+extern __thread sim_kernel_tls sim_kernel_state SIM_HIDDEN;
+extern __thread const ::uint3 threadIdx SIM_HIDDEN;
+extern __thread const ::uint3 blockIdx SIM_HIDDEN;
+extern __thread const ::uint3 blockDim SIM_HIDDEN;
+extern __thread const ::uint3 gridDim SIM_HIDDEN;
+__asm__(".pushsection .tbss.sim_kernel_state,\"awTG\",@nobits,sim_kernel_state,comdat\n"
+	".balign 16\n"
+	".globl sim_kernel_state\n.hidden sim_kernel_state\n.type sim_kernel_state, @tls_object\n"
+	".size sim_kernel_state, 64\n"
+	".globl threadIdx\n.hidden threadIdx\n.type threadIdx, @tls_object\n.size threadIdx, 12\n"
+	".globl blockIdx\n.hidden blockIdx\n.type blockIdx, @tls_object\n.size blockIdx, 12\n"
+	".globl blockDim\n.hidden blockDim\n.type blockDim, @tls_object\n.size blockDim, 12\n"
+	".globl gridDim\n.hidden gridDim\n.type gridDim, @tls_object\n.size gridDim, 12\n"
+	"sim_kernel_state:\nthreadIdx:\n.zero 12\nblockIdx:\n.zero 12\nblockDim:\n.zero 12\ngridDim:\n.zero 12\n"
+	".zero 16\n"
+	".popsection\n");
+constexpr int warpSize = 32;
+
 /* The scheduler's entry points, handed over by the driver (table.bind). */
-static const struct sim_runtime *sim_rt;
+/* One per library, shared by its translation units: inline, hidden. */
+SIM_HIDDEN inline const struct sim_runtime *sim_rt;
 
 static inline void sim_syncthreads(void) { sim_rt->syncthreads(); }
 static inline int sim_syncthreads_op(int pred, int op) { return sim_rt->syncthreads_op(pred, op); }
@@ -130,11 +163,32 @@ static inline unsigned sim_linear_tid(void) { return sim_rt->linear_tid(); }
 	std::abort(); /* not reached: the runtime's trap leaves the fiber */
 }
 
-#define threadIdx (static_cast<const ::uint3 &>(sim_kernel_state.thread_idx))
-#define blockIdx  (static_cast<const ::uint3 &>(sim_kernel_state.block_idx))
-#define blockDim  (static_cast<const ::uint3 &>(sim_kernel_state.block_dim))
-#define gridDim   (static_cast<const ::uint3 &>(sim_kernel_state.grid_dim))
-#define warpSize  32
+/* assert() in a kernel (the shims of <assert.h> and <cassert> route it
+ * here): the launch stops with the message, as a device assert fails the
+ * kernel on a GPU. */
+[[noreturn]] static inline void sim_assert_fail(const char *expr, const char *file, unsigned line, const char *fn)
+{
+	static thread_local char why[512];
+	std::snprintf(why, sizeof(why), "%s:%u: %s: assertion `%s' failed", file, line, fn, expr);
+	if (!sim_rt) {
+		std::fprintf(stderr, "%s\n", why);
+		std::abort();
+	}
+	sim_trap(why);
+}
+
+/* ddp-cpu-kernels turns each `k<<<cfg>>>(args)` of the source into
+ * `(sim_launch_site(), (void)sizeof((cfg), 0), (void)sizeof(decltype(k(args)) *))`:
+ * the launch is type-checked and compiles to this call.  Host code of a
+ * kernel library never runs, so reaching it means a kernel launched a
+ * kernel (dynamic parallelism), which the CPU device does not emulate. */
+static inline void sim_launch_site()
+{
+	if (sim_rt)
+		sim_trap("a kernel launch (<<<>>>) inside a kernel: dynamic parallelism is not emulated by the CPU device");
+	std::fprintf(stderr, "simcuda: a <<<>>> launch ran in a kernel library outside any kernel\n");
+	std::abort();
+}
 
 /* ---- barriers, fences, traps ------------------------------------------- */
 static inline void __syncthreads() { sim_syncthreads(); }
@@ -151,20 +205,31 @@ static inline void __nanosleep(unsigned) {}
 static inline long long clock64() { return (long long)__builtin_ia32_rdtsc(); }
 
 /* ---- warp functions (through the scheduler's warp barrier) -------------- */
+/* A shuffle is an exchange through the block's warp slots between two warp
+ * barriers: every lane writes its value, all live lanes of the warp meet,
+ * each reads its source lane's slot, all meet again (so no lane overwrites a
+ * slot another has not read yet).  Types over 8 bytes go in 8-byte pieces
+ * (cooperative groups shuffle any trivially copyable type). */
 template <class T>
 static inline T sim_shfl_from(T v, unsigned src_lane)
 {
-	static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
-		      "simcuda: shuffles of types larger than 8 bytes are not emulated");
-	unsigned long long *s = sim_warp_slots(), bits = 0;
-	unsigned t = sim_linear_tid();
-	std::memcpy(&bits, &v, sizeof(T));
-	s[t] = bits;
-	sim_syncwarp();
-	bits = s[(t & ~31u) + (src_lane & 31u)];
-	sim_syncwarp();
+	static_assert(std::is_trivially_copyable<T>::value, "simcuda: shuffled types must be trivially copyable");
+	unsigned long long *s = sim_warp_slots();
+	unsigned t = sim_linear_tid(), src = (t & ~31u) + (src_lane & 31u);
+	unsigned char in[sizeof(T)], out[sizeof(T)];
+	std::memcpy(in, &v, sizeof(T));
+	for (std::size_t off = 0; off < sizeof(T); off += 8) {
+		std::size_t n = sizeof(T) - off < 8 ? sizeof(T) - off : 8;
+		unsigned long long bits = 0;
+		std::memcpy(&bits, in + off, n);
+		s[t] = bits;
+		sim_syncwarp();
+		bits = s[src];
+		sim_syncwarp();
+		std::memcpy(out + off, &bits, n);
+	}
 	T r;
-	std::memcpy(&r, &bits, sizeof(T));
+	std::memcpy(static_cast<void *>(&r), out, sizeof(T));
 	return r;
 }
 static inline unsigned __lane_id() { return sim_linear_tid() & 31u; }
@@ -442,6 +507,59 @@ constexpr std::size_t global_size(const absent *) { return 0; }
 /* One table entry: SIM_KERNEL("_Z4axpyfPKfPfi", "axpy(float, float const*, float*, int)",
  *                              static_cast<void (*)(float, float const *, float *, int)>(&axpy)) */
 #define SIM_KERNEL(mangled, sig, fp) ::sim_reg::make<(fp)>(mangled, sig, (fp))
+
+/* The entries (and device variables) of one translation unit of a library
+ * made of several (ddp-cpu-kernels compiles each .cu with
+ * -DSIM_KERNEL_PART=i, and one more unit joins the parts with
+ * SIM_KERNEL_TABLE_PARTS). */
+struct sim_kernel_part {
+	uint32_t count;
+	const struct sim_kernel_entry *entries;
+	uint32_t nglobals;
+	const struct sim_global_entry *globals;
+};
+namespace sim_reg {
+template <class E>
+static inline const E *join_one(const sim_kernel_part *const *parts, std::size_t n, uint32_t sim_kernel_part::*cnt,
+				const E *sim_kernel_part::*arr, uint32_t *total_out)
+{
+	std::size_t total = 0, k = 0;
+	for (std::size_t i = 0; i < n; i++)
+		total += parts[i]->*cnt;
+	*total_out = 0;
+	if (!total)
+		return nullptr;
+	E *all = static_cast<E *>(std::calloc(total, sizeof(E)));
+	if (!all)
+		return nullptr; /* the driver then finds nothing here and says so */
+	for (std::size_t i = 0; i < n; i++)
+		for (uint32_t j = 0; j < parts[i]->*cnt; j++)
+			all[k++] = (parts[i]->*arr)[j];
+	*total_out = (uint32_t)total;
+	return all;
+}
+static inline void join(struct sim_kernel_table *t, const sim_kernel_part *const *parts, std::size_t n)
+{
+	t->entries = join_one(parts, n, &sim_kernel_part::count, &sim_kernel_part::entries, &t->count);
+	t->globals = join_one(parts, n, &sim_kernel_part::nglobals, &sim_kernel_part::globals, &t->nglobals);
+}
+} /* namespace sim_reg */
+#define SIM_KERNEL_PART_NAME2(n) sim_kernel_part_##n
+#define SIM_KERNEL_PART_NAME(n) SIM_KERNEL_PART_NAME2(n)
+
+#ifdef SIM_KERNEL_PART
+#define SIM_KERNEL_TABLE(arr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ sizeof(arr) / sizeof((arr)[0]), (arr), 0, nullptr }
+#define SIM_KERNEL_TABLE_G(arr, garr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ sizeof(arr) / sizeof((arr)[0]), (arr), sizeof(garr) / sizeof((garr)[0]), (garr) }
+#define SIM_KERNEL_TABLE_EMPTY_G(garr) \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = \
+		{ 0, nullptr, sizeof(garr) / sizeof((garr)[0]), (garr) }
+#define SIM_KERNEL_TABLE_EMPTY() \
+	extern "C" SIM_HIDDEN const struct sim_kernel_part SIM_KERNEL_PART_NAME(SIM_KERNEL_PART) = { 0, nullptr, 0, nullptr }
+#else
 /* The exported table over a non-empty array of SIM_KERNEL entries. */
 #define SIM_KERNEL_TABLE(arr) \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
@@ -457,5 +575,17 @@ constexpr std::size_t global_size(const absent *) { return 0; }
 #define SIM_KERNEL_TABLE_EMPTY() \
 	extern "C" __attribute__((visibility("default"))) const struct sim_kernel_table sim_kernel_table = \
 		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }
+#endif
+/* The exported table of a library of several parts, filled when the library
+ * is loaded (constructors run inside dlopen, before the driver reads it):
+ * SIM_KERNEL_TABLE_PARTS(&sim_kernel_part_0, &sim_kernel_part_1). */
+#define SIM_KERNEL_TABLE_PARTS(...) \
+	extern "C" __attribute__((visibility("default"))) struct sim_kernel_table sim_kernel_table = \
+		{ SIM_KERNEL_ABI_VERSION, 0, nullptr, &::sim_reg::bind, 0, nullptr }; \
+	__attribute__((constructor)) static void sim_kernel_table_join() \
+	{ \
+		const sim_kernel_part *const parts[] = { __VA_ARGS__ }; \
+		::sim_reg::join(&sim_kernel_table, parts, sizeof(parts) / sizeof(parts[0])); \
+	}
 
 #endif /* SIM_KERNEL_H */

@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: MIT
+ * vector_functions.h (CPU device shim): its declarations are in sim_kernel.h and
+ * cuda_runtime_api.h here. */
+#include "cuda_runtime.h"
