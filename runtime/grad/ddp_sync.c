@@ -522,8 +522,26 @@ out_unlock:
 	ddp_port_own_end();
 }
 
+static int stepped_aside; /* ddp_sync_step_aside: the job stays until exit */
+
+void ddp_sync_step_aside(const char *why)
+{
+	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
+	if (my_rank == 0)
+		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
+			 "synchronisation steps aside: each rank's program synchronises itself", why);
+	else
+		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", my_rank, why);
+}
+
 void ddp_sync_exit(const char *trace_dir, int rank)
 {
+	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
+		ddp_job_fini();
+		return;
+	}
 	if (!ddp_sync_on_)
 		return;
 	pthread_mutex_lock(&sync_lock);
