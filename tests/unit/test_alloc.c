@@ -131,14 +131,22 @@ static double ns_per_lookup(size_t n)
 	fresh(n + 16);
 	for (size_t i = 0; i < n; i++)
 		ddp_alloc_insert(0x1000000 + i * 0x1000, 0x800, DDP_ALLOC_PLAIN, 0, NULL);
-	struct timespec a, b;
-	volatile int hits = 0;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	for (size_t k = 0; k < 200000; k++)
-		hits += ddp_alloc_find(0x1000000 + ((k * 7919) % n) * 0x1000 + 5, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	CHECK_EQ_INT(hits, 200000);
-	return ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 200000.0;
+	/* the thread's own CPU time, best of 3: a loaded machine (preemption)
+	 * must not make the comparison below fail */
+	double best = 1e30;
+	for (int rep = 0; rep < 3; rep++) {
+		struct timespec a, b;
+		volatile int hits = 0;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		for (size_t k = 0; k < 200000; k++)
+			hits += ddp_alloc_find(0x1000000 + ((k * 7919) % n) * 0x1000 + 5, NULL);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		CHECK_EQ_INT(hits, 200000);
+		double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / 200000.0;
+		if (ns < best)
+			best = ns;
+	}
+	return best;
 }
 
 TEST(lookup_is_logarithmic)
