@@ -14,7 +14,12 @@
  *      with the clock advancing so parked requests time out.  Afterwards the
  *      store's invariants are checked (barrier arrivals == parked requests).
  * Mode bits: 0 pre-authenticate, 1..2 chunk size, 3 two connections,
- * 6+7 both set: log at trace level (exercises the log formatting too).
+ * 4 tiny memory bounds (a 512-byte table, 2 KiB in flight, one 300-byte
+ * reply unread per connection) so that "store full", "store busy" and the
+ * unread-replies refusal are reached, 6+7 both set: log at trace level
+ * (exercises the log formatting too).  The memory accounting is checked
+ * after every chunk: the table's bytes and the connections' buffers equal
+ * what is held, and never pass the bounds.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +75,15 @@ static void check_invariants(struct ddp_store_server *s)
 		fuzz_trap(c->state != CONN_HELLO || c->body_len <= DDP_STORE_MAX_KEY + 4);
 	}
 	fuzz_trap(__atomic_load_n(&s->nready, __ATOMIC_RELAXED) >= 0);
+	/* the memory bounds and their accounting */
+	size_t data = 0, buffered = 0;
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct kv *e = s->buckets[i]; e; e = e->next)
+			data += strlen(e->key) + e->val_len;
+	for (size_t i = 0; i < s->nconns; i++)
+		buffered += s->conns[i]->body_cap + s->conns[i]->out_cap;
+	fuzz_trap(data == s->data_bytes && data <= s->max_data);
+	fuzz_trap(buffered == s->buffered && buffered <= s->max_buffered);
 }
 
 static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
@@ -83,6 +97,11 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 	if (!s || store_core_init(s, FUZZ_SECRET) != DDP_OK) {
 		free(s);
 		return;
+	}
+	if (mode & 16) {
+		s->max_data = 512;
+		s->max_buffered = 2048;
+		s->max_conn_out = 300;
 	}
 	for (int i = 0; i < nconn; i++) {
 		c[i] = store_conn_new(s, -1, "fuzz:1", now);
@@ -106,7 +125,7 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 		now += 0.013; /* 13 ms per chunk: short timeouts expire */
 		store_expire(s, now);
 		for (size_t i = 0; i < s->nconns; i++)
-			store_conn_flush(s->conns[i]);
+			store_conn_flush(s, s->conns[i]);
 		check_invariants(s);
 		/* The sweep frees dead connections: forget our pointers to them. */
 		for (int i = 0; i < nconn; i++)
