@@ -173,11 +173,18 @@ static void ddp_exit(void)
 	if (forked_child)
 		return;
 	hook_inside_enter();
-	ddp_sync_exit(ddp_param_trace(), init_rank);
+	int sync_failed = ddp_sync_exit(ddp_param_trace(), init_rank);
 	ddp_inspect_write();
+	ddp_sync_explain(ddp_param_inspect());
 	ddp_summary_emit(ddp_param_trace(), init_rank, init_world, hook_name_of, HOOK_COUNT);
 	ddp_trace_close();
 	hook_inside_leave();
+	if (sync_failed) {
+		/* a rank that did not train as one model with the others must not
+		 * exit 0 (ddp_sync_exit said why) */
+		fflush(NULL);
+		_exit(1);
+	}
 }
 
 static void ddp_init(void)

@@ -40,27 +40,16 @@ $(CUBLAS_MLP): $(CUBLAS_MLP_OBJ)/main.o $(CUBLAS_MLP_OBJ)/kernels.o $(BUILD)/sam
 cublas_mlp: $(CUBLAS_MLP)
 
 # ---- the CPU device (docs/cpu-device.md): its kernels as host code, and a
-# second build through the static cudart (nvcc's default).
-#
-# Stop-gap until the CPU device has its command for mixed host/device .cu
-# files (issue 10, ddp-cpu-kernels): g++ sees kernels.cu with each
-# `<<<...>>>` launch configuration removed (the launchers become plain calls,
-# never made from the kernel library) and cudaStream_t declared.
+# second build through the static cudart (nvcc's default).  The kernel
+# library is built the way a user builds one for their own program: one
+# ddp-cpu-kernels command over the program's .cu files.
 CUBLAS_MLP_STATIC := $(BUILD)/samples/cublas_mlp_static
-CUBLAS_MLP_SIMSRC := $(CUBLAS_MLP_OBJ)/kernels.sim.cu
 
-$(CUBLAS_MLP_SIMSRC): samples/cublas_mlp/kernels.cu
+$(BUILD)/samples/cublas_mlp.kern.so: samples/cublas_mlp/main.cu samples/cublas_mlp/kernels.cu \
+		samples/cublas_mlp/kernels.cuh samples/common/nn_kernels.cuh samples/common/sample.h \
+		$(DDP_CPU_KERNELS) $(SIM_INC)/sim_kernel.h
 	@mkdir -p $(dir $@)
-	$(Q){ printf 'typedef struct CUstream_st *cudaStream_t;\n#line 1 "%s"\n' $<; \
-		sed 's/<<<[^>]*>>>//' $<; } > $@.tmp && mv $@.tmp $@
-
-$(CUBLAS_MLP_OBJ)/kernels.fatbin: samples/cublas_mlp/kernels.cu samples/cublas_mlp/kernels.cuh samples/common/nn_kernels.cuh
-	@mkdir -p $(dir $@)
-	$(Q)$(NVCC) -fatbin $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -I$(CUDA_INC) -o $@ $<
-
-$(eval $(call sim_kernel_lib,$(BUILD)/samples/cublas_mlp.kern.so,$(CUBLAS_MLP_SIMSRC),$(CUBLAS_MLP_OBJ)/kernels.fatbin))
-$(BUILD)/samples/cublas_mlp.reg.o: SIM_KERN_CXXFLAGS += -Isamples/cublas_mlp -Wno-unused-function
-$(BUILD)/samples/cublas_mlp.reg.o: samples/cublas_mlp/kernels.cuh samples/common/nn_kernels.cuh
+	$(Q)$(DDP_CPU_KERNELS) -o $@ samples/cublas_mlp/main.cu samples/cublas_mlp/kernels.cu
 
 $(CUBLAS_MLP_STATIC): $(CUBLAS_MLP_OBJ)/main.o $(CUBLAS_MLP_OBJ)/kernels.o $(BUILD)/samples/common/sample.o
 	@mkdir -p $(dir $@)

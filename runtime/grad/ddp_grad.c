@@ -2,10 +2,11 @@
  *
  * ddp_grad.c - the step and gradient tracker (see ddp_grad.h for the rules).
  *
- * Data: an array of buffer records (each malloc'd once, so pointers handed
- * to callbacks stay valid) and an open-addressing hash from allocation base
- * to record index.  A record whose allocation id no longer matches the
- * launch's (the address was freed and reused) is reset before use.
+ * Data: an array of range records (each malloc'd once, so pointers handed
+ * to callbacks stay valid), one index per allocation listing its records,
+ * and an open-addressing hash from allocation base to that index.  An
+ * allocation whose id no longer matches the launch's (the address was freed
+ * and reused) loses its records before use.
  *
  * Contract: the caller serialises every call (ddp_sync.c holds a mutex).
  * Allocation happens only when a new buffer or kernel is learned.
@@ -21,18 +22,43 @@
 #define GRAD_MIN_BYTES 64        /* a G allocation is larger than this     */
 #define GRAD_MAX_ARGS 512
 
+/* The records of one allocation (in creation order; ranges may overlap: a
+ * step-1 candidate covers the gradient ranges carved from it). */
+struct alloc_ix {
+	uint64_t base;
+	uint32_t alloc_id;
+	uint32_t n, cap;
+	uint32_t *rec;                   /* indices into bufs                    */
+};
+
+/* Step 1: which non-optimizer kernel last wrote which range (the evidence
+ * `DDP_LOG=info` names for a gradient). */
+struct wlog_ent {
+	uint32_t alloc_id;
+	uint64_t lo, hi;
+	char kname[40];
+};
+#define WLOG_MAX 4096
+
 struct ddp_grad {
 	struct ddp_grad_ops ops;
 	enum ddp_dtype override;         /* DDP_GRAD_DTYPE, or UNKNOWN           */
+	int strict;
 	struct ddp_grad_buf **bufs;      /* records, in creation order           */
 	size_t nbufs, cap;
-	int64_t *hash;                   /* index+1 per slot, 0 = empty          */
+	struct alloc_ix *allocs;
+	size_t nallocs, acap;
+	int64_t *hash;                   /* alloc index+1 per slot, 0 = empty    */
 	size_t hmask;
 	uint32_t ngrad_order, nparam_order;
-	int in_update;                   /* inside a step's optimizer launches   */
+	uint32_t ngrad;                  /* G records now                        */
+	uint32_t grads_found;            /* G records ever learned               */
+	int in_update;                   /* inside a step's update phase         */
 	uint64_t steps;                  /* steps begun                          */
 	uint64_t steps_done;             /* steps ended                          */
 	uint64_t reductions;
+	struct wlog_ent *wlog;
+	size_t nwlog;
 	char err[512];
 };
 
@@ -114,7 +140,8 @@ enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting
 	return DDP_GK_OTHER;
 }
 
-/* ---- the buffer table */
+
+/* ---- the range table */
 
 static size_t hash_base(uint64_t b)
 {
@@ -128,25 +155,37 @@ static int64_t *hash_slot(const struct ddp_grad *g, uint64_t base)
 {
 	for (size_t i = hash_base(base) & g->hmask;; i = (i + 1) & g->hmask) {
 		int64_t v = g->hash[i];
-		if (!v || g->bufs[v - 1]->base == base)
+		if (!v || g->allocs[v - 1].base == base)
 			return &g->hash[i];
 	}
 }
 
-static struct ddp_grad_buf *buf_find(const struct ddp_grad *g, uint64_t base, uint32_t alloc_id)
+static void buf_reset(struct ddp_grad_buf *b)
+{
+	uint64_t base = b->base, size = b->size;
+	memset(b, 0, sizeof *b);
+	b->base = base;
+	b->size = size;
+}
+
+/* The index of the allocation a lives in (NULL when none).  A different
+ * allocation id at the same base: the old records are dropped. */
+static struct alloc_ix *ix_find(struct ddp_grad *g, uint64_t base, uint32_t alloc_id)
 {
 	int64_t v = *hash_slot(g, base);
 	if (!v)
 		return NULL;
-	struct ddp_grad_buf *b = g->bufs[v - 1];
-	if (b->alloc_id != alloc_id) {
-		/* the address was freed and reused: a different buffer now */
-		uint64_t base0 = b->base;
-		memset(b, 0, sizeof *b);
-		b->base = base0;
-		b->alloc_id = alloc_id;
+	struct alloc_ix *x = &g->allocs[v - 1];
+	if (x->alloc_id != alloc_id) {
+		for (uint32_t i = 0; i < x->n; i++) {
+			if (g->bufs[x->rec[i]]->role == DDP_GR_GRAD && g->ngrad)
+				g->ngrad--;
+			buf_reset(g->bufs[x->rec[i]]);
+		}
+		x->n = 0;
+		x->alloc_id = alloc_id;
 	}
-	return b;
+	return x;
 }
 
 static ddp_result hash_grow(struct ddp_grad *g)
@@ -158,20 +197,109 @@ static ddp_result hash_grow(struct ddp_grad *g)
 	free(g->hash);
 	g->hash = h;
 	g->hmask = n - 1;
-	for (size_t i = 0; i < g->nbufs; i++)
-		*hash_slot(g, g->bufs[i]->base) = (int64_t)i + 1;
+	for (size_t i = 0; i < g->nallocs; i++)
+		*hash_slot(g, g->allocs[i].base) = (int64_t)i + 1;
 	return DDP_OK;
 }
 
-static struct ddp_grad_buf *buf_get(struct ddp_grad *g, const struct ddp_grad_arg *a)
+static struct alloc_ix *ix_get(struct ddp_grad *g, uint64_t base, uint32_t alloc_id)
 {
-	struct ddp_grad_buf *b = buf_find(g, a->base, a->alloc_id);
-	if (b) {
-		b->size = a->size;
-		return b;
-	}
-	if ((g->nbufs + 1) * 2 > g->hmask + 1 && hash_grow(g) != DDP_OK)
+	struct alloc_ix *x = ix_find(g, base, alloc_id);
+	if (x)
+		return x;
+	if ((g->nallocs + 1) * 2 > g->hmask + 1 && hash_grow(g) != DDP_OK)
 		return NULL;
+	if (g->nallocs == g->acap) {
+		size_t nc = g->acap ? g->acap * 2 : 64;
+		struct alloc_ix *na = realloc(g->allocs, nc * sizeof *na);
+		if (!na)
+			return NULL;
+		g->allocs = na;
+		g->acap = nc;
+	}
+	x = &g->allocs[g->nallocs++];
+	memset(x, 0, sizeof *x);
+	x->base = base;
+	x->alloc_id = alloc_id;
+	*hash_slot(g, base) = (int64_t)g->nallocs;
+	return x;
+}
+
+/* The range an argument covers, clipped to its allocation. */
+static void arg_range(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
+{
+	uint64_t end = a->base + a->size;
+	uint64_t p = a->ptr && a->ptr >= a->base && a->ptr < end ? a->ptr : a->base;
+	uint64_t e = a->ext && a->ext <= end - p ? p + a->ext : end;
+	*lo = p;
+	*hi = e;
+}
+
+/* The record of exactly [lo, hi) in x with one of the roles in mask (bit
+ * per role), or NULL. */
+static struct ddp_grad_buf *rec_exact(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
+				      uint64_t hi, unsigned mask)
+{
+	for (uint32_t i = 0; x && i < x->n; i++) {
+		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
+		if (b->base == lo && b->base + b->size == hi && (mask >> b->role & 1))
+			return b;
+	}
+	return NULL;
+}
+
+/* The first record of x overlapping [lo, hi) with a role in mask, from
+ * position *pos on (iteration: start with *pos = 0). */
+static struct ddp_grad_buf *rec_overlap(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
+					uint64_t hi, unsigned mask, uint32_t *pos)
+{
+	for (; x && *pos < x->n; (*pos)++) {
+		struct ddp_grad_buf *b = g->bufs[x->rec[*pos]];
+		if ((mask >> b->role & 1) && b->base < hi && lo < b->base + b->size) {
+			(*pos)++;
+			return b;
+		}
+	}
+	return NULL;
+}
+
+/* Does a record with a role in mask contain [lo, hi) entirely? */
+static struct ddp_grad_buf *rec_within(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
+				       uint64_t hi, unsigned mask)
+{
+	for (uint32_t i = 0; x && i < x->n; i++) {
+		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
+		if ((mask >> b->role & 1) && b->base <= lo && hi <= b->base + b->size)
+			return b;
+	}
+	return NULL;
+}
+
+#define M(r) (1u << (r))
+
+/* A new record for [lo, hi) of a's allocation. */
+static struct ddp_grad_buf *rec_new(struct ddp_grad *g, const struct ddp_grad_arg *a, uint64_t lo, uint64_t hi)
+{
+	struct alloc_ix *x = ix_get(g, a->base, a->alloc_id);
+	struct ddp_grad_buf *b;
+	if (!x)
+		return NULL;
+	/* reuse a dead record of this allocation */
+	for (uint32_t i = 0; i < x->n; i++) {
+		b = g->bufs[x->rec[i]];
+		if (b->role == DDP_GR_NONE) {
+			memset(b, 0, sizeof *b);
+			goto fill;
+		}
+	}
+	if (x->n == x->cap) {
+		uint32_t nc = x->cap ? x->cap * 2 : 4;
+		uint32_t *nr = realloc(x->rec, nc * sizeof *nr);
+		if (!nr)
+			return NULL;
+		x->rec = nr;
+		x->cap = nc;
+	}
 	if (g->nbufs == g->cap) {
 		size_t nc = g->cap ? g->cap * 2 : 64;
 		struct ddp_grad_buf **nb = realloc(g->bufs, nc * sizeof *nb);
@@ -182,11 +310,15 @@ static struct ddp_grad_buf *buf_get(struct ddp_grad *g, const struct ddp_grad_ar
 	}
 	if (!(b = calloc(1, sizeof *b)))
 		return NULL;
-	b->base = a->base;
-	b->size = a->size;
+	g->bufs[g->nbufs] = b;
+	x->rec[x->n++] = (uint32_t)g->nbufs++;
+fill:
+	b->base = lo;
+	b->size = hi - lo;
+	b->alloc_base = a->base;
+	b->alloc_size = a->size;
 	b->alloc_id = a->alloc_id;
-	g->bufs[g->nbufs++] = b;
-	*hash_slot(g, a->base) = (int64_t)g->nbufs;
+	b->bounded = a->bounded;
 	return b;
 }
 
@@ -200,6 +332,7 @@ ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_ove
 		return DDP_ERR_NOMEM;
 	g->ops = *ops;
 	g->override = dtype_override;
+	g->strict = 1;
 	g->hmask = 255;
 	if (!(g->hash = calloc(g->hmask + 1, sizeof *g->hash))) {
 		free(g);
@@ -209,31 +342,38 @@ ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_ove
 	return DDP_OK;
 }
 
+void ddp_grad_set_strict(struct ddp_grad *g, int strict)
+{
+	g->strict = strict;
+}
+
 void ddp_grad_free(struct ddp_grad *g)
 {
 	if (!g)
 		return;
 	for (size_t i = 0; i < g->nbufs; i++)
 		free(g->bufs[i]);
+	for (size_t i = 0; i < g->nallocs; i++)
+		free(g->allocs[i].rec);
 	free(g->bufs);
+	free(g->allocs);
 	free(g->hash);
+	free(g->wlog);
 	free(g);
-}
-
-/* The record of a buffer whose allocation is gone: it stays in the table
- * (its base keeps its hash slot) as nothing. */
-static void buf_reset(struct ddp_grad_buf *b)
-{
-	uint64_t base = b->base;
-	memset(b, 0, sizeof *b);
-	b->base = base;
 }
 
 void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 {
 	int64_t v = *hash_slot(g, base);
-	if (v)
-		buf_reset(g->bufs[v - 1]);
+	if (!v)
+		return;
+	struct alloc_ix *x = &g->allocs[v - 1];
+	for (uint32_t i = 0; i < x->n; i++) {
+		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
+		if (b->role == DDP_GR_GRAD && g->ngrad)
+			g->ngrad--;
+		buf_reset(b);
+	}
 }
 
 size_t ddp_grad_nbufs(const struct ddp_grad *g) { return g->nbufs; }
@@ -242,9 +382,42 @@ uint64_t ddp_grad_steps(const struct ddp_grad *g) { return g->steps; }
 uint64_t ddp_grad_reductions(const struct ddp_grad *g) { return g->reductions; }
 const char *ddp_grad_last_error(const struct ddp_grad *g) { return g->err; }
 
+uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g)
+{
+	uint64_t n = 0;
+	for (size_t i = 0; i < g->nbufs; i++)
+		if (g->bufs[i]->role == DDP_GR_GRAD)
+			n += g->bufs[i]->count * ddp_dtype_size((enum ddp_dtype)g->bufs[i]->dtype);
+	return n;
+}
+
+const char *ddp_grad_role_name(enum ddp_grad_role r)
+{
+	switch (r) {
+	case DDP_GR_GRAD: return "gradient";
+	case DDP_GR_PARAM: return "parameter";
+	case DDP_GR_OTHER: return "neither";
+	case DDP_GR_CAND: return "candidate";
+	case DDP_GR_DERIVED: return "reader output";
+	default: return "none";
+	}
+}
+
+const char *ddp_grad_evidence_name(enum ddp_grad_evidence e)
+{
+	switch (e) {
+	case DDP_GE_SIG_CONST: return "const in the signature";
+	case DDP_GE_SIG_WRITE: return "non-const in a const-correct signature";
+	case DDP_GE_CAL_SAME: return "unchanged by the calibration run";
+	case DDP_GE_CAL_CHANGED: return "changed by the calibration run";
+	case DDP_GE_READER: return "a reader's argument";
+	default: return "-";
+	}
+}
+
 int ddp_grad_active(const struct ddp_grad *g)
 {
-	return g->ngrad_order > 0 || g->in_update;
+	return g->ngrad > 0 || g->in_update || g->steps_done == 0;
 }
 
 /* ---- actions */
@@ -256,41 +429,73 @@ static int cmp_order(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Averages every dirty G, in order of first appearance. */
+/* Averages every dirty G (and, in step 1, every dirty candidate), in order
+ * of first appearance; ranges that follow each other in one allocation (and
+ * in that order) go in one collective. */
 static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 {
-	struct ddp_grad_buf **list = malloc((g->nbufs ? g->nbufs : 1) * sizeof *list);
-	size_t n = 0;
+	size_t cap = g->nbufs ? g->nbufs : 1;
+	struct ddp_grad_buf **list = malloc(cap * sizeof *list);
+	struct ddp_grad_buf *spans = malloc(cap * sizeof *spans);
+	struct ddp_grad_buf **sp = malloc(cap * sizeof *sp);
+	size_t n = 0, ns = 0;
 	ddp_result rc = DDP_OK;
 
-	if (!list)
-		return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+	if (!list || !spans || !sp) {
+		rc = fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		goto out;
+	}
 	for (size_t i = 0; i < g->nbufs; i++) {
 		struct ddp_grad_buf *b = g->bufs[i];
-		if (b->role != DDP_GR_GRAD || !b->dirty)
+		if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND) || !b->dirty)
 			continue;
 		/* freed since it was written: nothing to average (the address
 		 * may belong to another allocation by now) */
 		if (g->ops.alive && !g->ops.alive(g->ops.ctx, b)) {
 			DDP_DEBUG(GRAD, "gradient %s at 0x%llx was freed: forgotten", b->label,
 				  (unsigned long long)b->base);
+			if (b->role == DDP_GR_GRAD && g->ngrad)
+				g->ngrad--;
 			buf_reset(b);
 			continue;
 		}
 		list[n++] = b;
 	}
-	if (n) {
-		qsort(list, n, sizeof *list, cmp_order);
-		rc = g->ops.allreduce(g->ops.ctx, list, n, stream);
-		if (rc == DDP_OK) {
-			for (size_t i = 0; i < n; i++)
-				list[i]->dirty = 0;
-			g->reductions++;
-		} else if (!g->err[0]) {
-			fail(g, rc, "gradient allreduce failed");
+	if (!n)
+		goto out;
+	qsort(list, n, sizeof *list, cmp_order);
+	for (size_t i = 0; i < n; i++) {
+		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
+		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base && s->dtype == b->dtype &&
+		    s->base + s->size == b->base) {
+			s->size += b->size;
+			s->count += b->count;
+			s->bcast_done++; /* ranges merged into this span, minus one */
+			continue;
 		}
+		spans[ns] = *b;
+		spans[ns].bcast_done = 0;
+		sp[ns] = &spans[ns];
+		ns++;
 	}
+	for (size_t i = 0; i < ns; i++)
+		if (spans[i].bcast_done) {
+			char l[64];
+			snprintf(l, sizeof l, "%.48s (+%u)", spans[i].label, spans[i].bcast_done);
+			memcpy(spans[i].label, l, sizeof l);
+		}
+	rc = g->ops.allreduce(g->ops.ctx, sp, ns, stream);
+	if (rc == DDP_OK) {
+		for (size_t i = 0; i < n; i++)
+			list[i]->dirty = 0;
+		g->reductions++;
+	} else if (!g->err[0]) {
+		fail(g, rc, "gradient allreduce failed");
+	}
+out:
 	free(list);
+	free(spans);
+	free(sp);
 	return rc;
 }
 
@@ -300,34 +505,48 @@ static ddp_result end_update(struct ddp_grad *g)
 		return DDP_OK;
 	g->in_update = 0;
 	g->steps_done++;
-	if (g->steps_done == 1 && g->ngrad_order == 0)
-		return fail(g, DDP_ERR_UNSUPPORTED,
-			    "libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
-			    "arguments; gradients cannot be averaged (see docs/gradient-sync.md: DDP_OPT_KERNELS, "
-			    "DDP_GRAD_READER_KERNELS, DDP_GRAD_DTYPE)");
-	if (g->steps_done == 1)
+	if (g->steps_done == 1) {
+		/* candidates no optimizer launch read are no gradients */
 		for (size_t i = 0; i < g->nbufs; i++) {
 			struct ddp_grad_buf *b = g->bufs[i];
-			if (b->role == DDP_GR_GRAD && b->from_reader && !b->confirmed)
-				DDP_WARN("%s (%llu bytes) was averaged as a gradient at a reader launch but no "
-					 "optimizer launch read it in step 1; it stays a gradient",
-					 b->label, (unsigned long long)b->size);
+			if (b->role != DDP_GR_CAND)
+				continue;
+			DDP_INFO(GRAD, "candidate %s (%llu bytes, revealed by %s) was read by no optimizer launch in "
+				 "step 1: not a gradient", b->label, (unsigned long long)b->size, b->reader);
+			buf_reset(b);
 		}
+		free(g->wlog);
+		g->wlog = NULL;
+		g->nwlog = 0;
+	}
+	if (g->strict && g->steps_done == 1 && g->grads_found == 0)
+		return fail(g, DDP_ERR_UNSUPPORTED,
+			    "libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
+			    "arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
+			    "writes); gradients cannot be averaged: name the optimizer kernels with DDP_OPT_KERNELS, the "
+			    "kernels that read gradients first with DDP_GRAD_READER_KERNELS, their type with "
+			    "DDP_GRAD_DTYPE (docs/gradient-sync.md), or train unsynchronised with DDP_SYNC=off");
+	if (g->strict && g->steps_done >= 2 && g->reductions == 0)
+		return fail(g, DDP_ERR_UNSUPPORTED,
+			    "libddp: %llu optimizer steps ran and no gradient was ever averaged (the gradients are never "
+			    "written between optimizer launches as far as libddp can see); the ranks would train "
+			    "apart: check DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS (docs/gradient-sync.md), or train "
+			    "unsynchronised with DDP_SYNC=off", (unsigned long long)g->steps_done);
 	if (g->ops.step_end)
 		return g->ops.step_end(g->ops.ctx, g->steps);
 	return DDP_OK;
 }
 
-static void set_label(struct ddp_grad_buf *b, const struct ddp_grad_launch *L,
-		      const struct ddp_grad_arg *a)
+static void set_label(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a)
 {
-	if (b->label[0])
-		return;
+	char off[24] = "";
+	if (b->base != b->alloc_base || b->size != b->alloc_size)
+		snprintf(off, sizeof off, "+%llu", (unsigned long long)(b->base - b->alloc_base));
 	if (a->in_struct)
-		snprintf(b->label, sizeof b->label, "%.40s:%u.%u", L->kname ? L->kname : "?",
-			 a->param, a->word);
+		snprintf(b->label, sizeof b->label, "%.40s:%u.%u%s", L->kname ? L->kname : "?", a->param, a->word,
+			 off);
 	else
-		snprintf(b->label, sizeof b->label, "%.40s:%u", L->kname ? L->kname : "?", a->param);
+		snprintf(b->label, sizeof b->label, "%.40s:%u%s", L->kname ? L->kname : "?", a->param, off);
 }
 
 /* The element type of a gradient passed as a: the override, else the
@@ -345,79 +564,90 @@ static enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad
 	return DDP_DT_UNKNOWN;
 }
 
-/* Makes b a gradient (learned now). */
-static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
-			    const struct ddp_grad_arg *a, struct ddp_grad_buf *b, int from_reader)
+/* The last non-optimizer kernel that wrote into [lo, hi) in step 1. */
+static const char *wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = g->nwlog; i-- > 0;) {
+		const struct wlog_ent *w = &g->wlog[i];
+		if (w->alloc_id == alloc_id && w->lo < hi && lo < w->hi)
+			return w->kname;
+	}
+	return NULL;
+}
+
+/* Makes b (a new record of [lo, hi)) a gradient or a candidate. */
+static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
+			    struct ddp_grad_buf *b, int role, int evidence, const char *paired)
 {
 	enum ddp_dtype t = grad_dtype(g, L, a);
 	size_t es = ddp_dtype_size(t);
 	if (!es)
 		return fail(g, DDP_ERR_UNSUPPORTED,
 			    "libddp: cannot tell the element type of the gradient passed as parameter %u of kernel %s "
-			    "(allocation of %llu bytes); set DDP_GRAD_DTYPE=f32|f16|bf16 (never reduced as guessed bytes)",
-			    a->param, L->kname ? L->kname : "?", (unsigned long long)a->size);
-	b->role = DDP_GR_GRAD;
+			    "(%llu bytes); set DDP_GRAD_DTYPE=f32|f16|bf16 (never reduced as guessed bytes)",
+			    a->param, L->kname ? L->kname : "?", (unsigned long long)b->size);
+	const char *w = wlog_writer(g, b->alloc_id, b->base, b->base + b->size);
+	b->role = (uint8_t)role;
 	b->dtype = (uint8_t)t;
-	b->count = a->size / es;
+	b->count = b->size / es;
+	b->size = b->count * es;
 	b->dirty = 1;
-	b->from_reader = (uint8_t)from_reader;
-	b->confirmed = (uint8_t)!from_reader;
+	b->evidence = (uint8_t)evidence;
 	b->order = g->ngrad_order++;
 	set_label(b, L, a);
-	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx, %s x %llu (learned at %s launch)", b->order,
-		 b->label, (unsigned long long)b->size, (unsigned long long)b->base,
-		 ddp_dtype_name(t), (unsigned long long)b->count, from_reader ? "a reader" : "an optimizer");
+	snprintf(b->writer, sizeof b->writer, "%s", w ? w : "?");
+	if (role == DDP_GR_CAND) {
+		snprintf(b->reader, sizeof b->reader, "%.39s", L->kname ? L->kname : "?");
+		DDP_INFO(GRAD, "candidate %s: %llu bytes at +%llu of allocation #%u (%llu bytes), %s x %llu; read by "
+			 "reader %s (%s), written by %s; averaged here, a gradient only if an optimizer launch of "
+			 "this step reads it", b->label, (unsigned long long)b->size,
+			 (unsigned long long)(b->base - b->alloc_base), b->alloc_id,
+			 (unsigned long long)b->alloc_size, ddp_dtype_name(t), (unsigned long long)b->count,
+			 b->reader, ddp_grad_evidence_name((enum ddp_grad_evidence)evidence), b->writer);
+		return DDP_OK;
+	}
+	g->ngrad++;
+	g->grads_found++;
+	b->confirmed = 1;
+	snprintf(b->paired, sizeof b->paired, "%s", paired ? paired : "");
+	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx (+%llu of allocation #%u, %llu bytes), %s x %llu; "
+		 "read by %s (%s%s%s), paired with %s, written by %s", b->order, b->label,
+		 (unsigned long long)b->size, (unsigned long long)b->base,
+		 (unsigned long long)(b->base - b->alloc_base), b->alloc_id, (unsigned long long)b->alloc_size,
+		 ddp_dtype_name(t), (unsigned long long)b->count, L->kname ? L->kname : "?",
+		 ddp_grad_evidence_name((enum ddp_grad_evidence)evidence), b->reader[0] ? "; revealed by reader " : "",
+		 b->reader, b->paired[0] ? b->paired : "?", b->writer);
 	return DDP_OK;
 }
 
-static void make_param(struct ddp_grad *g, const struct ddp_grad_launch *L,
-		       const struct ddp_grad_arg *a, struct ddp_grad_buf *b)
+static void make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
+		       struct ddp_grad_buf *b, int evidence)
 {
-	if (b->role == DDP_GR_GRAD)
-		DDP_WARN("%s was taken for a gradient at a reader launch but %s writes it: "
-			 "treating it as a parameter from now on", b->label, L->kname ? L->kname : "?");
 	b->role = DDP_GR_PARAM;
 	b->dirty = 0;
+	b->evidence = (uint8_t)evidence;
 	b->order = g->nparam_order++;
-	b->label[0] = '\0';
 	set_label(b, L, a);
-	DDP_DEBUG(GRAD, "parameter/state #%u: %s, %llu bytes at 0x%llx", b->order, b->label,
-		  (unsigned long long)b->size, (unsigned long long)b->base);
+	DDP_INFO(GRAD, "parameter/state #%u: %s, %llu bytes at +%llu of allocation #%u; written by %s (%s)",
+		 b->order, b->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base),
+		 b->alloc_id, L->kname ? L->kname : "?", ddp_grad_evidence_name((enum ddp_grad_evidence)evidence));
 }
 
-/* Does an allocation of `size` bytes with gradient dtype t pair with a
- * parameter of the same element count (fp32 master or same type)? */
-static int pairs_with_param(const struct ddp_grad *g, const struct ddp_grad_launch *L,
-			    const struct ddp_grad_arg *a, const uint8_t *is_param)
+/* Runs the launch once on snapshots of its allocations to see which ranges
+ * it writes, then puts every allocation back.  changed[i] = 1 for args
+ * whose range changed; a change in an allocation outside every range of
+ * the launch widens those ranges (lo[i]/hi[i]) to cover it. */
+static ddp_result calibrate(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t n, uint8_t *changed,
+			    uint64_t *lo, uint64_t *hi)
 {
-	enum ddp_dtype t = grad_dtype(g, L, a);
-	size_t es = ddp_dtype_size(t);
-	uint64_t count = es ? a->size / es : 0;
-	for (uint32_t i = 0; i < L->nargs; i++) {
-		if (!is_param[i])
-			continue;
-		uint64_t ps = L->args[i].size;
-		/* unknown dtype: same bytes, or half (f16/bf16 against fp32 master
-		 * weights); make_grad then refuses with the setting to use */
-		if (es ? (ps == count * 4 || ps == count * 2) : (ps == a->size || ps == 2 * a->size))
-			return 1;
-	}
-	return 0;
-}
-
-/* Runs the launch once on snapshots of its buffers to see what it writes,
- * then puts every buffer back.  changed[i] = 1 for args whose allocation
- * changed. */
-static ddp_result calibrate(struct ddp_grad *g, const struct ddp_grad_launch *L, uint8_t *changed)
-{
-	void **before = calloc(L->nargs, sizeof *before);
-	void *after = NULL;
+	void **before = calloc(n, sizeof *before);
+	unsigned char *after = NULL;
 	uint64_t maxsz = 0;
 	ddp_result rc = DDP_OK;
 
 	if (!before)
 		return fail(g, DDP_ERR_NOMEM, "out of memory (calibration)");
-	for (uint32_t i = 0; i < L->nargs; i++) {
+	for (uint32_t i = 0; i < n; i++) {
 		int dup = 0;
 		for (uint32_t j = 0; j < i; j++)
 			dup |= L->args[j].base == L->args[i].base;
@@ -437,24 +667,48 @@ static ddp_result calibrate(struct ddp_grad *g, const struct ddp_grad_launch *L,
 		goto out_free;
 	}
 	DDP_CHECK_GOTO(g->ops.relaunch(g->ops.ctx, L->launch_ctx), rc, out_free);
-	for (uint32_t i = 0; i < L->nargs; i++) {
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
 		if (!before[i])
 			continue;
-		DDP_CHECK_GOTO(g->ops.read(g->ops.ctx, L->args[i].base, after, L->args[i].size, L->stream),
-			       rc, out_free);
-		if (memcmp(before[i], after, L->args[i].size) != 0) {
-			for (uint32_t j = i; j < L->nargs; j++)
-				if (L->args[j].base == L->args[i].base)
+		DDP_CHECK_GOTO(g->ops.read(g->ops.ctx, a->base, after, a->size, L->stream), rc, out_free);
+		const unsigned char *b0 = before[i];
+		uint64_t first = a->size, last = 0;
+		for (uint64_t k = 0; k < a->size; k++)
+			if (b0[k] != after[k]) {
+				if (first == a->size)
+					first = k;
+				last = k + 1;
+			}
+		if (first == a->size)
+			continue;
+		int covered = 0;
+		for (uint32_t j = i; j < n; j++) {
+			if (L->args[j].base != a->base)
+				continue;
+			uint64_t l = lo[j] - a->base, h = hi[j] - a->base;
+			/* the range changed where it overlaps the changed bytes */
+			for (uint64_t k = l > first ? l : first; k < h && k < last; k++)
+				if (b0[k] != after[k]) {
 					changed[j] = 1;
-			DDP_CHECK_GOTO(g->ops.write(g->ops.ctx, L->args[i].base, before[i], L->args[i].size,
-						    L->stream), rc, out_free);
+					break;
+				}
+			covered |= l <= first && last <= h;
 		}
+		if (!covered) /* written beyond the ranges the launch's counts bound */
+			for (uint32_t j = i; j < n; j++)
+				if (L->args[j].base == a->base && changed[j]) {
+					if (a->base + first < lo[j])
+						lo[j] = a->base + first;
+					hi[j] = a->base + a->size;
+				}
+		DDP_CHECK_GOTO(g->ops.write(g->ops.ctx, a->base, before[i], a->size, L->stream), rc, out_free);
 	}
-	DDP_INFO(GRAD, "calibrated %s: ran its first launch on copies to see which buffers it writes",
+	DDP_INFO(GRAD, "calibrated %s: ran the launch once on copies to see which ranges it writes",
 		 L->kname ? L->kname : "?");
 out_free:
 	free(after);
-	for (uint32_t i = 0; i < L->nargs; i++)
+	for (uint32_t i = 0; i < n; i++)
 		free(before[i]);
 	free(before);
 	if (rc != DDP_OK && !g->err[0])
@@ -464,25 +718,43 @@ out_free:
 
 static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
-	DDP_CHECK(end_update(g));
-	if (!g->ngrad_order)
-		return DDP_OK;
+	int wrote_g = 0;
 	if (L->truncated) {
 		/* arguments beyond the decoder's capacity may write gradients: take
 		 * every gradient as written (re-averaging an average is a no-op) */
 		for (size_t i = 0; i < g->nbufs; i++)
-			if (g->bufs[i]->role == DDP_GR_GRAD)
+			if (g->bufs[i]->role == DDP_GR_GRAD || g->bufs[i]->role == DDP_GR_CAND)
 				g->bufs[i]->dirty = 1;
-		return DDP_OK;
+		wrote_g = 1;
 	}
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
 		if (a->access == DDP_GA_READ)
 			continue;
-		struct ddp_grad_buf *b = buf_find(g, a->base, a->alloc_id);
-		if (b && b->role == DDP_GR_GRAD)
+		arg_range(a, &lo, &hi);
+		if (g->steps_done == 0 && g->nwlog < WLOG_MAX) {
+			if (!g->wlog && !(g->wlog = malloc(WLOG_MAX * sizeof *g->wlog)))
+				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			struct wlog_ent *w = &g->wlog[g->nwlog++];
+			w->alloc_id = a->alloc_id;
+			w->lo = lo;
+			w->hi = hi;
+			snprintf(w->kname, sizeof w->kname, "%s", L->kname ? L->kname : "?");
+		}
+		struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
+		if (!x)
+			continue;
+		struct ddp_grad_buf *b;
+		for (uint32_t pos = 0; (b = rec_overlap(g, x, lo, hi, M(DDP_GR_GRAD) | M(DDP_GR_CAND), &pos));) {
 			b->dirty = 1;
+			wrote_g |= b->role == DDP_GR_GRAD;
+		}
 	}
+	/* the update phase ends when the next step's forward/backward work
+	 * writes a gradient (or at once while no gradient is known) */
+	if (g->in_update && (wrote_g || g->ngrad == 0))
+		return end_update(g);
 	return DDP_OK;
 }
 
@@ -492,28 +764,98 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 	DDP_CHECK(end_update(g));
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
-		struct ddp_grad_buf *b = buf_find(g, a->base, a->alloc_id);
-		if (b && b->role == DDP_GR_GRAD) {
-			need |= b->dirty;
+		uint64_t lo, hi;
+		arg_range(a, &lo, &hi);
+		struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
+		struct ddp_grad_buf *b;
+		int known = 0;
+		for (uint32_t pos = 0;
+		     (b = rec_overlap(g, x, lo, hi, M(DDP_GR_GRAD) | M(DDP_GR_CAND) | M(DDP_GR_PARAM) |
+					     M(DDP_GR_DERIVED), &pos));) {
+			if (b->role == DDP_GR_GRAD || b->role == DDP_GR_CAND)
+				need |= b->dirty;
+			known = 1;
+		}
+		/* the first step: the reader reveals candidates (its inputs) and
+		 * outputs (written by a const-correct reader: never gradients) */
+		if (known || g->steps_done > 0 || hi - lo <= GRAD_MIN_BYTES)
+			continue;
+		int output = L->const_correct && !a->in_struct && a->access == DDP_GA_WRITE;
+		if (!(b = rec_new(g, a, lo, hi)))
+			return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		if (output) {
+			b->role = DDP_GR_DERIVED;
+			b->evidence = DDP_GE_READER;
+			set_label(b, L, a);
+			snprintf(b->reader, sizeof b->reader, "%.39s", L->kname ? L->kname : "?");
+			DDP_INFO(GRAD, "reader output %s: %llu bytes at +%llu of allocation #%u, written by reader %s "
+				 "(non-const in its signature): never a gradient", b->label, (unsigned long long)b->size,
+				 (unsigned long long)(b->base - b->alloc_base), b->alloc_id, b->reader);
 			continue;
 		}
-		/* before the first step ends: the reader reveals the gradients */
-		if (g->steps_done == 0 && a->size > GRAD_MIN_BYTES && (!b || b->role == DDP_GR_NONE)) {
-			if (!(b = buf_get(g, a)))
-				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-			DDP_CHECK(make_grad(g, L, a, b, 1));
-			need = 1;
-		}
+		DDP_CHECK(make_grad(g, L, a, b, DDP_GR_CAND,
+				    a->access == DDP_GA_READ ? DDP_GE_SIG_CONST : DDP_GE_READER, NULL));
+		need = 1;
 	}
 	return need ? reduce_dirty(g, L->stream) : DDP_OK;
 }
 
+/* Does a read-only range of `bytes` with gradient type t pair with a
+ * written range of the same launch (same element count in fp32 master
+ * weights, in 2-byte params, or the same bytes)?  Returns its index+1. */
+static uint32_t pair_index(const struct ddp_grad *g, const struct ddp_grad_launch *L,
+			   const struct ddp_grad_arg *a, uint64_t bytes, uint32_t n, const uint8_t *is_param,
+			   const uint64_t *lo, const uint64_t *hi)
+{
+	enum ddp_dtype t = grad_dtype(g, L, a);
+	size_t es = ddp_dtype_size(t);
+	uint64_t count = es ? bytes / es : 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (!is_param[i])
+			continue;
+		uint64_t ps = hi[i] - lo[i];
+		/* unknown dtype: same bytes, or half (f16/bf16 against fp32 master
+		 * weights); make_grad then refuses with the setting to use */
+		if (es ? (ps == count * 4 || ps == count * 2 || ps == bytes) : (ps == bytes || ps == 2 * bytes))
+			return i + 1;
+	}
+	return 0;
+}
+
+/* b (new, not yet given a role) is about to become `role`: records of that
+ * role it overlaps (ranges an unbounded launch took to the allocation's end,
+ * then a wider one) are merged into it, so no byte is averaged or
+ * broadcast twice per step.  A parameter that grows is broadcast again. */
+static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
+{
+	struct alloc_ix *x = ix_find(g, b->alloc_base, b->alloc_id);
+	struct ddp_grad_buf *o;
+	for (uint32_t pos = 0; (o = rec_overlap(g, x, b->base, b->base + b->size, M(role), &pos));) {
+		if (o == b)
+			continue;
+		uint64_t lo = o->base < b->base ? o->base : b->base;
+		uint64_t hi = o->base + o->size > b->base + b->size ? o->base + o->size : b->base + b->size;
+		b->base = lo;
+		b->size = hi - lo;
+		b->dirty |= o->dirty;
+		DDP_INFO(GRAD, "%s %s merges into a wider range (%llu bytes at +%llu)", ddp_grad_role_name(role),
+			 o->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base));
+		if (role == DDP_GR_GRAD && g->ngrad)
+			g->ngrad--;
+		buf_reset(o);
+	}
+}
+
 static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
-	uint8_t is_param[GRAD_MAX_ARGS] = { 0 }, is_grad[GRAD_MAX_ARGS] = { 0 };
-	uint8_t changed[GRAD_MAX_ARGS] = { 0 };
+	static uint8_t is_param[GRAD_MAX_ARGS], is_grad[GRAD_MAX_ARGS], changed[GRAD_MAX_ARGS],
+		need_cal[GRAD_MAX_ARGS], ro[GRAD_MAX_ARGS], ev[GRAD_MAX_ARGS];
+	static uint64_t lo[GRAD_MAX_ARGS], hi[GRAD_MAX_ARGS];
+	static struct ddp_grad_buf *rec[GRAD_MAX_ARGS], *bc[GRAD_MAX_ARGS];
+	static struct ddp_grad_read rd[GRAD_MAX_ARGS];
 	uint32_t n = L->nargs < GRAD_MAX_ARGS ? L->nargs : GRAD_MAX_ARGS;
-	int need_cal = 0;
+	int any_cal = 0, need = 0;
+	size_t nbc = 0, nrd = 0;
 	ddp_result rc;
 
 	if (!g->in_update) {
@@ -522,78 +864,113 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 		if (g->ops.step_begin)
 			DDP_CHECK(g->ops.step_begin(g->ops.ctx, g->steps));
 	}
+	memset(is_param, 0, n);
+	memset(is_grad, 0, n);
+	memset(changed, 0, n);
+	memset(need_cal, 0, n);
+	memset(ro, 0, n);
+	memset(ev, 0, n);
 	/* what is known already, what the signature says, what needs calibration */
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
-		struct ddp_grad_buf *b = buf_find(g, a->base, a->alloc_id);
-		if (b && b->role == DDP_GR_OTHER)
+		arg_range(a, &lo[i], &hi[i]);
+		struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
+		rec[i] = rec_exact(g, x, lo[i], hi[i], M(DDP_GR_GRAD) | M(DDP_GR_PARAM) | M(DDP_GR_OTHER));
+		if (!rec[i]) /* a tensor of a range known whole (an earlier unbounded launch) */
+			rec[i] = rec_within(g, x, lo[i], hi[i], M(DDP_GR_GRAD) | M(DDP_GR_PARAM));
+		if (rec[i]) {
+			is_param[i] = rec[i]->role == DDP_GR_PARAM;
+			is_grad[i] = rec[i]->role == DDP_GR_GRAD;
 			continue;
-		if (b && b->role == DDP_GR_PARAM)
+		}
+		if (rec_within(g, x, lo[i], hi[i], M(DDP_GR_DERIVED)))
+			continue; /* a reader's output: never a gradient */
+		int cand = rec_within(g, x, lo[i], hi[i], M(DDP_GR_CAND)) != NULL;
+		if (!a->in_struct && a->access == DDP_GA_READ) {
+			ro[i] = 1;
+			ev[i] = DDP_GE_SIG_CONST;
+		} else if (!a->in_struct && a->access == DDP_GA_WRITE && L->const_correct && !cand) {
 			is_param[i] = 1;
-		else if (b && b->role == DDP_GR_GRAD && b->confirmed)
-			is_grad[i] = 1;
-		else if (!a->in_struct && a->access == DDP_GA_WRITE)
-			is_param[i] = 1;
-		else if (a->in_struct || a->access == DDP_GA_UNKNOWN)
-			need_cal = 1;
+			ev[i] = DDP_GE_SIG_WRITE;
+		} else {
+			/* untyped, inside a struct, a kernel without one const
+			 * pointer, or "writes" against a reader's evidence */
+			need_cal[i] = 1;
+			any_cal = 1;
+		}
 	}
-	if (need_cal) {
-		/* untyped or in-struct buffers never seen: calibrate this launch */
+	if (any_cal) {
 		if (!g->ops.relaunch)
 			return fail(g, DDP_ERR_UNSUPPORTED, "libddp: %s passes untyped buffers and cannot be calibrated",
 				    L->kname ? L->kname : "?");
-		DDP_CHECK(calibrate(g, L, changed));
+		DDP_CHECK(calibrate(g, L, n, changed, lo, hi));
 		for (uint32_t i = 0; i < n; i++) {
-			const struct ddp_grad_arg *a = &L->args[i];
-			if (!is_param[i] && !is_grad[i] && (a->in_struct || a->access == DDP_GA_UNKNOWN) && changed[i])
+			if (!need_cal[i])
+				continue;
+			if (changed[i]) {
 				is_param[i] = 1;
+				ev[i] = DDP_GE_CAL_CHANGED;
+			} else {
+				ro[i] = 1;
+				ev[i] = DDP_GE_CAL_SAME;
+			}
 		}
 	}
-	/* gradients: read-only, large, paired with a parameter */
-	for (uint32_t i = 0; i < n; i++) {
-		const struct ddp_grad_arg *a = &L->args[i];
-		if (is_param[i] || is_grad[i] || a->size <= GRAD_MIN_BYTES)
+	/* gradients: read-only, large, paired with a written range */
+	uint32_t pair[GRAD_MAX_ARGS] = { 0 };
+	for (uint32_t i = 0; i < n; i++)
+		if (ro[i] && hi[i] - lo[i] > GRAD_MIN_BYTES &&
+		    (pair[i] = pair_index(g, L, &L->args[i], hi[i] - lo[i], n, is_param, lo, hi)))
+			is_grad[i] = 1;
+	/* learn (written ranges first: a gradient names the range it pairs
+	 * with), and collect first-time parameters for the broadcast */
+	for (uint32_t k = 0; k < 2 * n; k++) {
+		uint32_t i = k % n;
+		if ((k < n) == (is_grad[i] && !rec[i]))
 			continue;
-		if (a->access == DDP_GA_READ || a->in_struct || a->access == DDP_GA_UNKNOWN) {
-			if (pairs_with_param(g, L, a, is_param))
-				is_grad[i] = 1;
-		}
-	}
-	/* learn, and collect first-time parameters for the broadcast */
-	struct ddp_grad_buf *bc[GRAD_MAX_ARGS];
-	size_t nbc = 0;
-	int need = 0;
-	for (uint32_t i = 0; i < n; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
-		if (!is_param[i] && !is_grad[i]) {
-			/* an untyped buffer judged neither: remember, so that it is
-			 * not calibrated again */
-			if ((a->in_struct || a->access == DDP_GA_UNKNOWN) && need_cal) {
-				struct ddp_grad_buf *b = buf_get(g, a);
-				if (!b)
-					return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-				if (b->role == DDP_GR_NONE)
+		struct ddp_grad_buf *b = rec[i];
+		if (!b && (is_param[i] || is_grad[i] || need_cal[i])) {
+			/* a range seen twice in this launch is one record */
+			for (uint32_t j = 0; j < i && !b; j++)
+				if (rec[j] && L->args[j].alloc_id == a->alloc_id && lo[j] == lo[i] && hi[j] == hi[i])
+					b = rec[j];
+			if (!b && !(b = rec_new(g, a, lo[i], hi[i])))
+				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			rec[i] = b;
+			if (b->role == DDP_GR_NONE && (is_param[i] || is_grad[i]))
+				absorb(g, b, is_param[i] ? DDP_GR_PARAM : DDP_GR_GRAD);
+			if (b->role == DDP_GR_NONE) {
+				if (is_param[i]) {
+					make_param(g, L, a, b, ev[i]);
+				} else if (is_grad[i]) {
+					struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
+					struct ddp_grad_buf *c = rec_within(g, x, lo[i], hi[i], M(DDP_GR_CAND));
+					if (c)
+						snprintf(b->reader, sizeof b->reader, "%s", c->reader);
+					DDP_CHECK(make_grad(g, L, a, b, DDP_GR_GRAD, ev[i],
+							    rec[pair[i] - 1] ? rec[pair[i] - 1]->label : NULL));
+					/* averaged with the candidate it lies in, and not
+					 * written since: clean */
+					if (c && !c->dirty)
+						b->dirty = 0;
+				} else {
+					/* untyped and neither: remembered, not calibrated again */
 					b->role = DDP_GR_OTHER;
+					b->evidence = ev[i];
+					set_label(b, L, a);
+				}
 			}
-			continue;
 		}
-		struct ddp_grad_buf *b = buf_get(g, a);
 		if (!b)
-			return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-		if (is_param[i]) {
-			if (b->role != DDP_GR_PARAM)
-				make_param(g, L, a, b);
-			if (!b->bcast_done) {
-				int dup = 0;
-				for (size_t j = 0; j < nbc; j++)
-					dup |= bc[j] == b;
-				if (!dup)
-					bc[nbc++] = b;
-			}
-		} else {
-			if (b->role != DDP_GR_GRAD)
-				DDP_CHECK(make_grad(g, L, a, b, 0));
-			b->confirmed = 1;
+			continue;
+		if (b->role == DDP_GR_PARAM && !b->bcast_done) {
+			int dup = 0;
+			for (size_t j = 0; j < nbc; j++)
+				dup |= bc[j] == b;
+			if (!dup)
+				bc[nbc++] = b;
+		} else if (b->role == DDP_GR_GRAD) {
 			need |= b->dirty;
 		}
 	}
@@ -605,7 +982,26 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 		for (size_t j = 0; j < nbc; j++)
 			bc[j]->bcast_done = 1;
 	}
-	return need ? reduce_dirty(g, L->stream) : DDP_OK;
+	if (need)
+		DDP_CHECK(reduce_dirty(g, L->stream));
+	if (!g->ops.opt_reads)
+		return DDP_OK;
+	/* what this launch reads, for the data-parallel invariant */
+	for (uint32_t i = 0; i < n; i++) {
+		int dup = 0;
+		for (size_t j = 0; j < nrd; j++)
+			dup |= rd[j].ptr == lo[i] && rd[j].bytes == hi[i] - lo[i];
+		if (dup)
+			continue;
+		rd[nrd].ptr = lo[i];
+		rd[nrd].bytes = hi[i] - lo[i];
+		rd[nrd].param = L->args[i].param;
+		rd[nrd].word = L->args[i].word;
+		rd[nrd].role = rec[i] ? rec[i]->role : DDP_GR_NONE;
+		rd[nrd].label = rec[i] ? rec[i]->label : NULL;
+		nrd++;
+	}
+	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
 }
 
 ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
@@ -679,6 +1075,7 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 		*hash = h;
 	return o;
 }
+
 
 ddp_result ddp_grad_finish(struct ddp_grad *g)
 {

@@ -11,32 +11,45 @@
  * - Kernels come in three classes (decided by name, by the caller):
  *   optimizer, gradient reader (unscale, inf check, grad norm, clipping),
  *   other (forward, backward, anything).
- * - Every G buffer has a dirty flag.  An "other" launch that may write a G
- *   buffer (a non-const pointer into it, or an untyped one) sets it.  A
+ * - Buffers are RANGES of allocations: an argument covers [ptr, ptr + ext),
+ *   where the caller bounds ext by an element-count argument of the launch
+ *   when one fits (else the rest of the allocation).  A trainer that carves
+ *   one allocation into tensors has one record per tensor range.
+ * - Roles by who writes.  At an optimizer launch an argument is written
+ *   (parameter or optimizer state, P) or read-only (a gradient candidate).
+ *   The signature decides when the kernel is typed and const-correct (at
+ *   least one typed const pointer); calibration decides otherwise, and also
+ *   when the signature's "writes" contradicts a reader's evidence (a
+ *   reader-revealed gradient passed non-const): snapshot, run the launch,
+ *   compare the argument's range, restore.  A read-only range is a gradient
+ *   (G) when it is larger than 64 bytes and its element count pairs with a
+ *   P range of the same launch (fp32 master or same element size) -- per
+ *   range, not per allocation.
+ * - Readers: before the first step ends, a reader's large inputs (typed
+ *   const pointers; every argument when the reader is not const-correct)
+ *   are CANDIDATES: averaged there (so that the norm or the inf check sees
+ *   the average), but they become G only where an optimizer launch of the
+ *   same step reads them; a candidate no optimizer reads is dropped.  A
+ *   const-correct reader's outputs (non-const pointers) are never G.
+ * - Every G record has a dirty flag.  A non-optimizer launch that may write
+ *   it (a non-const or untyped pointer overlapping the range) sets it.  A
  *   reader or optimizer launch that touches a dirty G first averages ALL
- *   dirty G (in the order G were first seen, never by address) and clears
- *   them.  So the reduction lands after backward's last write and before
- *   the first launch that consumes the gradients, and gradient accumulation
- *   reduces once per optimizer step.
- * - Learning (first optimizer step): at an optimizer launch, typed non-const
- *   pointers are P, typed const pointers to allocations of more than 64
- *   bytes whose element count pairs with a P allocation are G.  Untyped or
- *   in-struct pointers are classified by calibration on the kernel's first
- *   launch: snapshot, run the launch, compare (changed = P, unchanged and
- *   paired = G), restore, then proceed as usual (so step one is exact);
- *   this repeats for every launch that brings an untyped buffer not seen
- *   before (in practice: the first optimizer step only).
- *   Before the first step ends, a reader launch's large buffers become G
- *   candidates and are reduced there (the AMP unscale or the norm for
- *   clipping comes before the optimizer).
- * - P buffers are broadcast from rank 0 before their first update.
- * - Steps: the first optimizer launch after a non-optimizer launch begins a
- *   step's update phase; the next non-optimizer launch ends the step.
+ *   dirty G (in the order G were first seen, never by address; adjacent
+ *   ranges of one allocation in one collective) and clears them.
+ * - P ranges are broadcast from rank 0 before their first update, once per
+ *   range however many launches touch it.
+ * - Steps: the first optimizer launch outside an update phase begins a step;
+ *   the phase ends when forward/backward work of the next step begins: the
+ *   first launch that writes a G range, the next reader launch, or (while no
+ *   G is known) the first non-optimizer launch.  Launches between optimizer
+ *   launches (a bf16 cast of updated master weights) stay in the phase.
+ * - Nothing silent: the first step ending with no G known, or the second
+ *   ending with nothing ever averaged, is an error (strict mode).
  *
  * Contract: one tracker per process; the caller serialises calls (one lock
  * in ddp_sync.c).  Callbacks are made from inside ddp_grad_launch.  Memory:
- * the buffer table grows with malloc (slow path only).  A callback error
- * stops processing and is returned; the caller treats it as fatal.
+ * the tables grow with malloc (slow path only).  A callback error stops
+ * processing and is returned; the caller treats it as fatal.
  */
 #ifndef DDP_GRAD_H
 #define DDP_GRAD_H
@@ -62,15 +75,19 @@ enum ddp_grad_access {   /* same values as enum ddp_access (ddp_launch.h) */
 	DDP_GA_WRITE = 2,
 };
 
-/* One argument of a launch: a pointer inside a live allocation. */
+/* One argument of a launch: a pointer inside a live allocation, and the
+ * range the launch is taken to touch: [ptr, ptr + ext). */
 struct ddp_grad_arg {
 	uint64_t base, size;     /* the allocation                            */
+	uint64_t ptr;            /* the address passed (base when 0)          */
+	uint64_t ext;            /* bytes from ptr (0: to the allocation's end) */
 	uint32_t alloc_id;
 	uint16_t param;          /* parameter index                           */
 	uint16_t word;           /* 8-byte word inside a by-value struct      */
 	uint8_t access;          /* enum ddp_grad_access                      */
 	uint8_t in_struct;
 	uint8_t dtype;           /* enum ddp_dtype of the pointee             */
+	uint8_t bounded;         /* ext comes from a count argument           */
 };
 
 struct ddp_grad_launch {
@@ -84,23 +101,56 @@ struct ddp_grad_launch {
 	void *launch_ctx;        /* opaque: passed to ops->relaunch           */
 	uint32_t truncated;      /* buffers the decoder dropped (more than it
 				  * can hold): args[] is incomplete           */
+	uint8_t const_correct;   /* typed, with at least one const pointer:
+				  * access from the signature is trusted      */
 };
 
-enum ddp_grad_role { DDP_GR_NONE = 0, DDP_GR_GRAD, DDP_GR_PARAM, DDP_GR_OTHER /* neither */ };
+enum ddp_grad_role {
+	DDP_GR_NONE = 0,
+	DDP_GR_GRAD,             /* averaged before it is consumed            */
+	DDP_GR_PARAM,            /* parameter or optimizer state (broadcast)  */
+	DDP_GR_OTHER,            /* neither (remembered: not calibrated again) */
+	DDP_GR_CAND,             /* step 1: a reader's input, not yet read by an optimizer */
+	DDP_GR_DERIVED,          /* a const-correct reader's output: never G  */
+};
 
-/* A buffer the tracker knows (a whole allocation). */
+/* How the role was decided (the evidence `DDP_LOG=info` and inspect show). */
+enum ddp_grad_evidence {
+	DDP_GE_NONE = 0,
+	DDP_GE_SIG_CONST,        /* read-only: const pointer in the signature  */
+	DDP_GE_SIG_WRITE,        /* written: non-const pointer of a const-correct kernel */
+	DDP_GE_CAL_SAME,         /* read-only: unchanged by the calibration run */
+	DDP_GE_CAL_CHANGED,      /* written: changed by the calibration run    */
+	DDP_GE_READER,           /* a reader's input (candidate) or output     */
+};
+
+/* A range the tracker knows. */
 struct ddp_grad_buf {
-	uint64_t base, size;
+	uint64_t base, size;     /* the range: first byte, bytes              */
+	uint64_t alloc_base, alloc_size;
 	uint32_t alloc_id;
 	uint8_t role;            /* enum ddp_grad_role                        */
 	uint8_t dtype;           /* G: enum ddp_dtype (reducible)             */
-	uint8_t dirty;           /* G: written since the last reduction       */
+	uint8_t dirty;           /* G/candidate: written since the last reduction */
 	uint8_t bcast_done;      /* P: broadcast from rank 0 done             */
-	uint8_t from_reader;     /* G: learned at a reader launch             */
+	uint8_t from_reader;     /* G: a reader revealed it first             */
 	uint8_t confirmed;       /* G: seen read-only by an optimizer launch  */
+	uint8_t evidence;        /* enum ddp_grad_evidence                    */
+	uint8_t bounded;         /* the extent came from a count argument     */
 	uint32_t order;          /* G/P: order of first appearance            */
 	uint64_t count;          /* G: elements                               */
-	char label[64];          /* "sgd_momentum_update:1" (kernel:param)    */
+	char label[80];          /* "adamw_update:1+6144" (kernel:param+offset) */
+	char writer[40];         /* G: the last non-optimizer kernel that wrote it (step 1) */
+	char reader[40];         /* G: the reader that revealed it; P: ""      */
+	char paired[64];         /* G: the P range its element count pairs with */
+};
+
+/* A range an optimizer launch reads (the data-parallel invariant check). */
+struct ddp_grad_read {
+	uint64_t ptr, bytes;
+	uint16_t param, word;
+	uint8_t role;            /* enum ddp_grad_role of the record, NONE if unknown */
+	const char *label;
 };
 
 struct ddp_grad_ops {
@@ -120,6 +170,11 @@ struct ddp_grad_ops {
 	/* Is b's allocation still live (same base and allocation id)?  May be
 	 * NULL (always).  A freed buffer is forgotten, never reduced. */
 	int (*alive)(void *ctx, const struct ddp_grad_buf *b);
+	/* An optimizer launch of step `step` is about to run, after every
+	 * reduction and broadcast it needs: r[0..n) are the ranges it reads
+	 * (the invariant check hashes them).  May be NULL. */
+	ddp_result (*opt_reads)(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
+				const struct ddp_grad_read *r, size_t n);
 };
 
 struct ddp_grad;
@@ -128,6 +183,9 @@ struct ddp_grad;
  * (DDP_GRAD_DTYPE). */
 ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_override,
 			struct ddp_grad **out /* OUT */);
+/* strict (the default): a first step with no gradient, or two steps with
+ * nothing averaged, is an error.  Off for a dry run (ddprun inspect). */
+void ddp_grad_set_strict(struct ddp_grad *g, int strict);
 void ddp_grad_free(struct ddp_grad *g);
 
 /* Processes one launch, BEFORE it reaches the driver.  Errors are fatal for
@@ -140,8 +198,8 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L);
 /* Ends an open update phase (at exit). */
 ddp_result ddp_grad_finish(struct ddp_grad *g);
 
-/* Is any gradient known, or an update phase open?  (When not, "other"
- * launches need not be decoded.) */
+/* Must "other" launches be decoded?  (No while no gradient is known, no
+ * update phase is open and the first step is over.) */
 int ddp_grad_active(const struct ddp_grad *g);
 
 /* An allocation is gone (free): forget it. */
@@ -150,6 +208,9 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);
 struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);
+uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g);  /* bytes of all G ranges */
+const char *ddp_grad_role_name(enum ddp_grad_role r);
+const char *ddp_grad_evidence_name(enum ddp_grad_evidence e);
 uint64_t ddp_grad_steps(const struct ddp_grad *g);       /* steps begun   */
 uint64_t ddp_grad_reductions(const struct ddp_grad *g);  /* allreduce calls */
 const char *ddp_grad_last_error(const struct ddp_grad *g);

@@ -40,6 +40,8 @@
 #include "ddp_store.h"
 #include "ddp_sync.h"
 #include "ddp_alloc.h"
+#include "ddp_inspect.h"
+#include "ddp_sig.h"
 #include "ddp_trace.h"
 
 int ddp_sync_on_;
@@ -50,7 +52,20 @@ struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
+	uint64_t inv_checks, inv_bytes, inv_ns;      /* the invariant check    */
 	uint64_t step_first_ns, step_last_ns;
+	uint64_t launches;                           /* seen with sync on      */
+	uint64_t *step_bytes;                        /* bytes averaged, by step */
+	size_t nstep_bytes;
+};
+
+/* One range the optimizer read at a checked step (the invariant check). */
+struct inv_item {
+	uint64_t hash, bytes, off;
+	uint32_t alloc_id;
+	uint16_t param, word;   /* word 0xffff: the launch's scalar arguments */
+	char kname[48];
+	char label[112];
 };
 
 static pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,6 +75,19 @@ static const char *opt_setting, *reader_setting;
 static long check_every;
 static int my_rank, my_world;
 static uint64_t cur_step;
+static int phase_open;               /* between step_begin and step_end     */
+static int dry;                      /* ddprun inspect: no collectives      */
+static int at_exit;                  /* ddp_sync_exit is ending the run     */
+static int check_inv;                /* DDP_CHECK_INVARIANT                 */
+static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
+static long opt_wait_s;              /* DDP_OPT_WAIT                        */
+static int opt_seen;                 /* an optimizer kernel was launched    */
+static uint64_t first_launch_ns;
+static struct ddp_kfunc *cur_k;      /* the launch being processed          */
+static const struct ddp_launch_call *cur_call;
+static struct inv_item *inv;
+static size_t ninv, invcap;
+static uint64_t inv_step;            /* the step inv[] belongs to           */
 static uint64_t coll_seq;        /* collectives entered (ddprun's status board) */
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
@@ -161,20 +189,32 @@ struct coll_kind {
 static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
 				 void *stream)
 {
-	struct ddp_comm *c;
+	struct ddp_comm *c = NULL;
 	static char sig[8192];   /* well below ddp_check_signature's 16 KiB */
 	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
 	ddp_result rc;
 
-	ddp_status_coll_enter(++coll_seq, k->name); /* ddprun sees who waits where */
-	if ((rc = ddp_job_comm(&c)) != DDP_OK)
-		coll_fail(rc, "creating the communicator");
-	ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
-	check_sig(c, k->name, sig, h);
+	if (!dry) {
+		ddp_status_coll_enter(++coll_seq, k->name); /* ddprun sees who waits where */
+		if ((rc = ddp_job_comm(&c)) != DDP_OK)
+			coll_fail(rc, "creating the communicator");
+		ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
+		check_sig(c, k->name, sig, h);
+	}
 	for (size_t i = 0; i < n; i++) {
 		void *base = (void *)(uintptr_t)bufs[i]->base;
 		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
 		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
+		if (k->is_allreduce && skip_avg >= 0 && (size_t)skip_avg == i) {
+			/* DDP_DEBUG_SKIP_AVG: the negative control of the invariant check */
+			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)", skip_avg,
+				 bufs[i]->label);
+			continue;
+		}
+		if (dry) {
+			bytes += b;
+			continue;
+		}
 		rc = k->is_allreduce
 			     ? ddp_allreduce_avg(c, base, (size_t)bufs[i]->count, dt, 1, the_stream(stream))
 			     : ddp_broadcast(c, base, (size_t)bufs[i]->size, 0, 1, the_stream(stream));
@@ -185,10 +225,29 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		}
 		bytes += b;
 	}
-	ddp_status_coll_leave();
+	if (!dry)
+		ddp_status_coll_leave();
 	uint64_t dt = ddp_now_ns() - t0;
 	*k->calls += n;
 	*k->bytes += bytes;
+	if (k->is_allreduce) {
+		/* a reduction before a step's first optimizer launch (at a reader)
+		 * belongs to that step */
+		uint64_t st = phase_open ? cur_step : cur_step + 1;
+		if (st > stats.nstep_bytes) {
+			size_t nn = stats.nstep_bytes ? stats.nstep_bytes : 64;
+			while (nn < st)
+				nn *= 2;
+			uint64_t *p = realloc(stats.step_bytes, nn * sizeof *p);
+			if (p) {
+				memset(p + stats.nstep_bytes, 0, (nn - stats.nstep_bytes) * sizeof *p);
+				stats.step_bytes = p;
+				stats.nstep_bytes = nn;
+			}
+		}
+		if (st && st <= stats.nstep_bytes)
+			stats.step_bytes[st - 1] += bytes;
+	}
 	*k->ns += dt;
 	trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
 	DDP_INFO(COLL, "step %" PRIu64 ": %s of %zu %s buffer%s%s, %" PRIu64 " bytes, %.3f ms",
@@ -248,7 +307,7 @@ static int op_alive(void *ctx, const struct ddp_grad_buf *b)
 {
 	struct ddp_alloc_ent e;
 	(void)ctx;
-	return ddp_alloc_find(b->base, &e) && e.base == b->base && e.id == b->alloc_id;
+	return ddp_alloc_find(b->alloc_base, &e) && e.base == b->alloc_base && e.id == b->alloc_id;
 }
 
 /* --check N: hash every parameter/state buffer and compare across ranks.
@@ -276,7 +335,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 			continue;
 		if (!op_alive(NULL, b)) {
 			/* freed by the program (on every rank alike): not a parameter any more */
-			ddp_grad_forget(tracker, b->base);
+			ddp_grad_forget(tracker, b->alloc_base);
 			continue;
 		}
 		if (b->size > hostcap) {
@@ -341,10 +400,200 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 	return DDP_OK;
 }
 
+/* ---- the data-parallel invariant: every range the optimizer reads is
+ * identical on all ranks.  At a checked step each optimizer launch's ranges
+ * (and its scalar arguments) are hashed before it runs, after the
+ * reductions and broadcasts it needed; at the step's end the ranks compare
+ * the lists through the store. */
+
+static int step_checked(uint64_t step)
+{
+	return check_inv && ((step >= 1 && step <= 3) || (check_every > 0 && step % (uint64_t)check_every == 0));
+}
+
+/* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
+ * mix): fast enough for gigabytes, the same on every rank. */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h ^ (h >> 32);
+}
+
+static struct inv_item *inv_add(void)
+{
+	if (ninv == invcap) {
+		size_t nc = invcap ? invcap * 2 : 64;
+		struct inv_item *p = realloc(inv, nc * sizeof *p);
+		if (!p)
+			die("libddp: out of memory (invariant check)");
+		inv = p;
+		invcap = nc;
+	}
+	struct inv_item *it = &inv[ninv++];
+	memset(it, 0, sizeof *it);
+	return it;
+}
+
+static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
+			       const struct ddp_grad_read *r, size_t n)
+{
+	static unsigned char *host;
+	static size_t hostcap;
+	uint64_t t0 = ddp_now_ns();
+	(void)ctx;
+	if (dry || !step_checked(step))
+		return DDP_OK;
+	if (inv_step != step) {
+		ninv = 0;
+		inv_step = step;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct ddp_alloc_ent e;
+		struct inv_item *it = inv_add();
+		if (r[i].bytes > hostcap) {
+			free(host);
+			hostcap = r[i].bytes;
+			if (!(host = malloc(hostcap))) {
+				hostcap = 0;
+				die("libddp: out of memory (invariant check)");
+			}
+		}
+		if (op_read(NULL, r[i].ptr, host, r[i].bytes, L->stream) != DDP_OK)
+			die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
+		it->hash = hash_bytes(0xcbf29ce484222325ULL, host, r[i].bytes);
+		it->bytes = r[i].bytes;
+		if (ddp_alloc_find(r[i].ptr, &e)) {
+			it->off = r[i].ptr - e.base;
+			it->alloc_id = e.id;
+		}
+		it->param = r[i].param;
+		it->word = r[i].word;
+		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
+		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
+			 r[i].label ? ", " : "",
+			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
+						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
+		stats.inv_bytes += r[i].bytes;
+	}
+	/* the scalar arguments (learning rate, clip scale, step): typed
+	 * scalars only (an untyped 8-byte value may be an address, which
+	 * differs between ranks) */
+	if (cur_k && cur_k->types_known && cur_call) {
+		struct ddp_launch_params p = { cur_call->params, cur_call->extra };
+		uint64_t h = 0xcbf29ce484222325ULL;
+		int any = 0;
+		for (uint32_t i = 0; i < cur_k->nparams; i++) {
+			if (cur_k->params[i].ptype != DDP_PT_SCALAR)
+				continue;
+			const void *v = ddp_launch_param_ptr(cur_k, &p, i);
+			if (!v)
+				continue;
+			h = hash_bytes(h, v, cur_k->params[i].size);
+			any = 1;
+		}
+		if (any) {
+			struct inv_item *it = inv_add();
+			it->hash = h;
+			it->word = 0xffff;
+			snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
+			snprintf(it->label, sizeof it->label, "scalar arguments");
+		}
+	}
+	stats.inv_ns += ddp_now_ns() - t0;
+	return DDP_OK;
+}
+
+/* At the end of a checked step: compare inv[] with every other rank's. */
+static void inv_compare(uint64_t step)
+{
+	static uint64_t prev_step[2];
+	struct ddp_store *st = ddp_job_store();
+	uint64_t t0 = ddp_now_ns(), bytes = 0;
+	char key[96], msg[900];
+
+	if (dry || inv_step != step || !step_checked(step))
+		return;
+	if (!st)
+		die("libddp: invariant check: no store connection");
+	uint64_t *h = calloc(ninv ? ninv : 1, sizeof *h);
+	if (!h)
+		die("libddp: out of memory (invariant check)");
+	for (size_t i = 0; i < ninv; i++) {
+		h[i] = inv[i].hash;
+		bytes += inv[i].bytes;
+	}
+	ddp_status_coll_enter(++coll_seq, "invariant hash exchange");
+	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, my_rank);
+	if (ddp_store_set(st, key, h, ninv * sizeof *h) != DDP_OK)
+		die("libddp: invariant check: cannot post the hashes to the store");
+	for (int r = 0; r < my_world; r++) {
+		void *val = NULL;
+		size_t len = 0;
+		if (r == my_rank)
+			continue;
+		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, r);
+		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
+		if (rc != DDP_OK) {
+			snprintf(msg, sizeof msg, "libddp: invariant check at step %" PRIu64 ": rank %d never posted "
+				 "its hashes (%s)", step, r, ddp_strerror(rc));
+			die(msg);
+		}
+		if (len != ninv * sizeof *h) {
+			snprintf(msg, sizeof msg, "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu "
+				 "ranges on rank %d and %zu on rank %d: the ranks run different programs", step,
+				 len / sizeof *h, r, ninv, my_rank);
+			die(msg);
+		}
+		for (size_t i = 0; i < ninv; i++) {
+			uint64_t other;
+			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
+			if (other == h[i])
+				continue;
+			const struct inv_item *it = &inv[i];
+			if (it->word == 0xffff)
+				snprintf(msg, sizeof msg, "libddp: an unaveraged gradient reached the optimizer at step %"
+					 PRIu64 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
+					 "unaveraged gradients?) differ between rank %d and rank %d", step, it->kname,
+					 my_rank, r);
+			else
+				snprintf(msg, sizeof msg, "libddp: an unaveraged gradient reached the optimizer at step %"
+					 PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64 " bytes at +%" PRIu64
+					 " of allocation #%u) differs between rank %d and rank %d (every byte the "
+					 "optimizer reads must be identical on all ranks; see docs/gradient-sync.md)",
+					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label, it->bytes,
+					 it->off, it->alloc_id, my_rank, r);
+			die(msg);
+		}
+		free(val);
+	}
+	ddp_status_coll_leave();
+	if (prev_step[1]) {
+		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", prev_step[1], my_rank);
+		ddp_store_delete(st, key);
+	}
+	prev_step[1] = prev_step[0];
+	prev_step[0] = step;
+	stats.inv_checks++;
+	stats.inv_ns += ddp_now_ns() - t0;
+	DDP_INFO(GRAD, "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
+		 " bytes hashed) are identical on all %d ranks", step, ninv, bytes, my_world);
+	free(h);
+	ninv = 0;
+}
+
 static ddp_result op_step_begin(void *ctx, uint64_t step)
 {
 	(void)ctx;
 	cur_step = step;
+	phase_open = 1;
 	uint64_t now = ddp_now_ns();
 	if (!stats.step_first_ns)
 		stats.step_first_ns = now;
@@ -358,6 +607,8 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 {
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
+	phase_open = 0;
+	inv_compare(step);
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
 			.name = "optimizer step", .cat = "step",
@@ -375,7 +626,8 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)", step, as.step_allocs,
 		  as.step_bytes_alloc, as.step_frees, as.step_bytes_freed, as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
-	if (check_every > 0 && step % (uint64_t)check_every == 0) {
+	/* (the parameter check compares steps that another step follows) */
+	if (check_every > 0 && step % (uint64_t)check_every == 0 && !dry && !at_exit) {
 		ddp_status_coll_enter(++coll_seq, "--check hash exchange");
 		ddp_result rc = check_hashes(step, check_stream);
 		ddp_status_coll_leave();
@@ -391,7 +643,7 @@ void ddp_sync_init(int rank, int world)
 	static const struct ddp_grad_ops ops = {
 		.ctx = NULL, .allreduce = op_allreduce, .broadcast = op_broadcast, .read = op_read,
 		.write = op_write, .relaunch = op_relaunch, .step_begin = op_step_begin,
-		.step_end = op_step_end, .alive = op_alive,
+		.step_end = op_step_end, .alive = op_alive, .opt_reads = op_opt_reads,
 	};
 	int mode = ddp_param_sync(); /* auto|on|off */
 	enum ddp_dtype ov = DDP_DT_UNKNOWN;
@@ -399,12 +651,16 @@ void ddp_sync_init(int rank, int world)
 
 	my_rank = rank;
 	my_world = world;
-	if (mode == 2 || world <= 1) {
+	if (world <= 1 && mode != 2 && ddp_inspect_enabled()) {
+		/* ddprun inspect: the tracker runs dry (no job, no collectives)
+		 * so that the report can show every range's role and evidence */
+		dry = 1;
+	} else if (mode == 2 || world <= 1) {
 		if (mode == 1 && world <= 1)
 			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");
 		return;
 	}
-	if (mode == 0 && !ddp_job_launched()) {
+	if (!dry && mode == 0 && !ddp_job_launched()) {
 		/* auto, but no launcher whose job we can join (RANK/WORLD_SIZE by hand) */
 		DDP_WARN("libddp: WORLD_SIZE=%d but no launcher (ddprun, torchrun, Slurm, MPI) started this rank: "
 			 "gradient synchronisation is off and this rank trains alone (DDP_SYNC=on makes this an error)",
@@ -419,12 +675,23 @@ void ddp_sync_init(int rank, int world)
 	opt_setting = ddp_param_opt_kernels();
 	reader_setting = ddp_param_grad_reader_kernels();
 	check_every = ddp_param_check();
+	check_inv = ddp_param_check_invariant();
+	skip_avg = ddp_param_debug_skip_avg();
+	opt_wait_s = ddp_param_opt_wait();
 	real_sync = ddp_driver_.streamSynchronize;
 	real_ctx_sync = ddp_driver_.ctxSynchronize;
 	if (!real_sync)
 		die("libddp: the driver has no cuStreamSynchronize");
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");
+	if (dry) {
+		ddp_grad_set_strict(tracker, 0);
+		ddp_sync_on_ = 1;
+		return;
+	}
+	if (skip_avg >= 0)
+		DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: one gradient range of every reduction is left unaveraged (a debug "
+			 "setting: the invariant check must stop this job)", skip_avg);
 	if (ddp_job_init() != DDP_OK)
 		die("libddp: cannot join the job; see the line above");
 	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
@@ -454,6 +721,104 @@ static void short_name(const struct ddp_kfunc *k, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+static int is_count_type(uint8_t dt)
+{
+	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
+}
+
+/* The range each pointer argument covers: the launch's element count, when
+ * one integer argument bounds every typed pointer into an allocation of
+ * more than 64 bytes (the largest such count wins: a step number fits too);
+ * else the rest of the allocation (ext 0). */
+static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, uint32_t n)
+{
+	uint64_t counts[16], best = 0;
+	int nc = 0;
+
+	if (!k->types_known)
+		return;
+	for (uint32_t i = 0; i < k->nparams && nc < 16; i++) {
+		const struct ddp_kparam_desc *d = &k->params[i];
+		const void *v;
+		if (d->ptype != DDP_PT_SCALAR || !is_count_type(d->dtype) || !(v = ddp_launch_param_ptr(k, p, i)))
+			continue;
+		int64_t x = 0;
+		if (d->size == 4) {
+			int32_t y;
+			uint32_t u;
+			memcpy(&y, v, 4);
+			memcpy(&u, v, 4);
+			x = d->dtype == DDP_DT_I32 ? y : (int64_t)u;
+		} else if (d->size == 8) {
+			memcpy(&x, v, 8);
+		}
+		if (x > 0)
+			counts[nc++] = (uint64_t)x;
+	}
+	for (int c = 0; c < nc; c++) {
+		int fits = 1, any = 0;
+		for (uint32_t j = 0; j < n && fits; j++) {
+			const struct ddp_launch_arg *a = &launch_buf.args[j];
+			size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
+			if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es || a->alloc.size <= 64)
+				continue;
+			uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
+			any = 1;
+			fits = counts[c] <= room / es;
+		}
+		if (fits && any && counts[c] > best)
+			best = counts[c];
+	}
+	if (!best)
+		return;
+	for (uint32_t j = 0; j < n; j++) {
+		const struct ddp_launch_arg *a = &launch_buf.args[j];
+		size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
+		if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es)
+			continue;
+		uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
+		if (best <= room / es) {
+			args_buf[j].ext = best * es;
+			args_buf[j].bounded = 1;
+		}
+	}
+}
+
+/* Typed, with at least one const pointer: its non-const pointers are
+ * taken as written (else calibration decides). */
+static int const_correct(const struct ddp_kfunc *k)
+{
+	if (!k->types_known)
+		return 0;
+	for (uint32_t i = 0; i < k->nparams; i++)
+		if (k->params[i].ptype == DDP_PT_POINTER && k->params[i].is_const)
+			return 1;
+	return 0;
+}
+
+/* No optimizer recognised after DDP_OPT_WAIT seconds of launches. */
+static void no_optimizer_check(struct ddp_kfunc *k, int cls)
+{
+	char msg[700];
+	if (cls == DDP_GK_OPT) {
+		opt_seen = 1;
+		return;
+	}
+	uint64_t now = ddp_now_ns();
+	if (!first_launch_ns) {
+		first_launch_ns = now;
+		return;
+	}
+	if (dry || opt_wait_s <= 0 || now - first_launch_ns < (uint64_t)opt_wait_s * 1000000000ULL)
+		return;
+	snprintf(msg, sizeof msg, "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
+		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
+		 "name the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
+		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
+		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?");
+	die(msg);
+}
+
 void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
 	ddp_job_progress();
@@ -469,8 +834,13 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_lock);
-	if (cls == DDP_GK_OTHER && !ddp_grad_active(tracker))
+	stats.launches++;
+	if (!opt_seen)
+		no_optimizer_check(k, cls);
+	if (cls == DDP_GK_OTHER && !ddp_grad_active(tracker)) {
+		cur_k = k; /* the last kernel launched, for the exit message */
 		goto out_unlock;
+	}
 
 	struct ddp_launch_params p = { c->params, c->extra };
 	ddp_result rc = ddp_launch_decode(k, &p, &launch_buf);
@@ -490,6 +860,9 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		struct ddp_grad_arg *g = &args_buf[i];
 		g->base = a->alloc.base;
 		g->size = a->alloc.size;
+		g->ptr = a->value;
+		g->ext = 0;
+		g->bounded = 0;
 		g->alloc_id = a->alloc.id;
 		g->param = a->param;
 		g->word = a->word;
@@ -499,6 +872,7 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		if (k->types_known && !a->in_struct && a->param < k->nparams)
 			g->dtype = k->params[a->param].dtype;
 	}
+	bound_ranges(k, &p, n);
 	char kname[64];
 	short_name(k, kname, sizeof kname);
 	CUstream s = c->stream;
@@ -509,10 +883,13 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
 		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
-		.truncated = launch_buf.truncated,
+		.truncated = launch_buf.truncated, .const_correct = (uint8_t)const_correct(k),
 	};
 	check_stream = (void *)s;
+	cur_k = k;
+	cur_call = c;
 	rc = ddp_grad_launch(tracker, &gl);
+	cur_call = NULL;
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
@@ -536,18 +913,37 @@ void ddp_sync_step_aside(const char *why)
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", my_rank, why);
 }
 
-void ddp_sync_exit(const char *trace_dir, int rank)
+int ddp_sync_exit(const char *trace_dir, int rank)
 {
+	int failed = 0;
 	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
 		ddp_job_fini();
-		return;
+		return 0;
 	}
 	if (!ddp_sync_on_)
-		return;
+		return 0;
 	pthread_mutex_lock(&sync_lock);
+	/* an open update phase ends here (its invariant check, if due, runs) */
+	at_exit = 1;
+	if (ddp_grad_finish(tracker) != DDP_OK) {
+		const char *e = ddp_grad_last_error(tracker);
+		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
+		failed = 1;
+	}
 	uint64_t steps = ddp_grad_steps(tracker);
 	uint64_t red = ddp_grad_reductions(tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;
+	if (!dry && !failed && red == 0 && stats.launches > 0) {
+		/* nothing is silent: a rank of a multi-rank job that launched kernels
+		 * and averaged nothing did not train as one model with the others */
+		DDP_ERROR("libddp: this rank launched %" PRIu64 " kernels and averaged no gradient (%s); it did not "
+			  "train as one model with the other ranks: name the optimizer kernel with "
+			  "DDP_OPT_KERNELS=+NAME (the last kernel launched: %.100s), or set DDP_SYNC=off to train "
+			  "unsynchronised", stats.launches,
+			  steps ? "optimizer steps ran but no gradient was found" : "no kernel was recognised as an optimizer",
+			  cur_k && cur_k->demangled ? cur_k->demangled : "?");
+		failed = 1;
+	}
 	DDP_INFO(GRAD, "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
 		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
 		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
@@ -565,11 +961,17 @@ void ddp_sync_exit(const char *trace_dir, int rank)
 				   ",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64
 				   ",\"allreduce_ms\":%.3f,\"broadcast_calls\":%" PRIu64 ",\"broadcast_bytes\":%" PRIu64
 				   ",\"broadcast_ms\":%.3f,\"signature_checks\":%" PRIu64 ",\"hash_checks\":%" PRIu64
-				   ",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"buffers\":[",
+				   ",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
+				   ",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
+				   ",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64 ",\"bytes_reduced_by_step\":[",
 				rank, my_world, steps, red, stats.allreduce_calls, stats.allreduce_bytes,
 				stats.allreduce_ns / 1e6, stats.bcast_calls, stats.bcast_bytes, stats.bcast_ns / 1e6,
 				stats.sig_checks, stats.hash_checks, stats.allreduce_bytes * per,
-				(stats.allreduce_ns + stats.bcast_ns) / 1e6 * per);
+				(stats.allreduce_ns + stats.bcast_ns) / 1e6 * per, ddp_grad_grad_bytes(tracker),
+				stats.inv_checks, stats.inv_bytes, stats.inv_ns / 1e6, stats.calibrations);
+			for (uint64_t i = 0; i < steps; i++)
+				fprintf(f, "%s%" PRIu64, i ? "," : "", i < stats.nstep_bytes ? stats.step_bytes[i] : 0);
+			fprintf(f, "],\"buffers\":[");
 			int first = 1;
 			for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
 				const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
@@ -578,8 +980,11 @@ void ddp_sync_exit(const char *trace_dir, int rank)
 				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
 				ddp_json_escape(f, b->label);
-				fprintf(f, "\",\"bytes\":%" PRIu64 ",\"dtype\":\"%s\"}", b->size,
-					b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "");
+				fprintf(f, "\",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"allocation_bytes\":%" PRIu64
+					",\"dtype\":\"%s\",\"evidence\":\"%s\"}", b->size, b->base - b->alloc_base,
+					b->alloc_size,
+					b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "",
+					ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
 				first = 0;
 			}
 			fprintf(f, "]}\n");
@@ -590,5 +995,39 @@ void ddp_sync_exit(const char *trace_dir, int rank)
 	 * (its own atexit handlers run after ours) pass straight to the driver. */
 	__atomic_store_n(&ddp_sync_on_, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&sync_lock);
-	ddp_job_fini();
+	if (!dry)
+		ddp_job_fini();
+	return failed;
+}
+
+void ddp_sync_explain(const char *path)
+{
+	FILE *f;
+	if (!dry || !tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
+		return;
+	pthread_mutex_lock(&sync_lock);
+	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
+	fprintf(f, "optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64 "\n",
+		ddp_grad_steps(tracker), stats.calibrations, ddp_grad_grad_bytes(tracker));
+	fprintf(f, "%-10s %-40s %10s %10s %6s  %s\n", "role", "range", "offset", "bytes", "dtype", "evidence");
+	size_t shown = 0;
+	for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER)
+			continue;
+		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s", ddp_grad_role_name((enum ddp_grad_role)b->role),
+			b->label, b->base - b->alloc_base, b->size,
+			b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "-",
+			ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
+		if (b->role == DDP_GR_GRAD)
+			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
+				b->reader, b->paired[0] ? b->paired : "?");
+		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
+			b->bounded ? ", range bounded by a count argument" : "");
+		shown++;
+	}
+	if (!shown)
+		fprintf(f, "  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
+	pthread_mutex_unlock(&sync_lock);
+	fclose(f);
 }

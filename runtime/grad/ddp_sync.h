@@ -41,7 +41,13 @@ void ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
 
 /* At exit: ends an open step, logs the summary (and writes
- * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job. */
-void ddp_sync_exit(const char *trace_dir, int rank) __attribute__((visibility("hidden")));
+ * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns
+ * non-zero when the process must exit non-zero: a rank of a multi-rank job
+ * that launched kernels and averaged nothing (one line said why). */
+int ddp_sync_exit(const char *trace_dir, int rank) __attribute__((visibility("hidden")));
+
+/* ddprun inspect (one process, DDP_INSPECT): the tracker ran dry; appends
+ * every range's role and evidence to the report at path. */
+void ddp_sync_explain(const char *path) __attribute__((visibility("hidden")));
 
 #endif /* DDP_SYNC_H */

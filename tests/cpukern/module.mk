@@ -60,3 +60,14 @@ $(CPUK)/run-%.sh: tests/cpukern/run.sh | $(foreach p,$(CPUK_PROGS),$(CPUK)/$(p) 
 
 TESTS += $(foreach p,$(CPUK_PROGS),$(foreach o,$(CPUK_ORDERS),$(CPUK)/run-$(p)-$(o).sh)) tests/cpukern/errors.sh
 BINS += $(DDP_CPU_KERNELS)
+
+# recipe.sh: the three commands of docs/cpu-device.md on a small trainer
+# (tests/cpukern/recipe) that nvcc builds here as its user would; the test
+# runs ddp-cpu-kernels, the plain run and ddprun itself.
+$(CPUK)/recipe/train: tests/cpukern/recipe/train.cu tests/cpukern/recipe/kernels.cu \
+		tests/cpukern/recipe/include/toy_model.cuh
+	@mkdir -p $(dir $@)
+	$(Q)$(CPUK_NVCC) -Itests/cpukern/recipe/include tests/cpukern/recipe/train.cu tests/cpukern/recipe/kernels.cu -o $@
+
+tests/cpukern/recipe.sh: | $(CPUK)/recipe/train $(DDP_CPU_KERNELS) $(SIMCUDA_LIB) $(BUILD)/lib/libddp.so $(BUILD)/bin/ddprun
+TESTS += tests/cpukern/recipe.sh

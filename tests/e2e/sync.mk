@@ -3,4 +3,5 @@
 # (mlp -n 2/-n 3, --accum, cublas_mlp static and shared cudart, charlm clipping and AMP skips, fused bf16 struct),
 # --init urandom, the DDP_SYNC=off negative control, and the failure paths.
 # Each script skips (exit 77) when the CPU device, samples or data are missing.
-TESTS += tests/e2e/sync/mlp.sh tests/e2e/sync/cublas_mlp.sh tests/e2e/sync/charlm.sh tests/e2e/sync/fused.sh tests/e2e/sync/failures.sh
+TESTS += tests/e2e/sync/mlp.sh tests/e2e/sync/cublas_mlp.sh tests/e2e/sync/charlm.sh tests/e2e/sync/fused.sh \
+	tests/e2e/sync/failures.sh tests/e2e/sync/patterns.sh

@@ -80,7 +80,7 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL,
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL,
 };
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)
@@ -96,21 +96,43 @@ static struct ddp_grad *fresh(enum ddp_dtype ov)
 /* argument helpers */
 static struct ddp_grad_arg A(const void *p, size_t bytes, uint32_t id, int param, int access, int dtype)
 {
-	struct ddp_grad_arg a = { (uint64_t)(uintptr_t)p, bytes, id, (uint16_t)param, 0, (uint8_t)access, 0,
-				  (uint8_t)dtype };
+	struct ddp_grad_arg a = { .base = (uint64_t)(uintptr_t)p, .size = bytes, .alloc_id = id,
+				  .param = (uint16_t)param, .access = (uint8_t)access, .dtype = (uint8_t)dtype };
+	return a;
+}
+
+/* a sub-range [off, off + bytes) of the allocation [p, p + alloc) */
+static struct ddp_grad_arg R_(const void *p, size_t alloc, size_t off, size_t bytes, uint32_t id, int param,
+			      int access, int dtype)
+{
+	struct ddp_grad_arg a = A(p, alloc, id, param, access, dtype);
+	a.ptr = a.base + off;
+	a.ext = bytes;
+	a.bounded = 1;
 	return a;
 }
 
 static struct ddp_grad_arg S(const void *p, size_t bytes, uint32_t id, int word)
 {
-	struct ddp_grad_arg a = { (uint64_t)(uintptr_t)p, bytes, id, 0, (uint16_t)word, DDP_GA_UNKNOWN, 1,
-				  DDP_DT_UNKNOWN };
+	struct ddp_grad_arg a = { .base = (uint64_t)(uintptr_t)p, .size = bytes, .alloc_id = id,
+				  .word = (uint16_t)word, .access = DDP_GA_UNKNOWN, .in_struct = 1,
+				  .dtype = DDP_DT_UNKNOWN };
 	return a;
+}
+
+/* const-correct as ddp_sync.c decides it: a typed const pointer */
+static int has_const(const struct ddp_grad_arg *args, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!args[i].in_struct && args[i].access == DDP_GA_READ)
+			return 1;
+	return 0;
 }
 
 static ddp_result L(struct ddp_grad *g, const char *name, int cls, const struct ddp_grad_arg *args, uint32_t n)
 {
-	struct ddp_grad_launch l = { name, 0, (uint8_t)cls, DDP_DT_UNKNOWN, n, args, NULL, NULL, 0 };
+	struct ddp_grad_launch l = { .kname = name, .kclass = (uint8_t)cls, .nargs = n, .args = args,
+				     .const_correct = (uint8_t)has_const(args, n) };
 	return ddp_grad_launch(g, &l);
 }
 
@@ -169,11 +191,15 @@ TEST(accumulation_reduces_once_per_optimizer_step)
 	sgd(g, 0);
 	sgd(g, 1);
 	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
-	/* a forward-only launch that READS the gradients does not dirty them */
+	/* a launch that only READS the gradients does not dirty them, and
+	 * does not end the update phase either: the step ends when the next
+	 * backward writes a gradient */
 	evlog[0] = '\0';
 	struct ddp_grad_arg rd[] = { A(g0, sizeof g0, 2, 0, R, F32) };
 	CHECK_EQ_INT(L(g, "peek", DDP_GK_OTHER, rd, 1), DDP_OK);
 	sgd(g, 0);
+	CHECK_EQ_STR(evlog, "");
+	backward(g);
 	CHECK_EQ_STR(evlog, "|E2|");
 	ddp_grad_free(g);
 }
@@ -218,10 +244,10 @@ static void charlm_step(struct ddp_grad *g, int amp, int skip)
 	struct ddp_grad_arg nm[] = { A(G, sizeof G, 12, 0, R, F32), A(&norm1, 4, 15, 2, W, F32) };
 	CHECK_EQ_INT(L(g, "global_grad_norm", DDP_GK_READER, nm, 2), DDP_OK);
 	for (int t = 0; t < 4; t++) {
-		(void)t;
-		/* sub-ranges of the flat buffers: the decoder reports the allocation */
-		struct ddp_grad_arg up[] = { A(P, sizeof P, 11, 0, W, F32), A(G, sizeof G, 12, 1, R, F32),
-					     A(M, sizeof M, 13, 2, W, F32), A(V, sizeof V, 16, 3, W, F32),
+		/* sub-ranges of the flat buffers, bounded by the launch's count */
+		size_t off = (size_t)t * N * 4, b = N * 4;
+		struct ddp_grad_arg up[] = { R_(P, sizeof P, off, b, 11, 0, W, F32), R_(G, sizeof G, off, b, 12, 1, R, F32),
+					     R_(M, sizeof M, off, b, 13, 2, W, F32), R_(V, sizeof V, off, b, 16, 3, W, F32),
 					     A(&norm1, 4, 15, 4, R, F32) };
 		CHECK_EQ_INT(L(g, "adamw_update", DDP_GK_OPT, up, 5), DDP_OK);
 	}
@@ -231,13 +257,25 @@ TEST(flat_buffer_reduced_before_the_norm_reader)
 {
 	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
 	charlm_step(g, 0, 0);
-	/* the whole flat gradient at the norm; the scalar norm is no gradient;
-	 * parameters and moments broadcast once before the first update */
-	CHECK_EQ_STR(evlog, "AR[global_grad_norm:0]BC[adamw_update:0,adamw_update:2,adamw_update:3]");
+	/* the whole flat gradient is a candidate, averaged at the norm; the
+	 * scalar norm is no gradient; each tensor's parameter and moment ranges
+	 * are broadcast once before their first update */
+	CHECK_EQ_STR(evlog, "AR[global_grad_norm:0]"
+			    "BC[adamw_update:0+0,adamw_update:2+0,adamw_update:3+0]"
+			    "BC[adamw_update:0+256,adamw_update:2+256,adamw_update:3+256]"
+			    "BC[adamw_update:0+512,adamw_update:2+512,adamw_update:3+512]"
+			    "BC[adamw_update:0+768,adamw_update:2+768,adamw_update:3+768]");
+	/* the candidate became four gradient ranges (AdamW read them) */
+	size_t ng = 0;
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
+		ng += ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD;
+	CHECK_EQ_INT(ng, 4);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), sizeof G);
 	evlog[0] = '\0';
 	charlm_step(g, 0, 0);
 	charlm_step(g, 0, 0);
-	CHECK_EQ_STR(evlog, "|E1|AR[global_grad_norm:0]|E2|AR[global_grad_norm:0]");
+	/* adjacent ranges of one allocation: one collective */
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
 	CHECK_EQ_INT(ddp_grad_steps(g), 3);
 	ddp_grad_free(g);
 }
@@ -250,7 +288,10 @@ TEST(amp_skipped_steps_reduce_once_at_the_unscale)
 	charlm_step(g, 1, 1);                 /* skipped again */
 	charlm_step(g, 1, 0);                 /* applied */
 	CHECK_EQ_STR(evlog, "AR[amp_unscale_grads:0]AR[amp_unscale_grads:0]AR[amp_unscale_grads:0]"
-			    "BC[adamw_update:0,adamw_update:2,adamw_update:3]");
+			    "BC[adamw_update:0+0,adamw_update:2+0,adamw_update:3+0]"
+			    "BC[adamw_update:0+256,adamw_update:2+256,adamw_update:3+256]"
+			    "BC[adamw_update:0+512,adamw_update:2+512,adamw_update:3+512]"
+			    "BC[adamw_update:0+768,adamw_update:2+768,adamw_update:3+768]");
 	CHECK_EQ_INT(ddp_grad_steps(g), 1);   /* skipped steps are no steps */
 	CHECK_EQ_INT(ddp_grad_reductions(g), 3);
 	ddp_grad_free(g);
@@ -276,7 +317,8 @@ TEST(struct_pointers_calibrated_and_restored)
 		fp[i] = 1.0f, fm[i] = 0.0f, fg[i] = 0x3f80;
 	struct ddp_grad_arg bw[] = { A(fg, sizeof fg, 22, 2, W, DDP_DT_BF16) };
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	struct ddp_grad_launch l = { "multi_tensor_apply_kernel", 7, DDP_GK_OPT, DDP_DT_BF16, 3, op, NULL, NULL, 0 };
+	struct ddp_grad_launch l = { .kname = "multi_tensor_apply_kernel", .kid = 7, .kclass = DDP_GK_OPT,
+				     .template_dtype = DDP_DT_BF16, .nargs = 3, .args = op };
 	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
 	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
 	CHECK_EQ_INT(relaunches, 1);
@@ -303,7 +345,7 @@ TEST(struct_pointers_calibrated_and_restored)
 TEST(unknown_dtype_refused_override_accepted)
 {
 	struct ddp_grad_arg op[] = { S(fp, sizeof fp, 21, 0), S(fg, sizeof fg, 22, 36), S(fm, sizeof fm, 23, 72) };
-	struct ddp_grad_launch l = { "extern_c_adam", 8, DDP_GK_OPT, DDP_DT_UNKNOWN, 3, op, NULL, NULL, 0 };
+	struct ddp_grad_launch l = { .kname = "extern_c_adam", .kid = 8, .kclass = DDP_GK_OPT, .nargs = 3, .args = op };
 	struct ddp_grad *g;
 	/* no template dtype, no signature: refuse, naming kernel and setting;
 	 * f64 (a type the collectives cannot average) is refused alike */
@@ -453,14 +495,16 @@ TEST(truncated_argument_lists)
 	 * gradients: they must still be taken as written */
 	evlog[0] = '\0';
 	struct ddp_grad_arg bw[] = { A(act, sizeof act, 9, 0, R, F32) };
-	struct ddp_grad_launch l = { "huge_backward", 3, DDP_GK_OTHER, DDP_DT_UNKNOWN, 1, bw, NULL, NULL, 40 };
+	struct ddp_grad_launch l = { .kname = "huge_backward", .kid = 3, .kclass = DDP_GK_OTHER, .nargs = 1, .args = bw,
+				     .truncated = 40 };
 	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
 	sgd(g, 0);
 	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
 	/* an optimizer launch with a cut argument list: an error naming it */
 	float p2[N], g2[N];
 	struct ddp_grad_arg op[] = { A(p2, sizeof p2, 40, 0, W, F32), A(g2, sizeof g2, 41, 1, R, F32) };
-	struct ddp_grad_launch lo = { "huge_adam", 4, DDP_GK_OPT, DDP_DT_UNKNOWN, 2, op, NULL, NULL, 300 };
+	struct ddp_grad_launch lo = { .kname = "huge_adam", .kid = 4, .kclass = DDP_GK_OPT, .nargs = 2, .args = op,
+				      .truncated = 300 };
 	CHECK_EQ_INT(ddp_grad_launch(g, &lo), DDP_ERR_UNSUPPORTED);
 	CHECK(strstr(ddp_grad_last_error(g), "huge_adam") != NULL);
 	CHECK(strstr(ddp_grad_last_error(g), "more buffers than libddp can decode") != NULL);
@@ -500,6 +544,220 @@ TEST(freed_gradient_is_not_reduced)
 		grads += ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD;
 	CHECK_EQ_INT(grads, 1);
 	dead_base = 0;
+	ddp_grad_free(g);
+}
+
+/* ---- the trainer patterns of samples/patterns, on the tracker alone */
+
+static float fP[4 * N], fG[4 * N], fM[4 * N], fV[4 * N], acts[8 * N];
+static uint16_t hP[4 * N], hG[4 * N];
+static int pat_calibrations;
+
+/* an AdamW that changes p, m, v over the whole flat buffers */
+static void adamw_all(void)
+{
+	pat_calibrations++;
+	for (int i = 0; i < 4 * N; i++)
+		fP[i] -= 0.25f, fM[i] += 1.0f, fV[i] += 2.0f;
+}
+
+static size_t count_role(struct ddp_grad *g, int role)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
+		n += ddp_grad_buf_at(g, i)->role == role;
+	return n;
+}
+
+static void flat_backward(struct ddp_grad *g)
+{
+	struct ddp_grad_arg bw[] = { A(acts, sizeof acts, 40, 0, R, F32), A(fG, sizeof fG, 42, 1, W, F32) };
+	CHECK_EQ_INT(L(g, "linear_backward_weight", DDP_GK_OTHER, bw, 2), DDP_OK);
+}
+
+/* 1: every pointer non-const: the signature says nothing, calibration does */
+TEST(pattern1_nonconst_adamw_is_calibrated)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	relaunch_fn = adamw_all;
+	pat_calibrations = 0;
+	struct ddp_grad_arg up[] = { A(fP, sizeof fP, 41, 0, W, F32), A(fG, sizeof fG, 42, 1, W, F32),
+				     A(fM, sizeof fM, 43, 2, W, F32), A(fV, sizeof fV, 44, 3, W, F32) };
+	for (int step = 0; step < 2; step++) {
+		flat_backward(g);
+		CHECK_EQ_INT(L(g, "adamw_kernel2", DDP_GK_OPT, up, 4), DDP_OK);
+	}
+	CHECK_EQ_STR(evlog, "BC[adamw_kernel2:0,adamw_kernel2:2,adamw_kernel2:3]AR[adamw_kernel2:1]"
+			    "|E1|AR[adamw_kernel2:1]");
+	CHECK_EQ_INT(pat_calibrations, 1);            /* once: the ranges are known after */
+	CHECK(fP[0] == 0.0f && fM[0] == 0.0f);        /* the calibration run was undone */
+	CHECK_EQ_INT(count_role(g, DDP_GR_GRAD), 1);
+	ddp_grad_free(g);
+}
+
+/* 2: a const-correct reader writes its partial sums into a slice of the
+ * activation allocation: that slice is its output, never a gradient */
+TEST(pattern2_reader_output_slice_is_no_gradient)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	for (int step = 0; step < 2; step++) {
+		flat_backward(g);
+		struct ddp_grad_arg sq[] = { R_(acts, sizeof acts, 4 * N * 4, 4 * N * 4, 40, 0, W, F32),
+					     A(fG, sizeof fG, 42, 1, R, F32) };
+		CHECK_EQ_INT(L(g, "global_norm_squared", DDP_GK_READER, sq, 2), DDP_OK);
+		struct ddp_grad_arg up[] = { A(fP, sizeof fP, 41, 0, W, F32), A(fG, sizeof fG, 42, 1, R, F32),
+					     A(fM, sizeof fM, 43, 2, W, F32), A(fV, sizeof fV, 44, 3, W, F32) };
+		CHECK_EQ_INT(L(g, "adamw_clipped", DDP_GK_OPT, up, 4), DDP_OK);
+	}
+	CHECK_EQ_STR(evlog, "AR[global_norm_squared:1]BC[adamw_clipped:0,adamw_clipped:2,adamw_clipped:3]"
+			    "|E1|AR[adamw_clipped:1]");
+	CHECK_EQ_INT(count_role(g, DDP_GR_GRAD), 1);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), sizeof fG);
+	ddp_grad_free(g);
+}
+
+/* 3: the reader reveals the gradient; the optimizer passes it non-const
+ * next to a const pointer: calibration settles the conflict, per range */
+static int cur_tensor;
+static void adamw_ranges(void)
+{
+	pat_calibrations++;
+	for (int i = cur_tensor * N; i < (cur_tensor + 1) * N; i++)
+		fP[i] -= 0.25f, fM[i] += 1.0f;
+}
+
+TEST(pattern3_reader_found_gradient_passed_nonconst)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	relaunch_fn = adamw_ranges;
+	pat_calibrations = 0;
+	for (int step = 0; step < 3; step++) {
+		flat_backward(g);
+		struct ddp_grad_arg nm[] = { A(fG, sizeof fG, 42, 0, R, F32), A(&norm1, 4, 15, 2, W, F32) };
+		CHECK_EQ_INT(L(g, "grad_norm", DDP_GK_READER, nm, 2), DDP_OK);
+		for (int t = 0; t < 4; t++) {
+			size_t off = (size_t)t * N * 4, b = N * 4;
+			cur_tensor = t;
+			struct ddp_grad_arg up[] = { R_(fP, sizeof fP, off, b, 41, 0, W, F32),
+						     R_(fG, sizeof fG, off, b, 42, 1, W, F32),
+						     R_(fM, sizeof fM, off, b, 43, 2, W, F32), A(&norm1, 4, 15, 3, R, F32) };
+			CHECK_EQ_INT(L(g, "adamw_update", DDP_GK_OPT, up, 4), DDP_OK);
+		}
+		if (step == 0)
+			evlog[0] = '\0';
+	}
+	/* still a gradient from step 2 on, averaged once per step at the norm */
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
+	CHECK_EQ_INT(pat_calibrations, 4);       /* step 1, one per tensor range */
+	CHECK_EQ_INT(count_role(g, DDP_GR_GRAD), 4);
+	CHECK_EQ_INT(count_role(g, DDP_GR_PARAM), 8);
+	ddp_grad_free(g);
+}
+
+/* 4: a bf16 cast of each tensor's updated master weights between the
+ * per-tensor optimizer launches: one step, not four */
+TEST(pattern4_cast_between_updates_stays_in_the_step)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	for (int step = 0; step < 3; step++) {
+		flat_backward(g);
+		for (int t = 0; t < 4; t++) {
+			size_t off = (size_t)t * N * 4, b = N * 4;
+			struct ddp_grad_arg up[] = { R_(fP, sizeof fP, off, b, 41, 0, W, F32),
+						     R_(fG, sizeof fG, off, b, 42, 1, R, F32),
+						     R_(fM, sizeof fM, off, b, 43, 2, W, F32) };
+			CHECK_EQ_INT(L(g, "adamw_master", DDP_GK_OPT, up, 3), DDP_OK);
+			struct ddp_grad_arg cast[] = { R_(hP, sizeof hP, (size_t)t * N * 2, N * 2, 45, 0, W, DDP_DT_BF16),
+						       R_(fP, sizeof fP, off, b, 41, 1, R, F32) };
+			CHECK_EQ_INT(L(g, "copy_and_cast_kernel", DDP_GK_OTHER, cast, 2), DDP_OK);
+		}
+		/* the next forward reads the bf16 copy, writes activations */
+		struct ddp_grad_arg fw[] = { A(hP, sizeof hP, 45, 0, R, DDP_DT_BF16), A(acts, sizeof acts, 40, 1, W, F32) };
+		CHECK_EQ_INT(L(g, "linear_forward_bf16", DDP_GK_OTHER, fw, 2), DDP_OK);
+	}
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	CHECK(strstr(evlog, "|E1|") && strstr(evlog, "|E2|") && !strstr(evlog, "|E3|"));
+	ddp_grad_free(g);
+}
+
+/* 5: sub-ranges of flat buffers, bf16 params + fp32 master + bf16 grads:
+ * the pairing is per range; each range is broadcast once */
+static struct ddp_grad_read last_reads[16];
+static size_t nlast_reads;
+static ddp_result m_opt_reads(void *ctx, const struct ddp_grad_launch *Lc, uint64_t step,
+			      const struct ddp_grad_read *r, size_t n)
+{
+	(void)ctx, (void)Lc, (void)step;
+	nlast_reads = n < 16 ? n : 16;
+	memcpy(last_reads, r, nlast_reads * sizeof *r);
+	return DDP_OK;
+}
+
+TEST(pattern5_bf16_subranges_pair_per_range)
+{
+	struct ddp_grad_ops o = ops;
+	struct ddp_grad *g = NULL;
+	o.opt_reads = m_opt_reads;
+	evlog[0] = '\0';
+	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);
+	/* tensors of 64 elements at element offsets 0, 128, 192 (padding after
+	 * the first): only the used ranges are gradients */
+	static const size_t off[] = { 0, 128, 192 };
+	for (int step = 0; step < 2; step++) {
+		struct ddp_grad_arg bw[] = { A(acts, sizeof acts, 40, 0, R, F32), A(hG, sizeof hG, 46, 1, W, DDP_DT_BF16) };
+		CHECK_EQ_INT(L(g, "linear_backward_weight_bf16", DDP_GK_OTHER, bw, 2), DDP_OK);
+		for (int t = 0; t < 3; t++) {
+			for (int again = 0; again < 2; again++) { /* the same range twice: broadcast once */
+				struct ddp_grad_arg up[] = {
+					R_(hP, sizeof hP, off[t] * 2, N * 2, 45, 0, W, DDP_DT_BF16),
+					R_(fP, sizeof fP, off[t] * 4, N * 4, 41, 1, W, F32),
+					R_(hG, sizeof hG, off[t] * 2, N * 2, 46, 2, R, DDP_DT_BF16),
+					R_(fM, sizeof fM, off[t] * 4, N * 4, 43, 3, W, F32),
+				};
+				CHECK_EQ_INT(L(g, "adamw_kernel3", DDP_GK_OPT, up, 4), DDP_OK);
+			}
+		}
+		if (step == 0) {
+			CHECK_EQ_STR(evlog, "BC[adamw_kernel3:0+0,adamw_kernel3:1+0,adamw_kernel3:3+0]AR[adamw_kernel3:2+0]"
+					    "BC[adamw_kernel3:0+256,adamw_kernel3:1+512,adamw_kernel3:3+512]AR[adamw_kernel3:2+256]"
+					    "BC[adamw_kernel3:0+384,adamw_kernel3:1+768,adamw_kernel3:3+768]AR[adamw_kernel3:2+384]");
+			evlog[0] = '\0';
+		}
+	}
+	/* step 2: the last two ranges are adjacent (one collective), the first
+	 * is followed by padding (its own) */
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_kernel3:2+0,adamw_kernel3:2+256 (+1)]");
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 3 * N * 2);
+	struct ddp_grad_buf *gb = NULL;
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
+		if (ddp_grad_buf_at(g, i)->role == DDP_GR_GRAD)
+			gb = ddp_grad_buf_at(g, i);
+	REQUIRE(gb);
+	CHECK_EQ_INT(gb->dtype, DDP_DT_BF16);
+	CHECK_EQ_INT(gb->count, N);
+	/* what the last launch read, for the invariant check: its four ranges */
+	CHECK_EQ_INT(nlast_reads, 4);
+	CHECK(last_reads[2].ptr == (uintptr_t)hG + 192 * 2 && last_reads[2].bytes == N * 2);
+	CHECK_EQ_INT(last_reads[2].role, DDP_GR_GRAD);
+	ddp_grad_free(g);
+}
+
+/* a reader's candidate that no optimizer reads is dropped after step 1 */
+TEST(unconfirmed_candidate_is_dropped)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	static float scratch[2 * N];
+	for (int step = 0; step < 2; step++) {
+		flat_backward(g);
+		struct ddp_grad_arg nm[] = { A(fG, sizeof fG, 42, 0, R, F32), A(scratch, sizeof scratch, 47, 1, R, F32),
+					     A(&norm1, 4, 15, 2, W, F32) };
+		CHECK_EQ_INT(L(g, "grad_norm", DDP_GK_READER, nm, 3), DDP_OK);
+		struct ddp_grad_arg up[] = { A(fP, sizeof fP, 41, 0, W, F32), A(fG, sizeof fG, 42, 1, R, F32) };
+		CHECK_EQ_INT(L(g, "sgd_update", DDP_GK_OPT, up, 2), DDP_OK);
+	}
+	/* step 1 averages both candidates at the reader; step 2 only the gradient */
+	CHECK_EQ_STR(evlog, "AR[grad_norm:0,grad_norm:1]BC[sgd_update:0]|E1|AR[sgd_update:1]");
+	CHECK_EQ_INT(count_role(g, DDP_GR_CAND), 0);
 	ddp_grad_free(g);
 }
 

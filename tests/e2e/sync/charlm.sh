@@ -24,11 +24,15 @@ else not_ok "clipping not active: --clip 0.5 vs 1e30 $out"; fi
 
 DDPRUN_VERBOSE=1 ddp clip 2 charlm "$D" --data "$D" --steps $S --batch 4 --clip 0.5
 equiv clip 2 1e-5
-# where: the flat gradient is learned at the norm kernel (a reader), and
-# reduced once per step, before the norm
-if grep -q 'gradient #0: global_grad_norm:0, 47744 bytes.*learned at a reader launch' "$TMP/clip.logs/latest/rank0.log"; then
+# where: the flat gradient is a candidate at the norm kernel (a reader),
+# averaged there; AdamW's five sub-range launches confirm five gradient
+# ranges (adjacent: one collective of the whole 47744 bytes per step)
+if grep -q 'candidate global_grad_norm:0: 47744 bytes at +0 .*read by reader global_grad_norm' "$TMP/clip.logs/latest/rank0.log"; then
 	ok "clip: the flat gradient buffer is found at global_grad_norm, before AdamW"
 else not_ok "clip: gradient not learned at the norm kernel"; fi
+n=$(grep -c 'gradient #[0-9]*: adamw_update:1+[0-9]*, [0-9]* bytes .*revealed by reader global_grad_norm' "$TMP/clip.logs/latest/rank0.log")
+if [ "$n" -eq 5 ]; then ok "clip: AdamW's 5 sub-range launches confirm 5 gradient ranges"
+else not_ok "clip: $n gradient ranges confirmed, expected 5"; fi
 n=$(grep -c 'allreduce-avg of 1 gradient buffer, 47744 bytes' "$TMP/clip.logs/latest/rank0.log")
 if [ "$n" -eq $S ]; then ok "clip: one reduction of the whole flat buffer per step ($n in $S steps)"
 else not_ok "clip: $n reductions of the flat buffer in $S steps"; fi
@@ -51,7 +55,7 @@ n0=$(rank_lines amp 0 | grep -c '^step')
 n1=$(rank_lines amp 1 | grep -c '^step')
 if [ "$n0" -eq $S ] && [ "$n1" -eq $S ]; then ok "amp: no deadlock, both ranks ran $S steps"
 else not_ok "amp: ranks ran $n0 and $n1 steps of $S"; fi
-if grep -q 'gradient #0: amp_unscale_grads:0, 47744 bytes.*learned at a reader launch' "$TMP/amp.logs/latest/rank0.log"; then
+if grep -q 'candidate amp_unscale_grads:0: 47744 bytes at +0 .*read by reader amp_unscale_grads' "$TMP/amp.logs/latest/rank0.log"; then
 	ok "amp: the gradients are averaged before amp_unscale_grads (the inf check)"
 else not_ok "amp: gradient not learned at the unscale kernel"; fi
 exit $FAILED

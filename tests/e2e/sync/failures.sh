@@ -28,8 +28,18 @@ n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 
 if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "--check 5: 3 comparisons in 20 steps, all identical"
 else not_ok "--check 5: rc $(rc check_ok), $n comparisons"; fi
 
-# --check on ranks that diverge (rank 1 uses another learning rate)
-run check_bad --check 1 -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
+# ranks that diverge (rank 1 uses another learning rate): the invariant
+# check (every byte and scalar the optimizer reads is identical on all
+# ranks) stops the job at step 1, naming the kernel
+run inv_lr -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
+	"$BUILD/samples/mlp" "$D"
+if [ "$(rc inv_lr)" != 0 ] && grep -q 'at step 1: the scalar arguments of kernel sgd_momentum_update .* differ between rank [01] and rank [01]' "$TMP/inv_lr.err"; then
+	ok "invariant check: a different learning rate on one rank stops the job at step 1 (rc $(rc inv_lr))"
+else not_ok "invariant check on a different lr: rc $(rc inv_lr): $(grep -m1 libddp "$TMP/inv_lr.err")"; fi
+
+# --check (the parameter hashes) on ranks that diverge, with the invariant
+# check off
+DDP_CHECK_INVARIANT=0 run check_bad --check 1 -- sh -c 'lr=0.05; [ "$RANK" = 1 ] && lr=0.07; exec "$0" --data "$1" --steps 5 --batch 8 --lr $lr' \
 	"$BUILD/samples/mlp" "$D"
 if [ "$(rc check_bad)" != 0 ] && grep -q 'parameters diverged at step 1: buffer sgd_momentum_update:0 .* differs between rank [01] .* and rank [01]' "$TMP/check_bad.err"; then
 	ok "--check 1: divergence stops the job naming step, buffer and ranks (rc $(rc check_bad))"
@@ -43,15 +53,17 @@ if [ "$(rc sig)" != 0 ] && grep -q 'collectives differ between ranks' "$TMP/sig.
 else not_ok "signature mismatch: rc $(rc sig): $(grep -m1 libddp "$TMP/sig.err")"; fi
 
 # a rank that never reduces (its optimizer is not recognised) and stays up
-# afterwards: the other rank's first collective fails within the watchdog
-# timeout, naming rank 1 (were rank 1 to exit, ddprun would stop the job at
-# once: the next case)
+# afterwards: the job stops within the watchdog timeout, naming rank 1 --
+# rank 0's first collective finds rank 1 missing, or rank 1's program itself
+# exits non-zero saying it averaged nothing (were rank 1 to exit, ddprun
+# would stop the job at once: the next case)
 start=$(date +%s)
 DDP_COLL_TIMEOUT=5 run watchdog -- sh -c '[ "$RANK" = 1 ] && export DDP_OPT_KERNELS=no_such_kernel; "$0" --data "$1" --steps 3 --batch 8; [ "$RANK" = 1 ] && sleep 30' \
 	"$BUILD/samples/mlp" "$D"
 t=$(( $(date +%s) - start ))
-if [ "$(rc watchdog)" != 0 ] && [ "$(rc watchdog)" != 124 ] && grep -q 'libddp:.*rank 1' "$TMP/watchdog.err"; then
-	ok "watchdog: rank 0 stops in ${t}s naming rank 1: $(grep -m1 -o 'libddp:.*rank 1.*' "$TMP/watchdog.err" | cut -c1-160)"
+if [ "$(rc watchdog)" != 0 ] && [ "$(rc watchdog)" != 124 ] &&
+	grep -q 'libddp:.*rank 1\|\[rank 1\] libddp.*averaged no gradient.*DDP_OPT_KERNELS' "$TMP/watchdog.err"; then
+	ok "watchdog: the job stops in ${t}s naming rank 1: $(grep -m1 -o 'libddp:.*rank 1.*\|\[rank 1\] libddp.*averaged no gradient' "$TMP/watchdog.err" | cut -c1-160)"
 else not_ok "watchdog: rc $(rc watchdog) after ${t}s: $(grep -m1 libddp "$TMP/watchdog.err")"; fi
 
 # a rank that stops reducing (it runs fewer steps and exits 0): ddprun
@@ -61,6 +73,19 @@ run early -- sh -c 's=5; [ "$RANK" = 1 ] && s=2; exec "$0" --data "$1" --steps $
 if [ "$(rc early)" != 0 ] && grep -q '^ddprun: rank 1 (pid [0-9]*) exited with code 0 while the others still need it: rank 0 waits in collective' "$TMP/early.err"; then
 	ok "a rank that leaves early stops the job: $(grep -m1 -o 'ddprun: rank 1.*' "$TMP/early.err" | cut -c1-160)"
 else not_ok "early exit: rc $(rc early): $(grep -m1 'ddprun: rank\|libddp' "$TMP/early.err")"; fi
+
+# negative control of the invariant check on the samples: a gradient range
+# left unaveraged (DDP_DEBUG_SKIP_AVG) stops the job at step 1, 2 or 3
+for s in mlp:mlp charlm:charlm fused:mlp; do
+	prog=${s%%:*} data=$BUILD/data/${s#*:}.rec
+	mkdir -p "$TMP/skip_$prog.logs"
+	DDP_DEBUG_SKIP_AVG=0 timeout 60 "$DDPRUN" -n 2 --log-dir "$TMP/skip_$prog.logs" --shard "$data" -- \
+		"$BUILD/samples/$prog" --data "$data" --steps 5 >"$TMP/skip_$prog.out" 2>"$TMP/skip_$prog.err"
+	rc=$?
+	line=$(grep -m1 -o 'an unaveraged gradient reached the optimizer at step [123]: .*' "$TMP/skip_$prog.err")
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "$prog: an unaveraged range stops the job: ${line:0:150}"
+	else not_ok "$prog with DDP_DEBUG_SKIP_AVG=0: rc $rc ($(grep -m1 libddp "$TMP/skip_$prog.err"))"; fi
+done
 
 # a gradient dtype the library cannot know: refused, naming the setting
 run dtype -- sh -c 'export DDP_GRAD_DTYPE=int8; exec "$0" --data "$1" --steps 3' "$BUILD/samples/mlp" "$D"

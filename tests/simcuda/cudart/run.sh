@@ -10,9 +10,15 @@
 #                                DDP_LOG=debug: its cases, and libddp's hook
 #                                log must show the program's allocations
 #                                (plain and managed), its kernels' launches
-#                                with their buffers, and the exit summary
-#   tiny                         tiny.cu (cudaMalloc, one <<<>>>, cudaMemcpy)
-#                                without a kernel library: memory and copies
+#                                with their buffers, the cuBLAS/cuBLASLt
+#                                GEMMs as launches of kernels with typed
+#                                signatures (inputs read, output written),
+#                                and the exit summary
+#   tiny                         tiny.cu (cudaMalloc, one <<<>>>, cudaMemcpy):
+#                                with the kernel library ddp-cpu-kernels
+#                                built next to it, the kernel really runs
+#                                (h[i] + 1 copied back); a copy of the
+#                                program without one: memory and copies
 #                                work, the launch is refused naming the
 #                                kernel; in trace mode it is skipped and the
 #                                exit line says nothing real was computed;
@@ -62,13 +68,42 @@ static-ddp | shared-ddp)
 	has 'launch _Z5saxpyfPKfPfi: param 2 -> allocation #2 .* write' "$tmp/err" || ok=1
 	has 'launch _Z11managed_addPii: param 0 -> allocation .* write' "$tmp/err" || ok=1
 	has 'launch _Z8bf16_fmaPK13__nv_bfloat16S1_PS_i: param 2 -> allocation' "$tmp/err" || ok=1
+	has 'launch _Z11row_sum_maxPKfPfS1_ii: param 1 -> allocation .* write' "$tmp/err" || ok=1
 	check "libddp saw the <<<>>> launches and the buffers they write" $ok "$tmp/err"
+	# The cuBLAS/cuBLASLt calls reach the driver as launches of the
+	# stand-in's kernels, registered with typed signatures (as cuBLAS's own
+	# on a GPU): A and B read, D written, the bias read.
 	ok=0
-	has 'summary: .* launches of 7 kernels' "$tmp/err" || ok=1
-	check "libddp's exit summary counts the program's 7 kernels" $ok "$tmp/err"
+	for sig in \
+		'simblas::gemm<float, float>(int, int, int, int, float, float, float const\*, float const\*, float const\*, long, long, long, float const\*, long, long, long, float const\*, long, long, long, float\*, long, long, long): 24 params, typed' \
+		'simblas::gemm<__nv_bfloat16, float>(int, int, int, int, float, float, float const\*, float const\*, __nv_bfloat16 const\*, long, long, long, __nv_bfloat16 const\*, long, long, long, float const\*, long, long, long, float\*, long, long, long): 24 params, typed' \
+		'simblas::gemm_bias_gelu<float, float>(int, .*, float\*, long, long, long, float const\*, long, int, float\*, long, long, long): 31 params, typed'; do
+		has "kernel void $sig" "$tmp/err" || { ok=1; echo "# not in libddp's log: kernel void $sig" >&2; }
+	done
+	has 'launch _ZN7simblas4gemmIffEE[A-Za-z0-9_]*: param 8 -> allocation .* read' "$tmp/err" || ok=1
+	has 'launch _ZN7simblas4gemmIffEE[A-Za-z0-9_]*: param 20 -> allocation .* write' "$tmp/err" || ok=1
+	has 'launch _ZN7simblas4gemmI13__nv_bfloat16fEE[A-Za-z0-9_]*: param 20 -> allocation .* write' "$tmp/err" || ok=1
+	has 'launch _ZN7simblas14gemm_bias_geluIffEE[A-Za-z0-9_]*: param 20 -> allocation .* write' "$tmp/err" || ok=1
+	has 'launch _ZN7simblas14gemm_bias_geluIffEE[A-Za-z0-9_]*: param 24 -> allocation .* read' "$tmp/err" || ok=1
+	check "libddp saw cublasSgemm, cublasGemmEx and cublasLtMatmul (BIAS) as launches with typed signatures" \
+		$ok "$tmp/err"
+	ok=0
+	has 'summary: .* 14 launches of 11 kernels' "$tmp/err" || ok=1
+	check "libddp's exit summary counts 14 launches of 11 kernels (the program's 8, cuBLAS's 3)" $ok "$tmp/err"
 	;;
 tiny)
+	# As the user runs it: tiny.kern.so (ddp-cpu-kernels) next to tiny.
 	"$T/tiny" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	cat "$tmp/out" "$tmp/err" >&2
+	ok=$rc
+	has '^launch: no error$' "$tmp/out" || ok=1
+	has '^no error: h\[0\]=1 h\[255\]=256$' "$tmp/out" || ok=1
+	check "tiny program with its ddp-cpu-kernels library: the kernel runs, h[i] + 1 comes back" $ok "$tmp/out"
+
+	# The same program without a kernel library beside it.
+	cp "$T/tiny" "$tmp/tiny"
+	"$tmp/tiny" >"$tmp/out" 2>"$tmp/err"
 	cat "$tmp/out" "$tmp/err" >&2
 	ok=0
 	has 'operation not supported' "$tmp/out" && ok=1
@@ -78,7 +113,7 @@ tiny)
 	check "tiny program: cudaMalloc and cudaMemcpy work; its launch without host code is refused, naming the kernel" \
 		$ok "$tmp/err"
 
-	SIMCUDA_UNKNOWN_KERNELS=skip "$T/tiny" >"$tmp/out" 2>"$tmp/err"
+	SIMCUDA_UNKNOWN_KERNELS=skip "$tmp/tiny" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	cat "$tmp/out" "$tmp/err" >&2
 	ok=$rc
@@ -89,7 +124,7 @@ tiny)
 
 	# Negative control: the static cudart cannot start when the driver
 	# refuses its runtime-interface table (the first table it needs).
-	DDP_SIM_FAIL=cuGetExportTable:1 "$T/tiny" >"$tmp/out" 2>"$tmp/err"
+	DDP_SIM_FAIL=cuGetExportTable:1 "$tmp/tiny" >"$tmp/out" 2>"$tmp/err"
 	cat "$tmp/out" "$tmp/err" >&2
 	ok=0
 	has '^launch: no error' "$tmp/out" && ok=1

@@ -88,6 +88,14 @@ enum cudaMemoryAdvise {
 	cudaMemAdviseSetReadMostly = 1, cudaMemAdviseUnsetReadMostly, cudaMemAdviseSetPreferredLocation,
 	cudaMemAdviseUnsetPreferredLocation, cudaMemAdviseSetAccessedBy, cudaMemAdviseUnsetAccessedBy
 };
+enum cudaMemLocationType {
+	cudaMemLocationTypeInvalid = 0, cudaMemLocationTypeNone = 0, cudaMemLocationTypeDevice = 1,
+	cudaMemLocationTypeHost = 2, cudaMemLocationTypeHostNuma = 3, cudaMemLocationTypeHostNumaCurrent = 4
+};
+struct cudaMemLocation {
+	enum cudaMemLocationType type;
+	int id;
+};
 enum cudaStreamCaptureMode { cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal, cudaStreamCaptureModeRelaxed };
 enum cudaStreamCaptureStatus { cudaStreamCaptureStatusNone, cudaStreamCaptureStatusActive, cudaStreamCaptureStatusInvalidated };
 enum cudaDeviceAttr {
@@ -243,8 +251,9 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dd, const void *src, int sd, size
 cudaError_t cudaMemset(void *p, int v, size_t n);
 cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s = 0);
 cudaError_t cudaMemset2D(void *p, size_t pitch, int v, size_t w, size_t h);
-cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, int device, cudaStream_t s = 0);
-cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise a, int device);
+/* CUDA 13's forms (a location; the device-ordinal forms of CUDA 12 are gone) */
+cudaError_t cudaMemPrefetchAsync(const void *p, size_t n, struct cudaMemLocation loc, unsigned int flags, cudaStream_t s = 0);
+cudaError_t cudaMemAdvise(const void *p, size_t n, enum cudaMemoryAdvise a, struct cudaMemLocation loc);
 cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t n, size_t offset = 0, enum cudaMemcpyKind kind = cudaMemcpyHostToDevice);
 cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t n, size_t offset = 0, enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost);
 cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t n, size_t offset, enum cudaMemcpyKind kind, cudaStream_t s = 0);

@@ -13,7 +13,8 @@
  *   3. g++ -E with the CPU device's headers first (tests/simcuda/include,
  *      then the user's -I dirs minus any CUDA toolkit include dir, then a
  *      folder that turns every other toolkit header into an #error), as
- *      nvcc's device pass: __CUDACC__, __NVCC__, __CUDA_ARCH__=900
+ *      nvcc's device pass: __CUDACC__, __NVCC__, __CUDA_ARCH__=900,
+ *      cuda_runtime.h included first (nvcc does so: no #include needed)
  *   4. rewrite: each `k<<<cfg>>>(args)` becomes a type-checked expression
  *      that launches nothing (sim_kernel.h's sim_launch_site); inline
  *      assembly in the user's files is refused
@@ -845,6 +846,10 @@ int main(int argc, char **argv)
 		addf(&a, "-I%s", SIM_POISON_DIR);
 		add(&a, "-include");
 		addf(&a, "%s/sim_kernel.h", SIM_INC_DIR);
+		/* nvcc includes cuda_runtime.h into every .cu file before the
+		 * first line: cudaMalloc & co. need no #include */
+		add(&a, "-include");
+		addf(&a, "%s/cuda_runtime.h", SIM_INC_DIR);
 		add(&a, reg);
 		add(&a, "-o");
 		add(&a, ii);

@@ -1,0 +1,108 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# patterns.sh - gradient synchronisation on samples/patterns: six ways
+# hand-written CUDA C trainers keep gradients and run their optimizer
+# (docs/samples.md).  With NO setting, patterns 1-5 under `ddprun -n 2` and
+# `-n 3` with batch B equal one process at N x B (fp32 1e-5, bf16 params
+# 1e-2), every rank bit-identical, the step count right, and the bytes
+# reduced per step (rank<k>.sync.json) exactly the gradient bytes: no
+# activation, no padding, nothing else.  DDP_SYNC=off fails the comparison
+# (negative control).  Pattern 6 (an optimizer no name pattern matches)
+# stops with one line naming DDP_OPT_KERNELS instead of exiting 0, and
+# trains correctly once DDP_OPT_KERNELS names it.
+. "$(dirname "$0")/lib.sh"
+need patterns
+D=$BUILD/data/mlp.rec
+S=30
+NPARAM=16032     # E 96x16, W1 64x128, b1 64, W2 96x64, b2 96
+
+# sync_field NAME K FIELD: a field of rank K's sync summary
+sync_field() {
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+		"$TMP/$1.trace/rank$2.sync.json" "$3" 2>/dev/null
+}
+
+# bytes_ok NAME N GRADBYTES: every step after the first reduced exactly
+# GRADBYTES on every rank (step 1 may reduce a reader's candidates too)
+bytes_ok() {
+	local name=$1 n=$2 gb=$3 r bad=
+	for r in $(seq 0 $((n - 1))); do
+		python3 - "$TMP/$name.trace/rank$r.sync.json" "$gb" "$S" <<-'EOF' || bad="$bad $r"
+		import json, sys
+		s = json.load(open(sys.argv[1]))
+		gb, steps = int(sys.argv[2]), int(sys.argv[3])
+		by = s["bytes_reduced_by_step"]
+		sys.exit(0 if s["steps"] == steps and len(by) == steps and all(b == gb for b in by[1:])
+			 and by[0] >= gb else 1)
+		EOF
+	done
+	if [ -z "$bad" ]; then ok "$name: $S steps, $gb bytes reduced per step on every rank (the gradients, nothing else)"
+	else not_ok "$name: steps/bytes wrong on rank(s)$bad: $(cat "$TMP/$name.trace/rank0.sync.json" 2>/dev/null | cut -c1-300)"; fi
+}
+
+for p in 1 2 3 4 5; do
+	tol=1e-5
+	[ $p = 4 ] || [ $p = 5 ] && tol=1e-2
+	gb=$((NPARAM * 4))
+	[ $p = 5 ] && gb=$((NPARAM * 2))
+	for n in 2 3; do
+		name=p$p.n$n
+		ref $name patterns --pattern $p --data "$D" --steps $S --batch $((n * 8))
+		DDPRUN_TRACE=$TMP/$name.trace DDPRUN_VERBOSE=1 ddp $name $n patterns "$D" --pattern $p --data "$D" \
+			--steps $S --batch 8
+		equiv $name $n $tol
+		bytes_ok $name $n $gb
+	done
+	# negative control: the same comparison fails without synchronisation
+	DDP_SYNC=off ddp p$p.off 2 patterns "$D" --pattern $p --data "$D" --steps $S --batch 8
+	out=$(python3 "$HERE/relerr.py" "$TMP/p$p.off.0.bin" "$TMP/p$p.n2.ref.bin" $tol)
+	if [ $? -eq 1 ] && ! identical p$p.off 2; then
+		ok "p$p: DDP_SYNC=off fails the equivalence ($out > $tol) and the ranks differ"
+	else not_ok "p$p: DDP_SYNC=off control did not fail ($out)"; fi
+done
+
+# negative control of the invariant check: one gradient range of every
+# reduction left unaveraged (DDP_DEBUG_SKIP_AVG) must stop the job at step
+# 1, 2 or 3 with the invariant's message -- for every pattern
+for p in 1 2 3 4 5; do
+	DDP_DEBUG_SKIP_AVG=0 ddp p$p.skip 2 patterns "$D" --pattern $p --data "$D" --steps $S --batch 8
+	rc=$?
+	line=$(grep -m1 -o 'an unaveraged gradient reached the optimizer at step [123]: .*' "$TMP/p$p.skip.ddp.err")
+	if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p$p: an unaveraged range stops the job: ${line:0:170}"
+	else not_ok "p$p: DDP_DEBUG_SKIP_AVG=0 gave rc $rc, no invariant message ($(grep -m1 libddp "$TMP/p$p.skip.ddp.err"))"; fi
+done
+
+# ddprun inspect runs the rules dry and shows every range's role and
+# evidence: pattern 3's five gradient ranges, found by calibration (the
+# optimizer passes them non-const), revealed by the norm reader
+LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 120 "$DDPRUN" inspect --steps 2 \
+	"$BUILD/samples/patterns" --pattern 3 --data "$D" --steps 10 >"$TMP/inspect3.out" 2>"$TMP/inspect3.err"
+n=$(sed -n '/^## Roles/,$p' "$TMP/inspect3.out" | grep -c '^gradient .* f32  unchanged by the calibration run; written by [a-z_]*; revealed by grad_norm; pairs with adamw_update:0+')
+if [ "$n" = 5 ] && grep -q 'gradient bytes: 64128' "$TMP/inspect3.out"; then
+	ok "inspect: roles and evidence of pattern 3 (5 gradient ranges, 64128 bytes, calibrated, revealed by grad_norm)"
+else not_ok "inspect: $n gradient rows ($(sed -n '/^## Roles/,+3p' "$TMP/inspect3.out" | tr '\n' ' ' | cut -c1-200))"; fi
+
+# pattern 6: no optimizer recognised -> the job stops, naming the setting
+ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
+rc=$?
+line=$(grep -m1 'libddp:.*DDP_OPT_KERNELS' "$TMP/p6.ddp.err")
+if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p6: stops (rc $rc): ${line:0:200}"
+else not_ok "p6: rc $rc, message '$line' ($(tail -2 "$TMP/p6.ddp.err" | tr '\n' ' '))"; fi
+# ... also while it runs: DDP_OPT_WAIT seconds of launches without an
+# optimizer (60 by default; 1 here) stop a long run
+start=$(date +%s)
+DDP_OPT_WAIT=1 ddp p6wait 2 patterns "$D" --pattern 6 --data "$D" --steps 1000000 --batch 8 --lr 0.1
+rc=$?
+t=$(( $(date +%s) - start ))
+line=$(grep -m1 -o 'libddp: [0-9]* kernel launches in 1 s and none was recognised as an optimizer.*DDP_OPT_KERNELS.*' \
+	"$TMP/p6wait.ddp.err")
+if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "p6: stops after ${t}s of launches: ${line:0:150}"
+else not_ok "p6 with DDP_OPT_WAIT=1: rc $rc after ${t}s ($(grep -m1 libddp "$TMP/p6wait.ddp.err"))"; fi
+# ... and trains as one model once the setting names the optimizer
+ref p6ok patterns --pattern 6 --data "$D" --steps $S --batch 16 --lr 0.1
+DDP_OPT_KERNELS=+update_weights DDPRUN_TRACE=$TMP/p6ok.trace ddp p6ok 2 patterns "$D" --pattern 6 --data "$D" \
+	--steps $S --batch 8 --lr 0.1
+equiv p6ok 2 1e-5
+bytes_ok p6ok 2 $((NPARAM * 4))
+exit $FAILED
