@@ -346,6 +346,38 @@ void ddp_trace_event(const struct ddp_trace_ev *ev)
 	__atomic_store_n(&b->n, n + 1, __ATOMIC_RELEASE);
 }
 
+/* Interned strings: a small open-addressing set, never freed. */
+#define INTERN_SLOTS 4096
+static pthread_mutex_t intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *interned[INTERN_SLOTS];
+
+const char *ddp_trace_intern(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	const char *r = "?";
+
+	if (!s)
+		return NULL;
+	for (const char *p = s; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	pthread_mutex_lock(&intern_lock);
+	for (size_t i = 0; i < INTERN_SLOTS; i++) {
+		char **slot = &interned[(h + i) % INTERN_SLOTS];
+		if (!*slot) {
+			*slot = strdup(s);
+			if (*slot)
+				r = *slot;
+			break;
+		}
+		if (strcmp(*slot, s) == 0) {
+			r = *slot;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&intern_lock);
+	return r;
+}
+
 void ddp_trace_flush(void)
 {
 	if (!__atomic_load_n(&trace_on, __ATOMIC_ACQUIRE))

@@ -47,6 +47,11 @@ int ddp_trace_enabled(void);
 /* Records one event (copied). */
 void ddp_trace_event(const struct ddp_trace_ev *ev);
 
+/* A copy of s that lives until exit (the same pointer for equal strings;
+ * "?" when the set of 4096 is full or memory ran out), for event strings
+ * whose owner may free or move them (buffer labels).  Takes a lock. */
+const char *ddp_trace_intern(const char *s);
+
 /* Writes every thread's buffered events now (e.g. before _exit). */
 void ddp_trace_flush(void);
 

@@ -144,7 +144,7 @@ static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char
 	if (!ddp_trace_enabled())
 		return;
 	struct ddp_trace_ev ev = {
-		.name = name, .cat = "coll", .kernel = what, .ts_ns = t0,
+		.name = name, .cat = "coll", .kernel = ddp_trace_intern(what), .ts_ns = t0,
 		.dur_ns = ddp_now_ns() - t0, .bytes = bytes, .step = cur_step,
 	};
 	ddp_trace_event(&ev);
