@@ -19,7 +19,6 @@
 #include "ddp_grad.h"
 #include "ddp_log.h"
 
-#define GRAD_MIN_BYTES 64        /* a G allocation is larger than this     */
 #define GRAD_MAX_ARGS 512
 
 /* The records of one allocation (in creation order; ranges may overlap: a
@@ -575,6 +574,14 @@ static const char *wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint
 	return NULL;
 }
 
+/* A pointer the signature types as integers or bools (a found-inf flag, a
+ * count, token ids): never a gradient, whatever its size.  Size is no
+ * evidence: a 1-element bias has a 4-byte gradient. */
+static int integer_arg(const struct ddp_grad_arg *a)
+{
+	return a->dtype >= DDP_DT_I8 && a->dtype <= DDP_DT_BOOL;
+}
+
 /* Makes b (a new record of [lo, hi)) a gradient or a candidate. */
 static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
 			    struct ddp_grad_buf *b, int role, int evidence, const char *paired)
@@ -778,7 +785,7 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		}
 		/* the first step: the reader reveals candidates (its inputs) and
 		 * outputs (written by a const-correct reader: never gradients) */
-		if (known || g->steps_done > 0 || hi - lo <= GRAD_MIN_BYTES)
+		if (known || g->steps_done > 0 || integer_arg(a))
 			continue;
 		int output = L->const_correct && !a->in_struct && a->access == DDP_GA_WRITE;
 		if (!(b = rec_new(g, a, lo, hi)))
@@ -919,7 +926,7 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 	/* gradients: read-only, large, paired with a written range */
 	uint32_t pair[GRAD_MAX_ARGS] = { 0 };
 	for (uint32_t i = 0; i < n; i++)
-		if (ro[i] && hi[i] - lo[i] > GRAD_MIN_BYTES &&
+		if (ro[i] && !integer_arg(&L->args[i]) &&
 		    (pair[i] = pair_index(g, L, &L->args[i], hi[i] - lo[i], n, is_param, lo, hi)))
 			is_grad[i] = 1;
 	/* learn (written ranges first: a gradient names the range it pairs
