@@ -54,6 +54,10 @@ void hook_port_fill(void)
 	BY_NAME(kernelGetParamInfo, "cuKernelGetParamInfo");
 	BY_NAME(ctxGetDevice, "cuCtxGetDevice");
 	BY_NAME(deviceGetAttribute, "cuDeviceGetAttribute");
+	BY_NAME(ctxGetCurrent, "cuCtxGetCurrent");
+	BY_NAME(devicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
+	BY_NAME(devicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	BY_NAME(devicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
 	d->cpu_device = hook_driver_sym("simcuda_cpu_device") != NULL;
 	d->own_begin = own_begin;
 	d->own_end = own_end;
