@@ -88,6 +88,8 @@ static const char *launcher_cmd(const char *source)
 		return "mpirun";
 	if (strcmp(source, "pmi") == 0)
 		return "mpiexec";
+	if (strcmp(source, "horovod") == 0)
+		return "horovodrun";
 	return "your launcher";
 }
 
