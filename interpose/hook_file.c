@@ -532,8 +532,13 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 	HOOK_LAUNDER(path);
 	p = path;
 	hook_file_init();
-	if (hook_file_ready() && path && hook_write_active())
+	if (hook_file_ready() && path && hook_write_active()) {
 		p = hook_write_map_open(dirfd, path, flags, buf, sizeof buf);
+		if (!p)
+			return -1;
+		if (p != path)
+			dirfd = AT_FDCWD;
+	}
 	if (dirfd == AT_FDCWD) {
 		if (!REAL(open64))
 			return (int)syscall(SYS_openat, AT_FDCWD, p, flags, mode);
@@ -544,6 +549,11 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 		fd = ddp_libc_.openat64(dirfd, p, flags, mode);
 	}
 	return hook_shard_after_open(fd, path, flags);
+}
+
+int hook_file_open(int dirfd, const char *path, int flags, mode_t mode)
+{
+	return do_open(dirfd, path, flags, mode);
 }
 
 static mode_t open_mode(int flags, va_list ap)

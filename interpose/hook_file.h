@@ -99,12 +99,23 @@ int hook_file_bypass(void) HOOK_HIDDEN;
 
 /* The path an open with flags should use: path itself, or buf holding the
  * rank's side copy (created with its directories, copied up when the open
- * keeps existing content).  Reads use the side copy when it exists. */
+ * keeps existing content).  Reads use the side copy when it exists.  NULL,
+ * with errno set and one line logged, when a write cannot be redirected:
+ * the caller fails the call (it never writes in place). */
 const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf,
 				size_t len) HOOK_HIDDEN;
 
 /* The path a stat-like lookup should use (side copy when it exists). */
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len) HOOK_HIDDEN;
+
+/* The open hook itself (redirection, then sharding), for libddp's own
+ * callers that create files on the program's behalf (mkstemp). */
+int hook_file_open(int dirfd, const char *path, int flags, mode_t mode) HOOK_HIDDEN;
+
+/* Like hook_write_map_lookup; follow: a symbolic link as the last component
+ * is followed (stat, open), else not (lstat, AT_SYMLINK_NOFOLLOW). */
+const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, char *buf,
+				     size_t len) HOOK_HIDDEN;
 
 /* Open flags for an fopen mode string ("r", "w+", "ab", "re"...). */
 int hook_file_mode_flags(const char *mode) HOOK_HIDDEN;

@@ -78,7 +78,7 @@ static int do_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 	}
 	hook_file_init();
 	if (path && hook_file_ready() && hook_write_active()) {
-		p = hook_write_map_lookup(dirfd, path, buf, sizeof buf);
+		p = hook_write_map_lookup_at(dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW), buf, sizeof buf);
 		if (p != path)
 			dirfd = AT_FDCWD;
 	}
@@ -102,7 +102,8 @@ DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned m
 	if (!fd_based) {
 		hook_file_init();
 		if (path && hook_file_ready() && hook_write_active()) {
-			p = hook_write_map_lookup(dirfd, path, buf, sizeof buf);
+			p = hook_write_map_lookup_at(dirfd, path, !(flags & AT_SYMLINK_NOFOLLOW), buf,
+						     sizeof buf);
 			if (p != path)
 				dirfd = AT_FDCWD;
 		}

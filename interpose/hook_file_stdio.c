@@ -97,8 +97,11 @@ static FILE *do_fopen(const char *path, const char *mode)
 	if (!path || !mode || !hook_file_ready())
 		return ddp_libc_.fopen64(path, mode);
 	flags = hook_file_mode_flags(mode);
-	if (hook_write_active())
+	if (hook_write_active()) {
 		p = hook_write_map_open(AT_FDCWD, path, flags, buf, sizeof buf);
+		if (!p)
+			return NULL;
+	}
 	if ((flags & O_ACCMODE) != O_RDONLY || !hook_shard_candidate(path))
 		return ddp_libc_.fopen64(p, mode);
 	fd = ddp_libc_.open64(p, O_RDONLY | (flags & O_CLOEXEC));
@@ -142,8 +145,17 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream)
 	p = path;
 	hook_file_init();
 	hook_libc_resolve();
-	if (path && mode && hook_file_ready() && hook_write_active())
+	if (path && mode && hook_file_ready() && hook_write_active()) {
 		p = hook_write_map_open(AT_FDCWD, path, hook_file_mode_flags(mode), buf, sizeof buf);
+		if (!p) {
+			/* as a failed freopen does: the stream is closed */
+			int e = errno;
+			if (stream)
+				fclose(stream);
+			errno = e;
+			return NULL;
+		}
+	}
 	return ddp_libc_.freopen64(p, mode, stream);
 }
 

@@ -23,7 +23,9 @@
  * sync off) takes no lock, allocates nothing, makes no syscall: hash probe,
  * one atomic add, one branch on ddp_sync_on_, the real call.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "hook.h"
 #include "hook_launch.h"
 #include "ddp_inspect.h"
@@ -74,6 +76,18 @@ static void observe(struct ddp_kfunc *k, void **params, void **extra)
 		ddp_inspect_launch(L);
 }
 
+/* A kernel of NCCL's (kreg marks them untracked) launched by the program
+ * (libddp's own collectives never reach the launch hooks: hook_begin), so
+ * the program is already data-parallel: ddprun's gradient synchronisation
+ * steps aside. */
+static void foreign_nccl(const struct ddp_kfunc *k)
+{
+	char why[160];
+
+	snprintf(why, sizeof why, "it launched NCCL kernel %.100s of its own", k->demangled);
+	ddp_sync_step_aside(why);
+}
+
 static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction f,
 					       void **params, void **extra)
 {
@@ -83,8 +97,13 @@ static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction
 		if (!k)
 			return NULL;
 	}
-	if (__builtin_expect(k->untracked, 0))
+	if (__builtin_expect(k->untracked, 0)) {
+		/* NCCL's kernels; libddp's own never reach the hooks (hook_begin) */
+		if (ddp_sync_on_)
+			foreign_nccl(k);
+		fr->kname = k->demangled;
 		return NULL;
+	}
 	__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
 	fr->kname = k->demangled;
 	if (__builtin_expect(!params && !extra && k->layout_known && k->nparams, 0))

@@ -170,7 +170,7 @@ CUresult hook_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *
 	CUresult r = HOOK_REAL(cuModuleGetFunction)(hfunc, hmod, name);
 	if (r == CUDA_SUCCESS && hfunc && name) {
 		struct ddp_kfunc *k = ddp_kreg_register(*hfunc, hmod, name);
-		f.kname = k ? k->name : NULL;
+		f.kname = k ? k->demangled : NULL;
 	}
 	HOOK_FINISH(&f, r, (hfunc, hmod, name));
 	return r;
@@ -238,7 +238,7 @@ CUresult hook_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const cha
 	CUresult r = HOOK_REAL(cuLibraryGetKernel)(pKernel, library, name);
 	if (r == CUDA_SUCCESS && pKernel && name) {
 		struct ddp_kfunc *k = ddp_kreg_register(*pKernel, library, name);
-		f.kname = k ? k->name : NULL;
+		f.kname = k ? k->demangled : NULL;
 	}
 	HOOK_FINISH(&f, r, (pKernel, library, name));
 	return r;
@@ -255,7 +255,7 @@ CUresult hook_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 		if (!k)
 			k = ddp_kreg_discover(kernel);
 		ddp_kreg_alias(*pFunc, k);
-		f.kname = k ? k->name : NULL;
+		f.kname = k ? k->demangled : NULL;
 	}
 	HOOK_FINISH(&f, r, (pFunc, kernel));
 	return r;

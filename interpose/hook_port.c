@@ -64,8 +64,11 @@ void hook_port_fill(void)
 	BY_NAME(eventSynchronize, "cuEventSynchronize");
 	BY_NAME(streamWaitEvent, "cuStreamWaitEvent");
 	BY_NAME(launchHostFunc, "cuLaunchHostFunc");
-	BY_NAME(ctxGetCurrent, "cuCtxGetCurrent");
 	BY_NAME(ctxSetCurrent, "cuCtxSetCurrent");
+	BY_NAME(ctxGetCurrent, "cuCtxGetCurrent");
+	BY_NAME(devicePrimaryCtxGetState, "cuDevicePrimaryCtxGetState");
+	BY_NAME(devicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+	BY_NAME(devicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
 	d->cpu_device = hook_driver_sym("simcuda_cpu_device") != NULL;
 	d->own_begin = own_begin;
 	d->own_end = own_end;

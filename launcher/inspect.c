@@ -9,11 +9,15 @@
  * guess of the parameter and gradient buffers.  inspect prints that report.
  *
  * libddp.so is found next to ddprun (<bindir>/../lib/libddp.so) unless
- * DDP_LIBDDP names it.
+ * DDP_LIBDDP names it.  The device is picked as `ddprun -n 1` picks it
+ * (devices.c; --device or DDPRUN_DEVICE, default auto): the first GPU, or
+ * without one the CPU device (<bindir>/../simcuda on LD_LIBRARY_PATH), said
+ * in one line.
  *
  * Contract: a command of ddprun; one child process, waited for.
  */
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,15 +49,46 @@ static int find_lib(char *out, size_t n)
 	return access(out, R_OK) == 0 ? 0 : -1;
 }
 
+/* The device for the one run, as ddprun -n 1 would plan it. */
+static int plan_device(const char *device, struct launch_devices *d)
+{
+	struct launch_opts o;
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+	memset(&o, 0, sizeof o);
+	o.nproc_per_node = 1;
+	o.device = LAUNCH_DEVICE_AUTO;
+	if (!device)
+		device = getenv("DDPRUN_DEVICE");
+	if (device && *device) {
+		if (!strcmp(device, "cpu"))
+			o.device = LAUNCH_DEVICE_CPU;
+		else if (!strcmp(device, "gpu"))
+			o.device = LAUNCH_DEVICE_GPU;
+		else if (strcmp(device, "auto") != 0) {
+			launch_msg("inspect: --device '%s' is not auto, gpu or cpu", device);
+			return 2;
+		}
+	}
+	exe[len > 0 ? len : 0] = '\0';
+	if (launch_devices_plan(&o, len > 0 ? dirname(exe) : ".", 0, d) != DDP_OK) {
+		launch_devices_free(d);
+		return 1;
+	}
+	return 0;
+}
+
 int launch_inspect_main(int argc, char **argv)
 {
-	const char *steps = NULL, *outp = NULL;
+	const char *steps = NULL, *outp = NULL, *device = NULL;
+	struct launch_devices dev;
 	char lib[PATH_MAX], tmp[] = "/tmp/ddprun-inspect.XXXXXX";
 	int i = 1, fd = -1, status = 0, rc = 1;
 
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: ddprun inspect [--steps N] [--out FILE] PROGRAM [ARGS...]\n"
+			printf("usage: ddprun inspect [--steps N] [--out FILE] [--device auto|gpu|cpu] PROGRAM [ARGS...]\n"
 			       "  runs PROGRAM once with libddp and prints its kernels, buffers, which\n"
 			       "  kernels read/write which buffers, and the optimizer, parameter and\n"
 			       "  gradient buffers it guesses; --steps N stops after N optimizer steps\n");
@@ -68,6 +103,8 @@ int launch_inspect_main(int argc, char **argv)
 			}
 		} else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
 			outp = argv[++i];
+		} else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+			device = argv[++i];
 		} else if (!strcmp(argv[i], "--")) {
 			i++;
 			break;
@@ -86,10 +123,14 @@ int launch_inspect_main(int argc, char **argv)
 		launch_msg("inspect: cannot find libddp.so next to ddprun (%s); set DDP_LIBDDP", lib);
 		return 1;
 	}
+	int prc = plan_device(device, &dev);
+	if (prc)
+		return prc;
 	if (!outp) {
 		fd = mkstemp(tmp);
 		if (fd < 0) {
 			launch_msg("inspect: cannot create a temporary file: %s", strerror(errno));
+			launch_devices_free(&dev);
 			return 1;
 		}
 		close(fd);
@@ -105,6 +146,15 @@ int launch_inspect_main(int argc, char **argv)
 		char pre[2 * PATH_MAX];
 		snprintf(pre, sizeof pre, "%s%s%s", lib, old && *old ? ":" : "", old ? old : "");
 		setenv("LD_PRELOAD", pre, 1);
+		if (dev.use_gpu) {
+			setenv("CUDA_VISIBLE_DEVICES", dev.gpu_ids[0], 1);
+		} else {
+			const char *lp = getenv("LD_LIBRARY_PATH");
+			char path[2 * PATH_MAX];
+			snprintf(path, sizeof path, "%s%s%s", dev.simcuda_dir, lp && *lp ? ":" : "",
+				 lp ? lp : "");
+			setenv("LD_LIBRARY_PATH", path, 1);
+		}
 		setenv("DDP_INSPECT", outp, 1);
 		if (steps)
 			setenv("DDP_INSPECT_STEPS", steps, 1);
@@ -137,5 +187,6 @@ int launch_inspect_main(int argc, char **argv)
 out:
 	if (outp == tmp)
 		unlink(tmp);
+	launch_devices_free(&dev);
 	return rc;
 }

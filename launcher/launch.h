@@ -124,6 +124,7 @@ struct launch_job {
 	struct launch_devices dev;
 	char *write_dir;
 	double grace;             /* seconds between SIGTERM and SIGKILL */
+	double progress_every;    /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
 	double start;             /* launch_now() when the ranks started */
 	/* the status board (runtime/ddp_status.h): one slot per local rank */
 	int status_fd;            /* memfd, -1 when none                 */
@@ -149,6 +150,13 @@ int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t 
 /* A local rank that exited (index `left`) while a running local rank waits
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
+
+/* The progress line: steps/s, each local rank's step, the share of time in
+ * collectives since the last line (nothing when no rank has a board slot). */
+void launch_progress_report(struct launch_job *job, double now);
+/* The end-of-job line: exit code, time, steps, collectives; why (may be
+ * NULL) says what ended it. */
+void launch_progress_end(struct launch_job *job, double now, int code, const char *why);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);

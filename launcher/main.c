@@ -256,19 +256,20 @@ static ddp_result python_argv(struct launch_opts *o, char ***out)
 	return DDP_OK;
 }
 
-static ddp_result read_grace(double *grace)
+/* A number of seconds from the environment variable var (default def). */
+static ddp_result read_seconds(const char *var, double def, double max, double *out)
 {
-	const char *v = getenv("DDPRUN_GRACE");
+	const char *v = getenv(var);
 	char *end;
-	*grace = 3.0;
+	*out = def;
 	if (!v || !*v)
 		return DDP_OK;
 	double g = strtod(v, &end);
-	if (*end || end == v || !(g >= 0 && g <= 600)) {
-		launch_msg("DDPRUN_GRACE='%s' is not a number of seconds (0..600)", v);
+	if (*end || end == v || !(g >= 0 && g <= max)) {
+		launch_msg("%s='%s' is not a number of seconds (0..%.0f)", var, v, max);
 		return DDP_ERR_INVALID;
 	}
-	*grace = g;
+	*out = g;
 	return DDP_OK;
 }
 
@@ -295,7 +296,8 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	if (launch_options_resolve(&o) != DDP_OK || count_ranks(&o) != DDP_OK ||
-	    launch_options_validate(&o) != DDP_OK || read_grace(&job.grace) != DDP_OK) {
+	    launch_options_validate(&o) != DDP_OK || read_seconds("DDPRUN_GRACE", 3.0, 600, &job.grace) != DDP_OK ||
+	    read_seconds("DDPRUN_PROGRESS", 10.0, 86400, &job.progress_every) != DDP_OK) {
 		code = 2;
 		goto out;
 	}

@@ -20,6 +20,9 @@
  *  - a rank that exited, with any code, while a running rank waits for it in
  *    a collective it never finished (or at the first rendezvous) stops the
  *    job at once, naming the rank that left.
+ * And what is said about it: the progress line (at most every 10 s, on
+ * ddprun's stderr, unless --quiet: steps/s and the step of each rank, the
+ * share of time in collectives) and the end-of-job line.
  *
  * Sources: for local ranks, the status board (runtime/ddp_status.h), a
  * memfd that every rank's libddp writes (exact times, step, collective);
@@ -226,4 +229,102 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
 	uint64_t done = s ? DDP_STATUS_LOAD(s->coll_done) : 0;
 	why[0] = '\0';
 	return describe_waiters(job, left, done, why, cap) > 0;
+}
+
+/* Summed over the attached local ranks: steps (the highest step), time in
+ * collectives (ns, the one in progress included), ranks attached. */
+struct progress_totals {
+	uint64_t step_max, step_min, coll_ns;
+	int attached;
+};
+
+static void totals(struct launch_job *job, uint64_t now_ns, struct progress_totals *t)
+{
+	memset(t, 0, sizeof *t);
+	t->step_min = UINT64_MAX;
+	for (int i = 0; i < job->nranks; i++) {
+		struct ddp_status_slot *s = slot_of(job, i);
+		if (!s)
+			continue;
+		uint64_t step = DDP_STATUS_LOAD(s->step), c = DDP_STATUS_LOAD(s->coll_ns);
+		uint64_t since = DDP_STATUS_LOAD(s->coll_since_ns);
+		if (DDP_STATUS_LOAD(s->coll_in) && since && now_ns > since)
+			c += now_ns - since;
+		t->attached++;
+		t->coll_ns += c;
+		if (step > t->step_max)
+			t->step_max = step;
+		if (step < t->step_min)
+			t->step_min = step;
+	}
+	if (!t->attached)
+		t->step_min = 0;
+}
+
+static uint64_t mono_ns(double now)
+{
+	return (uint64_t)(now * 1e9);
+}
+
+/* Appends "rank0 12, rank1 11" (at most 8 ranks, then "...") to buf. */
+static void steps_per_rank(struct launch_job *job, char *buf, size_t cap)
+{
+	size_t o = strlen(buf);
+	int shown = 0;
+	for (int i = 0; i < job->nranks && o < cap; i++) {
+		struct ddp_status_slot *s = slot_of(job, i);
+		if (!s)
+			continue;
+		if (shown == 8) {
+			snprintf(buf + o, cap - o, ", ...");
+			break;
+		}
+		o += (size_t)snprintf(buf + o, cap - o, "%srank%d %llu", shown++ ? ", " : "",
+				      job->ranks[i].rank, (unsigned long long)DDP_STATUS_LOAD(s->step));
+	}
+}
+
+void launch_progress_report(struct launch_job *job, double now)
+{
+	static double last_t;
+	static uint64_t last_step, last_coll;
+	struct progress_totals t;
+	char ranks[600] = "";
+
+	totals(job, mono_ns(now), &t);
+	if (!t.attached)
+		return;
+	double dt = now - (last_t > 0 ? last_t : job->start);
+	double rate = dt > 0 ? (double)(t.step_max - last_step) / dt : 0;
+	double share = dt > 0 ? (double)(t.coll_ns - last_coll) / 1e9 / dt / t.attached : 0;
+	steps_per_rank(job, ranks, sizeof ranks);
+	launch_msg("progress after %.0f s: %.1f steps/s; step %s; %.0f%% of the time in collectives",
+		   now - job->start, rate, ranks, share > 1 ? 100.0 : share * 100);
+	last_t = now;
+	last_step = t.step_max;
+	last_coll = t.coll_ns;
+}
+
+void launch_progress_end(struct launch_job *job, double now, int code, const char *why)
+{
+	struct progress_totals t;
+	char what[160] = "";
+
+	totals(job, mono_ns(now), &t);
+	double secs = now - job->start;
+	if (t.attached) {
+		/* a rank's share of collectives, over the time it was attached */
+		double share = secs > 0 ? (double)t.coll_ns / 1e9 / secs / t.attached : 0;
+		if (t.step_min == t.step_max)
+			snprintf(what, sizeof what, ", %llu step%s, %.0f%% of the time in collectives",
+				 (unsigned long long)t.step_max, t.step_max == 1 ? "" : "s",
+				 share > 1 ? 100.0 : share * 100);
+		else
+			snprintf(what, sizeof what, ", %llu..%llu steps, %.0f%% of the time in collectives",
+				 (unsigned long long)t.step_min, (unsigned long long)t.step_max,
+				 share > 1 ? 100.0 : share * 100);
+	}
+	launch_msg("job %s after %.1f s: %d rank%s%s%s%s (exit %d)", code ? "failed" : "finished", secs,
+		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "",
+		   why ? why : "", code);
 }

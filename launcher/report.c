@@ -5,24 +5,31 @@
  *   DIR/rank<k>.summary.json -> one table on stdout, one column per rank
  *                               (calls per hooked function, kernels by launch
  *                               count, allocations, bytes copied, hook time)
+ *   DIR/rank<k>.sync.json    -> gradient synchronisation per rank and per
+ *                               step (reductions, bytes, time in collectives)
  *   DIR/rank<k>.trace.json   -> DIR/combined.trace.json, one timeline with
- *                               every rank's events (pid = rank)
- *   DIR/rank<k>.sync.json    -> when present (gradient synchronisation
- *                               ran), the gradient communication per step
- *                               over steps 3+ ("per_step": collectives,
- *                               comm_ms, comm_hidden_ms, grad_wait_ms) with
- *                               the hidden percentage, one column per rank
- * A missing or empty directory, and a file that is not valid JSON, are one
- * clear error line naming the path; the exit status is then 1.
+ *                               every rank's events (pid = rank), and the
+ *                               threads of each rank by name
+ *   (and, from rank<k>.sync.json's "per_step", the gradient communication
+ *   per step over steps 3+: collectives, comm_ms, comm_hidden_ms,
+ *   grad_wait_ms, with the hidden percentage, one column per rank)
+ * A rank killed before exit leaves no summary and a trace without the
+ * "complete" mark (runtime/base/ddp_trace.c); such a trace is still read,
+ * and so is one cut in the middle of an event (its whole events are kept):
+ * the report says, per rank, what was cut.  A missing or empty directory,
+ * and a summary that is not valid JSON, are one clear error line naming the
+ * path; the exit status is then 1.
  *
  * Contract: a command of ddprun (single thread); allocates freely; reads the
  * files whole.  Contains a small strict JSON reader (the files are ours).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "launch.h"
 
 /* ---- a small JSON reader: values keep their text span */
@@ -253,7 +260,154 @@ static int load_json(const char *path, char **text, struct jv *v)
 	return 0;
 }
 
+/* Reads path whole into *text (NUL-terminated) and *len; one line on error. */
+static int read_all(const char *path, char **text, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	long n;
+	*text = NULL;
+	if (!f) {
+		launch_msg("report: cannot read %s: %s", path, strerror(errno));
+		return -1;
+	}
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	*text = malloc((size_t)(n < 0 ? 0 : n) + 1);
+	if (n < 0 || !*text || fread(*text, 1, (size_t)n, f) != (size_t)n) {
+		fclose(f);
+		launch_msg("report: cannot read %s", path);
+		return -1;
+	}
+	fclose(f);
+	(*text)[n] = '\0';
+	*len = (size_t)n;
+	return 0;
+}
+
+/* A rank's trace, read as far as it is whole. */
+struct trace_in {
+	char *text;
+	struct jv events;       /* J_ARR of the whole events                  */
+	int complete;           /* libddp closed it ("otherData" complete)    */
+	int cut_mid_event;      /* not valid JSON: cut inside an event        */
+	size_t cut_at;          /* byte where the whole part ends             */
+};
+
+/* Parses a trace; the traceEvents array item by item, so a file cut in the
+ * middle keeps its whole events.  -1 (one line) only when nothing is usable. */
+static int load_trace(const char *path, struct trace_in *t)
+{
+	size_t len, cap = 0;
+	memset(t, 0, sizeof *t);
+	t->events.t = J_ARR;
+	if (read_all(path, &t->text, &len))
+		return -1;
+	struct jp j = { t->text, t->text, t->text + len, NULL };
+	ws(&j);
+	if (j.p >= j.e || *j.p != '{') {
+		launch_msg("report: %s is not a trace (it does not start with '{')", path);
+		return -1;
+	}
+	j.p++;
+	for (;;) {
+		char *key = NULL;
+		ws(&j);
+		if (j.p < j.e && *j.p == '}')
+			break;
+		if (jstring(&j, &key))
+			goto cut;
+		ws(&j);
+		if (j.p >= j.e || *j.p != ':') {
+			free(key);
+			goto cut;
+		}
+		j.p++;
+		ws(&j);
+		if (!strcmp(key, "traceEvents") && j.p < j.e && *j.p == '[') {
+			free(key);
+			j.p++;
+			for (;;) {
+				ws(&j);
+				if (j.p < j.e && *j.p == ']') {
+					j.p++;
+					break;
+				}
+				if (jpush(&t->events, &cap, 0))
+					goto cut;
+				const char *at = j.p;
+				if (jparse(&j, &t->events.items[t->events.n], 0)) {
+					jfree(&t->events.items[t->events.n]);
+					j.p = at;
+					t->cut_mid_event = 1;
+					goto cut;
+				}
+				t->events.n++;
+				ws(&j);
+				if (j.p < j.e && *j.p == ',') {
+					j.p++;
+					continue;
+				}
+				if (j.p < j.e && *j.p == ']') {
+					j.p++;
+					break;
+				}
+				goto cut;
+			}
+		} else {
+			struct jv v;
+			int is_other = !strcmp(key, "otherData");
+			free(key);
+			if (jparse(&j, &v, 0)) {
+				jfree(&v);
+				goto cut;
+			}
+			const struct jv *c = is_other ? jget(&v, "ddprun") : NULL;
+			if (c && c->t == J_STR && !strcmp(c->str, "complete"))
+				t->complete = 1;
+			jfree(&v);
+		}
+		ws(&j);
+		if (j.p < j.e && *j.p == ',') {
+			j.p++;
+			continue;
+		}
+		if (j.p < j.e && *j.p == '}')
+			break;
+		goto cut;
+	}
+	t->cut_at = (size_t)(j.p - j.s);
+	return 0;
+cut:
+	t->complete = 0;
+	t->cut_mid_event = 1; /* not the JSON libddp writes: truncated or damaged */
+	t->cut_at = (size_t)(j.p - j.s);
+	if (!t->events.n) {
+		launch_msg("report: %s holds no whole trace event (cut at byte %zu)", path, t->cut_at);
+		return -1;
+	}
+	return 0;
+}
+
+static void trace_free(struct trace_in *t)
+{
+	jfree(&t->events);
+	free(t->text);
+}
+
+/* Cuts name to width from the right, keeping its start (the function name):
+ * "void sgd_update<float>(float*, ..." */
+static void print_name(const char *nm, int width)
+{
+	size_t len = strlen(nm);
+	if (len > (size_t)width)
+		printf("%.*s...", width - 3, nm);
+	else
+		printf("%-*s", width, nm);
+}
+
 /* ---- the merge */
+
 #define MAX_RANKS 4096
 
 struct row {
@@ -312,14 +466,16 @@ static void print_table(const char *title, struct table *t, const int *ranks, si
 	}
 	printf("\n");
 	for (size_t i = 0; i < t->n && i < limit; i++) {
-		const char *nm = t->rows[i]->name;
-		size_t len = strlen(nm);
-		if (len > 44)
-			printf("...%-41s", nm + len - 41);
-		else
-			printf("%-44s", nm);
-		for (size_t r = 0; r < nranks; r++)
-			printf(" %14.0f", t->rows[i]->v[r]);
+		print_name(t->rows[i]->name, 44);
+		for (size_t r = 0; r < nranks; r++) {
+			double v = t->rows[i]->v[r];
+			if (v != v)
+				printf(" %14s", "-");
+			else if (v != (double)(long long)v && v < 1e6)
+				printf(" %14.3f", v);
+			else
+				printf(" %14.0f", v);
+		}
 		printf("\n");
 	}
 	if (t->n > limit)
@@ -434,6 +590,91 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+static int have_rank(const int *ranks, size_t n, int k)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ranks[i] == k)
+			return 1;
+	return 0;
+}
+
+/* Marks every cell of ranks without a file as absent ("-"). */
+static void mark_absent(struct table *t, const unsigned char *have)
+{
+	for (size_t i = 0; i < t->n; i++)
+		for (size_t r = 0; r < t->nranks; r++)
+			if (!have[r])
+				t->rows[i]->v[r] = NAN;
+}
+
+/* Per-thread event counts and names of one rank's trace. */
+struct thread_row {
+	long long tid;
+	char *name;
+	size_t events;
+};
+
+static void print_threads(int rank, const struct jv *ev)
+{
+	struct thread_row *th = NULL;
+	size_t n = 0;
+	for (size_t i = 0; i < ev->n; i++) {
+		const struct jv *e = &ev->items[i], *tid = jget(e, "tid"), *ph = jget(e, "ph"),
+				*nm = jget(e, "name");
+		if (!tid || tid->t != J_NUM || !ph || ph->t != J_STR)
+			continue;
+		size_t k = 0;
+		while (k < n && th[k].tid != (long long)tid->num)
+			k++;
+		if (k == n) {
+			struct thread_row *t2 = realloc(th, (n + 1) * sizeof *th);
+			if (!t2)
+				break;
+			th = t2;
+			th[n++] = (struct thread_row){ (long long)tid->num, NULL, 0 };
+		}
+		if (!strcmp(ph->str, "M") && nm && nm->t == J_STR && !strcmp(nm->str, "thread_name")) {
+			const struct jv *a = jget(jget(e, "args"), "name");
+			if (a && a->t == J_STR) {
+				free(th[k].name);
+				th[k].name = strdup(a->str);
+			}
+		} else if (!strcmp(ph->str, "X")) {
+			th[k].events++;
+		}
+	}
+	printf("rank %d:", rank);
+	int shown = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (!th[k].events)
+			continue;
+		printf("%s %s (tid %lld, %zu events)", shown++ ? "," : "",
+		       th[k].name ? th[k].name : "?", th[k].tid, th[k].events);
+	}
+	printf("%s\n", shown ? "" : " no events");
+	for (size_t k = 0; k < n; k++)
+		free(th[k].name);
+	free(th);
+}
+
+/* Start and end (µs) of the complete events of a trace; 0 when none. */
+static int trace_span(const struct jv *ev, double *t0, double *t1)
+{
+	int any = 0;
+	for (size_t i = 0; i < ev->n; i++) {
+		const struct jv *ts = jget(&ev->items[i], "ts"), *dur = jget(&ev->items[i], "dur");
+		if (!ts || ts->t != J_NUM)
+			continue;
+		double e = ts->num + (dur && dur->t == J_NUM ? dur->num : 0);
+		if (!any || ts->num < *t0)
+			*t0 = ts->num;
+		if (!any || e > *t1)
+			*t1 = e;
+		any = 1;
+	}
+	return any;
+}
+
 int launch_report_main(int argc, char **argv)
 {
 	const char *dir = NULL;
@@ -444,9 +685,10 @@ int launch_report_main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			printf("usage: ddprun report DIR\n"
-			       "  merges DIR/rank<k>.summary.json into one table (stdout) and\n"
-			       "  DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto); with\n"
-			       "  DIR/rank<k>.sync.json, the gradient communication per step (steps 3+)\n");
+			       "  merges DIR/rank<k>.summary.json and rank<k>.sync.json into tables (stdout)\n"
+			       "  and DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto);\n"
+			       "  traces of ranks that were killed are read as far as they go; with\n"
+			       "  rank<k>.sync.json, the gradient communication per step (steps 3+)\n");
 			return 0;
 		}
 		if (dir) {
@@ -465,27 +707,37 @@ int launch_report_main(int argc, char **argv)
 		return 1;
 	}
 	for (struct dirent *e; (e = readdir(d));) {
-		int k;
-		char tail[64];
-		if (sscanf(e->d_name, "rank%d.summary.jso%63s", &k, tail) == 2 && !strcmp(tail, "n") &&
-		    k >= 0 && nranks < MAX_RANKS)
-			ranks[nranks++] = k;
+		static const char *const kinds[] = { "summary", "trace", "sync" };
+		for (size_t i = 0; i < 3; i++) {
+			char fmt[48];
+			int k = -1, len = 0;
+			snprintf(fmt, sizeof fmt, "rank%%d.%s.json%%n", kinds[i]);
+			if (sscanf(e->d_name, fmt, &k, &len) == 1 && len && e->d_name[len] == '\0' &&
+			    k >= 0 && nranks < MAX_RANKS && !have_rank(ranks, nranks, k))
+				ranks[nranks++] = k;
+		}
 	}
 	closedir(d);
 	if (!nranks) {
-		launch_msg("report: %s holds no rank<k>.summary.json; run the job with --trace %s "
-			   "(or DDP_TRACE=%s)", dir, dir, dir);
+		launch_msg("report: %s holds no rank<k>.summary.json or rank<k>.trace.json; run the job "
+			   "with --trace %s (or DDP_TRACE=%s)", dir, dir, dir);
 		return 1;
 	}
 	qsort(ranks, nranks, sizeof *ranks, cmp_int);
 
 	struct table hooks = { .nranks = nranks }, kernels = { .nranks = nranks },
-		     mem = { .nranks = nranks };
+		     mem = { .nranks = nranks }, sync = { .nranks = nranks };
+	unsigned char *have_sum = calloc(nranks, 1), *have_sync = calloc(nranks, 1);
+	size_t nsum = 0, nsync = 0;
 	char path[4096];
+	if (!have_sum || !have_sync)
+		goto out;
 	for (size_t r = 0; r < nranks; r++) {
 		char *text = NULL;
 		struct jv v;
 		snprintf(path, sizeof path, "%s/rank%d.summary.json", dir, ranks[r]);
+		if (access(path, F_OK) != 0)
+			continue; /* a rank that did not exit normally */
 		if (load_json(path, &text, &v)) {
 			free(text);
 			goto out;
@@ -498,6 +750,8 @@ int launch_report_main(int argc, char **argv)
 			free(text);
 			goto out;
 		}
+		have_sum[r] = 1;
+		nsum++;
 		for (size_t i = 0; i < h->n; i++) {
 			const struct jv *nm = jget(&h->items[i], "name");
 			if (nm && nm->t == J_STR)
@@ -520,10 +774,64 @@ int launch_report_main(int argc, char **argv)
 		jfree(&v);
 		free(text);
 	}
+	/* gradient synchronisation: totals and per step */
+	for (size_t r = 0; r < nranks; r++) {
+		static const struct {
+			const char *key, *row;
+		} rows[] = {
+			{ "steps", "optimizer steps" },
+			{ "reductions", "gradient reductions" },
+			{ "allreduce_calls", "allreduce calls" },
+			{ "allreduce_bytes", "allreduce bytes" },
+			{ "allreduce_ms", "allreduce ms" },
+			{ "broadcast_calls", "parameter broadcasts" },
+			{ "broadcast_bytes", "broadcast bytes" },
+			{ "broadcast_ms", "broadcast ms" },
+			{ "signature_checks", "signature checks" },
+			{ "hash_checks", "--check comparisons" },
+			{ "bytes_reduced_per_step", "per step: bytes reduced" },
+			{ "coll_ms_per_step", "per step: ms in collectives" },
+		};
+		char *text = NULL;
+		struct jv v;
+		snprintf(path, sizeof path, "%s/rank%d.sync.json", dir, ranks[r]);
+		if (access(path, F_OK) != 0)
+			continue;
+		if (load_json(path, &text, &v)) {
+			free(text);
+			goto out;
+		}
+		have_sync[r] = 1;
+		nsync++;
+		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+			cell(&sync, rows[i].row)[r] = jnum(&v, rows[i].key);
+		const struct jv *b = jget(&v, "buffers");
+		double grads = 0, gbytes = 0;
+		for (size_t i = 0; b && b->t == J_ARR && i < b->n; i++) {
+			const struct jv *role = jget(&b->items[i], "role");
+			if (role && role->t == J_STR && !strcmp(role->str, "gradient")) {
+				grads++;
+				gbytes += jnum(&b->items[i], "bytes");
+			}
+		}
+		cell(&sync, "gradient buffers")[r] = grads;
+		cell(&sync, "gradient bytes")[r] = gbytes;
+		jfree(&v);
+		free(text);
+	}
+	mark_absent(&hooks, have_sum);
+	mark_absent(&kernels, have_sum);
+	mark_absent(&mem, have_sum);
+	mark_absent(&sync, have_sync);
 	printf("ddprun report: %s, %zu rank(s)\n", dir, nranks);
+	for (size_t r = 0; r < nranks; r++)
+		if (!have_sum[r])
+			printf("rank %d has no summary: it did not exit normally (killed, or stopped "
+			       "with the job); its columns show '-'\n", ranks[r]);
 	print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
 	print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
 	print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
+	print_table("Gradient synchronisation (rank<k>.sync.json)", &sync, ranks, nranks, 100, 0);
 	struct comm_col *comm = calloc(nranks, sizeof *comm);
 	if (!comm)
 		goto out;
@@ -535,7 +843,8 @@ int launch_report_main(int argc, char **argv)
 	print_comm(comm, ranks, nranks);
 	free(comm);
 
-	/* the combined timeline */
+	/* the combined timeline; traces of killed ranks are read as far as
+	 * they go */
 	snprintf(path, sizeof path, "%s/combined.trace.json", dir);
 	FILE *out = fopen(path, "w");
 	if (!out) {
@@ -543,46 +852,61 @@ int launch_report_main(int argc, char **argv)
 		goto out;
 	}
 	fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
-	size_t events = 0, traces = 0;
+	size_t events = 0, traces = 0, cut = 0;
+	int printed_threads = 0;
 	for (size_t r = 0; r < nranks; r++) {
-		char tpath[4096], *text = NULL;
-		struct jv v;
+		char tpath[4096];
+		struct trace_in t;
 		snprintf(tpath, sizeof tpath, "%s/rank%d.trace.json", dir, ranks[r]);
-		FILE *probe = fopen(tpath, "r");
-		if (!probe)
+		if (access(tpath, F_OK) != 0)
 			continue; /* a rank without a trace (summary only) */
-		fclose(probe);
-		if (load_json(tpath, &text, &v)) {
-			free(text);
-			fclose(out);
-			goto out;
+		if (load_trace(tpath, &t)) {
+			trace_free(&t);
+			continue;
 		}
-		const struct jv *ev = jget(&v, "traceEvents");
-		if (!ev || ev->t != J_ARR) {
-			launch_msg("report: %s has no traceEvents array", tpath);
-			jfree(&v);
-			free(text);
-			fclose(out);
-			goto out;
+		if (!printed_threads++)
+			printf("\nThreads (from the traces)\n");
+		print_threads(ranks[r], &t.events);
+		if (!t.complete) {
+			double t0 = 0, t1 = 0;
+			int span = trace_span(&t.events, &t0, &t1);
+			cut++;
+			printf("  rank %d's trace was cut: %s; it holds %zu events%s",
+			       ranks[r],
+			       t.cut_mid_event ? "it ends in the middle of an event (kept: the whole ones before)"
+					       : "the rank stopped before closing it (killed?)",
+			       t.events.n, span ? " over " : "");
+			if (span)
+				printf("%.3f s", (t1 - t0) / 1e6);
+			if (t.cut_mid_event)
+				printf("; the rest of the file (from byte %zu) is not read\n", t.cut_at);
+			else
+				printf("; what it did after its last flush (at most 1 s) is lost\n");
 		}
-		for (size_t i = 0; i < ev->n; i++, events++)
-			fprintf(out, "%s\n%.*s", events ? "," : "", (int)(ev->items[i].end - ev->items[i].beg),
-				ev->items[i].beg);
+		for (size_t i = 0; i < t.events.n; i++, events++)
+			fprintf(out, "%s\n%.*s", events ? "," : "",
+				(int)(t.events.items[i].end - t.events.items[i].beg), t.events.items[i].beg);
 		traces++;
-		jfree(&v);
-		free(text);
+		trace_free(&t);
 	}
 	fprintf(out, "\n]}\n");
 	if (fclose(out) != 0) {
 		launch_msg("report: cannot write %s", path);
 		goto out;
 	}
-	printf("\ntimeline: %s (%zu events from %zu rank trace(s); open it in ui.perfetto.dev)\n", path,
-	       events, traces);
+	printf("\ntimeline: %s (%zu events from %zu rank trace(s)%s; open it in ui.perfetto.dev)\n",
+	       path, events, traces, cut ? ", some cut" : "");
+	if (!nsum && !traces) {
+		launch_msg("report: %s holds neither a usable summary nor a usable trace", dir);
+		goto out;
+	}
 	rc = 0;
 out:
+	free(have_sum);
+	free(have_sync);
 	free_table(&hooks);
 	free_table(&kernels);
 	free_table(&mem);
+	free_table(&sync);
 	return rc;
 }

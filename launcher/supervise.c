@@ -25,7 +25,9 @@
  *    progress stopped SEC seconds ago first (progress.c) is named, with where
  *    it stopped, and the job stops; exit 124;
  *  - when every rank is gone, remaining descendants (daemons, orphans) get
- *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child.
+ *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child;
+ *  - a progress line every DDPRUN_PROGRESS seconds (default 10; not with
+ *    --quiet) and one end-of-job line (progress.c).
  *
  * Contract: main thread only.  Signals are consumed only through sigfd.
  */
@@ -195,6 +197,7 @@ struct sup_state {
 	double term_at;      /* after an interrupt: when to send SIGTERM  */
 	int left;            /* local index of a rank that left while needed, -1 */
 	double next_hb_check;
+	double next_progress; /* when the next progress line is due, 0 off */
 };
 
 static void begin_stop(struct launch_job *job, struct sup_state *st, int sig)
@@ -325,6 +328,16 @@ static void check_left(struct launch_job *job, struct sup_state *st)
 	}
 }
 
+/* The progress line, at most every job->progress_every seconds. */
+static void check_report(struct launch_job *job, struct sup_state *st)
+{
+	double now = launch_now();
+	if (!st->next_progress || st->stopping || now < st->next_progress)
+		return;
+	launch_progress_report(job, now);
+	st->next_progress = now + job->progress_every;
+}
+
 static int some_exited(const struct launch_job *job)
 {
 	for (int i = 0; i < job->nranks; i++)
@@ -336,6 +349,9 @@ static int some_exited(const struct launch_job *job)
 int launch_supervise(struct launch_job *job, int sigfd)
 {
 	struct sup_state st = { .first_fail = -1, .left = -1 };
+	const struct launch_opts *o = job->o;
+	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
+		st.next_progress = job->start + job->progress_every;
 	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 1), sizeof *pfd);
 	int *who = calloc((size_t)(2 * job->nranks + 1), sizeof *who);
 	int code = 0;
@@ -385,6 +401,12 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		}
 		if (job->status && !st.stopping && some_exited(job) && (ms < 0 || ms > 200))
 			ms = 200; /* watch for ranks waiting on one that left */
+		if (st.next_progress && !st.stopping) {
+			double left = st.next_progress - launch_now();
+			int t = left <= 0 ? 0 : (int)(left * 1000) + 1;
+			if (ms < 0 || ms > t)
+				ms = t;
+		}
 		int ready = poll(pfd, (nfds_t)n, ms);
 		if (ready < 0 && errno != EINTR) {
 			launch_msg("poll failed: %s; stopping the job", strerror(errno));
@@ -431,6 +453,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		}
 		check_progress(job, &st);
 		check_left(job, &st);
+		check_report(job, &st);
 	}
 
 	/* every rank is gone: what is left of the job goes too (the guardian
@@ -459,6 +482,22 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.broken) {
 		code = 1;
 	}
+	char why[96] = "", sig[32];
+	if (st.first_fail >= 0) {
+		const struct launch_rank *r = &job->ranks[st.first_fail];
+		if (WIFEXITED(r->status))
+			snprintf(why, sizeof why, "rank %d exited with code %d", r->rank, WEXITSTATUS(r->status));
+		else
+			snprintf(why, sizeof why, "rank %d killed by %s", r->rank,
+				 sig_name(WTERMSIG(r->status), sig, sizeof sig));
+	} else if (st.left >= 0) {
+		snprintf(why, sizeof why, "rank %d left while the others needed it", job->ranks[st.left].rank);
+	} else if (st.timed_out) {
+		snprintf(why, sizeof why, "stopped by --timeout %ld", o->timeout);
+	} else if (st.interrupted) {
+		snprintf(why, sizeof why, "ddprun got %s", sig_name(st.interrupted, sig, sizeof sig));
+	}
+	launch_progress_end(job, launch_now(), code, why);
 	free(pfd);
 	free(who);
 	return code;

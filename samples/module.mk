@@ -10,7 +10,7 @@
 # in a directory of that name: they go to $(BUILD)/samples/obj/<name>/ (the
 # embedded symbol is therefore samples_obj_<name>_kernels_fatbin).
 
-SAMPLE_NAMES := mlp charlm fused patterns
+SAMPLE_NAMES := mlp charlm fused patterns torchlike
 SAMPLE_BINS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%)
 SAMPLE_KERN_SOS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%.kern.so)
 SAMPLE_DATA := $(BUILD)/data/mlp.rec $(BUILD)/data/charlm.rec
@@ -24,6 +24,16 @@ $(BUILD)/samples/obj/%/kernels.fatbin: samples/%/kernels.cu samples/common/nn_ke
 	$(Q)$(NVCC) -fatbin $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -o $@ $<
 
 $(BUILD)/samples/obj/fused/kernels.fatbin: samples/fused/tensor_list.h
+
+# torchlike: PyTorch's kernel names need its per-file namespaces (an include)
+# and, like PyTorch's build, relaxed constexpr (std::array, std::multiplies
+# in device code); its host half has the allocator in a file of its own.
+$(BUILD)/samples/obj/torchlike/kernels.fatbin: samples/torchlike/foreach_ns.inc
+$(BUILD)/samples/obj/torchlike/kernels.fatbin: NVCC_FLAGS += --expt-relaxed-constexpr
+$(BUILD)/samples/obj/torchlike/alloc.o: samples/torchlike/alloc.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+$(BUILD)/samples/torchlike: $(BUILD)/samples/obj/torchlike/alloc.o
 
 $(BUILD)/samples/obj/%/main.o: samples/%/main.c
 	@mkdir -p $(dir $@)

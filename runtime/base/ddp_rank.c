@@ -7,6 +7,9 @@
  *                      (torchrun when TORCHELASTIC_RUN_ID is also set)
  *   Open MPI           OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE
  *   PMI (MPICH, Intel) PMI_RANK, PMI_SIZE (+ MPI_LOCALRANKID/MPI_LOCALNRANKS)
+ *   Horovod            HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK,
+ *                      HOROVOD_LOCAL_SIZE (horovodrun --gloo; under mpirun
+ *                      Open MPI's variables come first and agree)
  *   Slurm (srun)       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and
  *                      SLURM_NTASKS_PER_NODE or SLURM_TASKS_PER_NODE
  *                      ("2(x3),1": entry SLURM_NODEID of the expanded list)
@@ -131,6 +134,7 @@ static const struct rank_source sources[] = {
 	{ "ompi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
 	  "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
 	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
+	{ "horovod", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE" },
 	{ "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL }, /* last: see above */
 };
 

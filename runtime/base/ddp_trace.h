@@ -6,8 +6,12 @@
  * kernel name, grid/block, bytes, allocation size and address.
  *
  * Events are appended to a buffer owned by the calling thread (no lock, no
- * syscall); a full buffer is formatted and written under the file lock, and
- * ddp_trace_close (exit) flushes every thread's buffer and closes the JSON.
+ * syscall); a full buffer, and every buffer once a second (a flusher
+ * thread), is formatted and written as one self-contained chunk: the file
+ * is valid JSON after every write, so a rank killed by any signal leaves a
+ * trace that loads, up to its last second.  ddp_trace_close (exit) flushes
+ * every thread's buffer and marks the trace complete
+ * ("otherData":{"ddprun":"complete"}); a trace without the mark was cut.
  *
  * Contract: ddp_trace_open once at init; ddp_trace_event from any thread
  * (allocates that thread's buffer on its first event); ddp_trace_close once
@@ -50,6 +54,14 @@ int ddp_trace_enabled(void);
 
 /* Records one event (copied). */
 void ddp_trace_event(const struct ddp_trace_ev *ev);
+
+/* A copy of s that lives until exit (the same pointer for equal strings;
+ * "?" when the set of 4096 is full or memory ran out), for event strings
+ * whose owner may free or move them (buffer labels).  Takes a lock. */
+const char *ddp_trace_intern(const char *s);
+
+/* Writes every thread's buffered events now (e.g. before _exit). */
+void ddp_trace_flush(void);
 
 /* In the child of a fork(): stops tracing and drops what the inherited
  * FILE holds, without a lock (pthread_atfork child handler; the file is the

@@ -79,6 +79,10 @@ void ddp_coll_config_default(struct ddp_coll_config *cfg)
 static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *out)
 {
 	enum ddp_coll_backend want = c->cfg.backend;
+	if (want == DDP_COLL_NCCL && c->cfg.own_context)
+		return coll_fail(c, DDP_ERR_UNSUPPORTED, 1,
+				 "the program made its own CUDA context (cuCtxCreate): NCCL works in the device's "
+				 "primary context and cannot reach its buffers; use --backend host (DDP_BACKEND=host)");
 	if (want == DDP_COLL_HOST || want == DDP_COLL_NCCL) {
 		*out = want;
 		return DDP_OK;
@@ -93,7 +97,11 @@ static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *o
 	 * old must make auto choose host, not a communicator that then fails */
 	int ok = ddp_coll_nccl_probe(c->cfg.nccl_lib, &version, msg, sizeof msg) == DDP_OK &&
 		 version >= COLL_NCCL_MIN_VERSION;
-	if (!ok)
+	if (ok && c->cfg.own_context) {
+		ok = 0;
+		DDP_INFO(COLL, "DDP_BACKEND=auto: rank %d's program made its own CUDA context (cuCtxCreate), which "
+			 "NCCL cannot reach: host backend", c->rank);
+	} else if (!ok)
 		DDP_INFO(COLL, "DDP_BACKEND=auto: NCCL not usable on rank %d (%s)", c->rank,
 			 version ? "older than 2.14" : msg);
 	char key[64], bar[64];

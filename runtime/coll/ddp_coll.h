@@ -85,6 +85,10 @@ struct ddp_coll_config {
 	const char *shm_dir;           /* DDP_SHM_DIR: where the host segment lives */
 	const char *nccl_lib;          /* DDP_NCCL_LIB: path or soname of NCCL  */
 	int real_gpu;                  /* buffers live on a real GPU (auto -> NCCL) */
+	int own_context;               /* ... in a context the program created
+					  (cuCtxCreate): NCCL, which works in the
+					  device's primary context, cannot reach
+					  them (auto -> host; nccl -> refused)   */
 	size_t stage_bytes;            /* pinned staging per buffer (x2); 0 = default 8 MiB */
 	size_t slot_bytes;             /* host segment bytes per rank per chunk; 0 = default */
 	int no_host_cma;               /* !DDP_COLL_HOST_CMA: host buffers go through the

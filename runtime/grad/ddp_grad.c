@@ -16,10 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "ddp_grad.h"
 #include "ddp_log.h"
 
-#define GRAD_MIN_BYTES 64        /* a G allocation is larger than this     */
 #define GRAD_MAX_ARGS 512
 
 /* The records of one allocation (in creation order; ranges may overlap: a
@@ -117,18 +117,44 @@ static int list_matches(const char *name, const char *list)
 	return 0;
 }
 
+/* name with every C++ closure marker ("lambda", as the demangler spells
+ * `{lambda(float)#1}`) blanked: a closure type says nothing about what a
+ * kernel does, and "lamb" (the optimizer) is a prefix of it.  PyTorch's
+ * elementwise kernels carry the closures of their operators in their
+ * template arguments (tanh_kernel_cuda::{lambda()#2}...): matched raw,
+ * every one of them was taken for a LAMB optimizer.  Returns name itself
+ * when it has no marker, else a malloc'd copy (NULL when out of memory). */
+static char *without_closures(const char *name)
+{
+	static const char marker[] = "lambda";
+	const size_t mlen = sizeof marker - 1;
+	if (!ci_contains(name, marker, mlen))
+		return (char *)name;
+	char *copy = strdup(name);
+	if (!copy)
+		return NULL;
+	for (char *p = copy; *p; p++)
+		if (strncasecmp(p, marker, mlen) == 0)
+			memset(p, '~', mlen);
+	return copy;
+}
+
 int ddp_grad_name_matches(const char *name, const char *const *builtin, const char *setting)
 {
 	if (!name)
 		return 0;
-	int replace = setting && *setting && *setting != '+';
+	char *clean = without_closures(name);
+	if (!clean)
+		return 0;
+	int replace = setting && *setting && *setting != '+', hit = 0;
 	if (!replace)
-		for (size_t i = 0; builtin[i]; i++)
-			if (ci_contains(name, builtin[i], strlen(builtin[i])))
-				return 1;
-	if (setting && *setting)
-		return list_matches(name, *setting == '+' ? setting + 1 : setting);
-	return 0;
+		for (size_t i = 0; builtin[i] && !hit; i++)
+			hit = ci_contains(clean, builtin[i], strlen(builtin[i]));
+	if (!hit && setting && *setting)
+		hit = list_matches(clean, *setting == '+' ? setting + 1 : setting);
+	if (clean != name)
+		free(clean);
+	return hit;
 }
 
 enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
@@ -592,6 +618,14 @@ static const char *wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint
 	return NULL;
 }
 
+/* A pointer the signature types as integers or bools (a found-inf flag, a
+ * count, token ids): never a gradient, whatever its size.  Size is no
+ * evidence: a 1-element bias has a 4-byte gradient. */
+static int integer_arg(const struct ddp_grad_arg *a)
+{
+	return a->dtype >= DDP_DT_I8 && a->dtype <= DDP_DT_BOOL;
+}
+
 /* Makes b (a new record of [lo, hi)) a gradient or a candidate. */
 static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
 			    struct ddp_grad_buf *b, int role, int evidence, const char *paired)
@@ -805,9 +839,18 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		}
 		/* the first step: the reader reveals candidates (its inputs) and
 		 * outputs (written by a const-correct reader: never gradients) */
-		if (known || g->steps_done > 0 || hi - lo <= GRAD_MIN_BYTES)
+		if (known || g->steps_done > 0 || integer_arg(a))
 			continue;
 		int output = L->const_correct && !a->in_struct && a->access == DDP_GA_WRITE;
+		/* an input of unknown element type (an untyped kernel's flag or
+		 * scalar) cannot be averaged: no candidate.  Were it a gradient,
+		 * the optimizer finds it and asks for DDP_GRAD_DTYPE, and the
+		 * invariant check stops a step that used it unaveraged. */
+		if (!output && !ddp_dtype_size(grad_dtype(g, L, a))) {
+			DDP_DEBUG(GRAD, "reader %s argument %u: element type unknown, not a gradient candidate",
+				  L->kname ? L->kname : "?", a->param);
+			continue;
+		}
 		if (!(b = rec_new(g, a, lo, hi)))
 			return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
 		if (output) {
@@ -947,7 +990,7 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 	/* gradients: read-only, large, paired with a written range */
 	uint32_t pair[GRAD_MAX_ARGS] = { 0 };
 	for (uint32_t i = 0; i < n; i++)
-		if (ro[i] && hi[i] - lo[i] > GRAD_MIN_BYTES &&
+		if (ro[i] && !integer_arg(&L->args[i]) &&
 		    (pair[i] = pair_index(g, L, &L->args[i], hi[i] - lo[i], n, is_param, lo, hi)))
 			is_grad[i] = 1;
 	/* learn (written ranges first: a gradient names the range it pairs

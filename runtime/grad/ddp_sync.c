@@ -186,7 +186,7 @@ static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char
 	if (!ddp_trace_enabled())
 		return;
 	struct ddp_trace_ev ev = {
-		.name = name, .cat = "coll", .kernel = what, .ts_ns = t0,
+		.name = name, .cat = "coll", .kernel = ddp_trace_intern(what), .ts_ns = t0,
 		.dur_ns = ddp_now_ns() - t0, .bytes = bytes, .step = cur_step,
 	};
 	ddp_trace_event(&ev);
@@ -1155,9 +1155,27 @@ void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c)
 	ddp_port_own_end();
 }
 
+static int stepped_aside; /* ddp_sync_step_aside: the job stays until exit */
+
+void ddp_sync_step_aside(const char *why)
+{
+	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
+	if (my_rank == 0)
+		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
+			 "synchronisation steps aside: each rank's program synchronises itself", why);
+	else
+		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", my_rank, why);
+}
+
 int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
+	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
+		ddp_job_fini();
+		return 0;
+	}
 	if (!ddp_sync_on_)
 		return 0;
 	pthread_mutex_lock(&sync_lock);

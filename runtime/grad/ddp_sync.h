@@ -37,6 +37,13 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	__attribute__((visibility("hidden")));
 void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
 
+/* The program is already data-parallel (it runs collectives of its own,
+ * e.g. it launched NCCL kernels libddp did not make): gradient
+ * synchronisation stops for good, with one line naming why (rank 0 at
+ * warn, the others at info); the job stays connected until exit.  Any
+ * thread; idempotent. */
+void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
+
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns
  * non-zero when the process must exit non-zero: a rank of a multi-rank job

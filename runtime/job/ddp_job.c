@@ -88,6 +88,8 @@ static const char *launcher_cmd(const char *source)
 		return "mpirun";
 	if (strcmp(source, "pmi") == 0)
 		return "mpiexec";
+	if (strcmp(source, "horovod") == 0)
+		return "horovodrun";
 	return "your launcher";
 }
 
@@ -389,6 +391,7 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 	cfg.busy = job_coll_busy;
 	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
+	cfg.own_context = cfg.real_gpu && ddp_port_own_context();
 	/* a marker per rank, so that a failed creation can name who never came */
 	char key[64];
 	snprintf(key, sizeof key, "ddp/join/%d", info.rank);

@@ -56,6 +56,7 @@ void ddp_status_attach(int local_rank)
 	}
 	struct ddp_status_slot *s = (struct ddp_status_slot *)map_base + local_rank;
 	DDP_STATUS_STORE(s->pid, (int32_t)getpid());
+	DDP_STATUS_STORE(s->attach_ns, now_ns());
 	DDP_STATUS_STORE(s->magic, DDP_STATUS_MAGIC);
 	slot = s;
 }
@@ -111,9 +112,12 @@ void ddp_status_coll_leave(void)
 		return;
 	if (__atomic_sub_fetch(&coll_depth, 1, __ATOMIC_ACQ_REL) > 0)
 		return; /* another one is still inside */
-	uint64_t seq = DDP_STATUS_LOAD(s->coll_in);
+	uint64_t seq = DDP_STATUS_LOAD(s->coll_in), t = now_ns();
+	if (seq)
+		DDP_STATUS_STORE(s->coll_ns, DDP_STATUS_LOAD(s->coll_ns) +
+						     (t - DDP_STATUS_LOAD(s->coll_since_ns)));
 	DDP_STATUS_STORE(s->coll_in, 0);
 	if (seq)
 		DDP_STATUS_STORE(s->coll_done, seq);
-	DDP_STATUS_STORE(s->last_ns, now_ns());
+	DDP_STATUS_STORE(s->last_ns, t);
 }

@@ -26,7 +26,7 @@
 
 #include <stdint.h>
 
-#define DDP_STATUS_MAGIC 0x31545344u /* "DST1" */
+#define DDP_STATUS_MAGIC 0x32545344u /* "DST2" */
 #define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
 #define DDP_STATUS_SLOT_BYTES 128
 
@@ -40,7 +40,9 @@ struct ddp_status_slot {
 	uint64_t coll_in;       /* number of the collective it is inside, 0    */
 	uint64_t coll_since_ns; /* when it entered that collective             */
 	char coll_name[32];     /* "allreduce", "broadcast", "hash check"      */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 88];
+	uint64_t coll_ns;       /* time spent inside finished collectives      */
+	uint64_t attach_ns;     /* when the rank attached                      */
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 104];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 

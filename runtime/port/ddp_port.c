@@ -104,6 +104,28 @@ int ddp_port_param_info(const void *h, size_t i, size_t *off, size_t *size)
 	return r == CUDA_ERROR_INVALID_VALUE ? 1 : -1;
 }
 
+int ddp_port_own_context(void)
+{
+	const struct ddp_driver *d = &ddp_driver_;
+	CUcontext cur = NULL, prim = NULL;
+	CUdevice dev;
+	unsigned flags = 0;
+	int active = 0;
+
+	if (!d->ctxGetCurrent || !d->ctxGetDevice || !d->devicePrimaryCtxGetState ||
+	    !d->devicePrimaryCtxRetain || !d->devicePrimaryCtxRelease)
+		return 0;
+	if (d->ctxGetCurrent(&cur) != CUDA_SUCCESS || !cur || d->ctxGetDevice(&dev) != CUDA_SUCCESS ||
+	    d->devicePrimaryCtxGetState(dev, &flags, &active) != CUDA_SUCCESS)
+		return 0;
+	if (!active)
+		return 1; /* a context is current, and it is not the (inactive) primary one */
+	if (d->devicePrimaryCtxRetain(&prim, dev) != CUDA_SUCCESS)
+		return 0;
+	(void)d->devicePrimaryCtxRelease(dev);
+	return prim != cur;
+}
+
 uint32_t ddp_port_device_arch(void)
 {
 	const struct ddp_driver *d = &ddp_driver_;

@@ -122,9 +122,12 @@ struct ddp_driver {
 	CUresult (*eventSynchronize)(CUevent e);
 	CUresult (*streamWaitEvent)(CUstream s, CUevent e, unsigned flags);
 	CUresult (*launchHostFunc)(CUstream s, CUhostFn fn, void *user);
-	CUresult (*ctxGetCurrent)(CUcontext *ctx);
 	CUresult (*ctxSetCurrent)(CUcontext ctx);
 	CUresult (*deviceGetAttribute)(int *v, CUdevice_attribute a, CUdevice dev);
+	CUresult (*ctxGetCurrent)(CUcontext *ctx);
+	CUresult (*devicePrimaryCtxGetState)(CUdevice dev, unsigned *flags, int *active);
+	CUresult (*devicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
+	CUresult (*devicePrimaryCtxRelease)(CUdevice dev);
 	/* the launch entry points, by enum ddp_launch_kind (ddp_port_relaunch) */
 	CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 				 unsigned, unsigned, CUstream, void **, void **);
@@ -156,6 +159,12 @@ int ddp_port_param_info(const void *handle, size_t i, size_t *off, size_t *size)
 
 /* The current device's SM (e.g. 90), 0 when unknown. */
 uint32_t ddp_port_device_arch(void);
+
+/* 1 when the calling thread's current context is one the program created
+ * (cuCtxCreate), not its device's primary context (which cudart, NCCL and
+ * most libraries use); 0 when it is the primary one or the driver cannot
+ * say.  Never creates or activates a context. */
+int ddp_port_own_context(void);
 
 static inline void ddp_port_own_begin(void)
 {

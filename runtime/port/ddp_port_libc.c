@@ -31,5 +31,6 @@ struct ddp_libc ddp_libc_ = {
 	.freopen64 = freopen64, .fstat64 = fstat64, .fstatat64 = fstatat64, .fxstat64 = NULL,
 	.fxstatat64 = NULL, .statx = statx, .rename = rename, .renameat = renameat,
 	.renameat2 = renameat2, .unlink = unlink, .unlinkat = unlinkat, .remove = remove,
-	.access = access, .dlsym = dlsym,
+	.access = access, .link = link, .linkat = linkat, .truncate64 = truncate64,
+	.mkostemps = mkostemps, .dlsym = dlsym,
 };

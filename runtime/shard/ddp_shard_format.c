@@ -166,46 +166,70 @@ static ddp_result detect_tokens(const unsigned char *h, size_t n, struct ddp_sha
 	return check_size(l, err, errlen);
 }
 
-/* --- npy: a tiny reader of the header dict ---------------------------- */
+/* --- npy: a strict reader of the header dict ---------------------------
+ *
+ * The header is a Python literal as numpy writes it: one dict with exactly
+ * the keys 'descr' (a type string), 'fortran_order' (True/False) and
+ * 'shape' (a tuple of integers; one element needs its trailing comma),
+ * padded with spaces and ended by '\n' as the header's last byte.
+ * Anything else (a dict without '}', no final newline, an unknown or
+ * repeated key, text after the dict) is refused: a header we do not fully
+ * understand is never sharded by guesswork. */
 
-/* Finds 'key' (or "key") followed by ':' in [p, end); returns the position
- * after the colon and spaces, or NULL. */
-static const unsigned char *npy_find(const unsigned char *p, const unsigned char *end,
-				     const char *key)
+struct npy_cur {
+	const unsigned char *p, *end;
+};
+
+static void npy_sp(struct npy_cur *c)
 {
-	size_t k = strlen(key);
-
-	for (; p + k + 2 <= end; p++) {
-		if ((*p != '\'' && *p != '"') || memcmp(p + 1, key, k) != 0 || p[k + 1] != *p)
-			continue;
-		p += k + 2;
-		while (p < end && *p == ' ')
-			p++;
-		if (p >= end || *p != ':')
-			return NULL;
-		p++;
-		while (p < end && *p == ' ')
-			p++;
-		return p < end ? p : NULL;
-	}
-	return NULL;
+	while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))
+		c->p++;
 }
 
-/* Item size of a numpy type string such as '<f4', '|u1', '<U8', '<M8[ns]'. */
+static int npy_eat(struct npy_cur *c, unsigned char ch)
+{
+	npy_sp(c);
+	if (c->p < c->end && *c->p == ch) {
+		c->p++;
+		return 1;
+	}
+	return 0;
+}
+
+/* A quoted string without escapes: [*s, *s + *len) is its body. */
+static int npy_string(struct npy_cur *c, const unsigned char **s, size_t *len)
+{
+	unsigned char q;
+
+	npy_sp(c);
+	if (c->p >= c->end || (*c->p != '\'' && *c->p != '"'))
+		return 0;
+	q = *c->p++;
+	*s = c->p;
+	while (c->p < c->end && *c->p != q) {
+		if (*c->p == '\\' || *c->p == '\n')
+			return 0;
+		c->p++;
+	}
+	if (c->p >= c->end)
+		return 0;
+	*len = (size_t)(c->p - *s);
+	c->p++;
+	return 1;
+}
+
+/* Item size of a numpy type string body such as <f4, |u1, <U8, <M8[ns]. */
 static ddp_result npy_itemsize(const unsigned char *p, const unsigned char *end, uint64_t *size)
 {
 	uint64_t n = 0;
 	unsigned char kind;
 
-	if (p >= end || (*p != '\'' && *p != '"'))
-		return DDP_ERR_INVALID;
-	p++;
 	if (p < end && strchr("<>|=", *p) && *p)
 		p++;
 	if (p >= end)
 		return DDP_ERR_INVALID;
 	kind = *p++;
-	if (!strchr("biufcmMOSaUV", kind) || !kind || kind == 'O')
+	if (!strchr("biufcmMSaUV", kind) || !kind)
 		return DDP_ERR_INVALID;
 	if (p >= end || *p < '0' || *p > '9')
 		return DDP_ERR_INVALID;
@@ -214,6 +238,18 @@ static ddp_result npy_itemsize(const unsigned char *p, const unsigned char *end,
 			return DDP_ERR_INVALID;
 		n = n * 10 + (uint64_t)(*p++ - '0');
 	}
+	if (p < end && (kind == 'm' || kind == 'M')) {
+		/* a datetime unit: [ns], [D], ... */
+		if (*p++ != '[')
+			return DDP_ERR_INVALID;
+		while (p < end && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+				   (*p >= '0' && *p <= '9')))
+			p++;
+		if (p >= end || *p++ != ']')
+			return DDP_ERR_INVALID;
+	}
+	if (p != end)
+		return DDP_ERR_INVALID;
 	if (kind == 'U')
 		n *= 4;
 	*size = n;
@@ -223,9 +259,13 @@ static ddp_result npy_itemsize(const unsigned char *p, const unsigned char *end,
 static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_layout *l,
 			     char *err, size_t errlen)
 {
-	const unsigned char *p, *end;
-	uint64_t hlen, pre, item, rows = 0, rec;
-	int dims = 0;
+	const unsigned char *end, *s;
+	uint64_t hlen, pre, item = 0, rows = 0, rec = 1;
+	int dims = 0, fortran = 0;
+	unsigned seen = 0;
+	struct npy_cur c;
+	const char *why = NULL;
+	size_t sl;
 
 	l->fmt = DDP_SHARD_FMT_NPY;
 	if (n < 10 || h[6] < 1 || h[6] > 3 || (h[6] >= 2 && n < 12)) {
@@ -244,75 +284,123 @@ static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_
 		return DDP_ERR_INVALID;
 	}
 	end = h + pre + hlen;
-	p = npy_find(h + pre, end, "descr");
-	if (!p || *p == '[' || npy_itemsize(p, end, &item) != DDP_OK) {
-		ERR("npy header has no plain 'descr' (structured or object dtypes are not "
-		    "supported); give record=BYTES");
+	if (hlen == 0 || end[-1] != '\n') {
+		ERR("npy header does not end with a newline; it is not a header numpy wrote");
 		return DDP_ERR_INVALID;
 	}
-	p = npy_find(h + pre, end, "fortran_order");
-	if (!p || (end - p < 4) || (memcmp(p, "True", 4) && (end - p < 5 || memcmp(p, "False", 5)))) {
-		ERR("npy header has no valid 'fortran_order'");
+	c.p = h + pre;
+	c.end = end - 1; /* the dict and its padding, before the final newline */
+	if (!npy_eat(&c, '{')) {
+		why = "it does not start with '{'";
+		goto bad;
+	}
+	while (!npy_eat(&c, '}')) {
+		const unsigned char *key;
+		size_t kl;
+
+		if (!npy_string(&c, &key, &kl) || !npy_eat(&c, ':')) {
+			why = "expected a quoted key and ':' (or a closing '}')";
+			goto bad;
+		}
+		npy_sp(&c);
+		if (kl == 5 && memcmp(key, "descr", 5) == 0 && !(seen & 1)) {
+			seen |= 1;
+			if (c.p < c.end && *c.p == '[') {
+				ERR("npy header has a structured 'descr' (not supported); give record=BYTES");
+				return DDP_ERR_INVALID;
+			}
+			if (!npy_string(&c, &s, &sl) || npy_itemsize(s, s + sl, &item) != DDP_OK) {
+				ERR("npy header has no plain 'descr' (object dtypes are not supported); "
+				    "give record=BYTES");
+				return DDP_ERR_INVALID;
+			}
+		} else if (kl == 13 && memcmp(key, "fortran_order", 13) == 0 && !(seen & 2)) {
+			seen |= 2;
+			if (c.end - c.p >= 4 && memcmp(c.p, "True", 4) == 0) {
+				fortran = 1;
+				c.p += 4;
+			} else if (c.end - c.p >= 5 && memcmp(c.p, "False", 5) == 0) {
+				c.p += 5;
+			} else {
+				ERR("npy header has no valid 'fortran_order'");
+				return DDP_ERR_INVALID;
+			}
+		} else if (kl == 5 && memcmp(key, "shape", 5) == 0 && !(seen & 4)) {
+			int comma = 0;
+			seen |= 4;
+			if (!npy_eat(&c, '('))
+				goto bad_shape;
+			while (!npy_eat(&c, ')')) {
+				const unsigned char *digits;
+				uint64_t v = 0;
+
+				if (dims && !comma)
+					goto bad_shape;
+				npy_sp(&c);
+				digits = c.p;
+				while (c.p < c.end && *c.p >= '0' && *c.p <= '9') {
+					if (v > (1ull << 50))
+						goto bad_shape;
+					v = v * 10 + (uint64_t)(*c.p++ - '0');
+				}
+				if (c.p == digits)
+					goto bad_shape;
+				if (dims == 0) {
+					rows = v;
+					l->count_off = (uint32_t)(digits - h);
+					l->count_len = (uint32_t)(c.p - digits);
+				} else if (__builtin_mul_overflow(rec, v, &rec)) {
+					goto bad_shape;
+				}
+				/* numpy may write Python 2 longs: "3L" */
+				if (c.p < c.end && *c.p == 'L')
+					c.p++;
+				dims++;
+				comma = npy_eat(&c, ',');
+			}
+			if (dims == 1 && !comma)
+				goto bad_shape; /* "(3)" is the integer 3, not a tuple */
+		} else {
+			ERR("npy header has an unknown or repeated key '%.*s'", (int)(kl > 32 ? 32 : kl),
+			    (const char *)key);
+			return DDP_ERR_INVALID;
+		}
+		if (!npy_eat(&c, ',')) {
+			if (!npy_eat(&c, '}')) {
+				why = "expected ',' or '}' after a value";
+				goto bad;
+			}
+			break;
+		}
+	}
+	npy_sp(&c);
+	if (c.p != c.end) {
+		why = "text after the closing '}'";
+		goto bad;
+	}
+	if (seen != 7) {
+		ERR("npy header lacks '%s'", !(seen & 1) ? "descr" : !(seen & 2) ? "fortran_order" : "shape");
 		return DDP_ERR_INVALID;
 	}
-	if (memcmp(p, "True", 4) == 0) {
+	if (fortran) {
 		ERR("npy array is stored in Fortran order; rows are not contiguous, save it "
 		    "with numpy.ascontiguousarray");
 		return DDP_ERR_INVALID;
-	}
-	p = npy_find(h + pre, end, "shape");
-	if (!p || *p != '(') {
-		ERR("npy header has no valid 'shape'");
-		return DDP_ERR_INVALID;
-	}
-	p++;
-	rec = item;
-	for (;;) {
-		uint64_t v = 0;
-		const unsigned char *digits;
-
-		while (p < end && *p == ' ')
-			p++;
-		if (p < end && *p == ')')
-			break;
-		digits = p;
-		while (p < end && *p >= '0' && *p <= '9') {
-			if (v > (1ull << 50))
-				goto bad_shape;
-			v = v * 10 + (uint64_t)(*p++ - '0');
-		}
-		if (p == digits)
-			goto bad_shape;
-		/* numpy may write Python 2 longs: "3L" */
-		if (p < end && *p == 'L')
-			p++;
-		if (dims == 0) {
-			rows = v;
-			l->count_off = (uint32_t)(digits - h);
-			l->count_len = (uint32_t)(p - digits);
-		} else if (__builtin_mul_overflow(rec, v, &rec)) {
-			goto bad_shape;
-		}
-		dims++;
-		while (p < end && *p == ' ')
-			p++;
-		if (p < end && *p == ',') {
-			p++;
-			continue;
-		}
-		if (p < end && *p == ')')
-			break;
-		goto bad_shape;
 	}
 	if (dims == 0) {
 		ERR("npy array is 0-dimensional; there are no rows to shard");
 		return DDP_ERR_INVALID;
 	}
+	if (__builtin_mul_overflow(rec, item, &rec))
+		goto bad_shape;
 	l->header_bytes = pre + hlen;
 	l->record_count = rows;
 	l->record_bytes = rec;
 	l->item_bytes = rec;
 	return check_size(l, err, errlen);
+bad:
+	ERR("npy header is malformed at byte %llu: %s", (unsigned long long)(c.p - h), why);
+	return DDP_ERR_INVALID;
 bad_shape:
 	ERR("npy header has a malformed 'shape'");
 	return DDP_ERR_INVALID;

@@ -52,18 +52,49 @@ static void key_for_log(char *dst, size_t cap, const char *key)
 
 /* ---- replies ---------------------------------------------------------------- */
 
+/* "12.0 MiB", "1.9 KiB", "300 bytes" into buf (for the limits' messages). */
+static const char *size_text(char *buf, size_t cap, size_t n)
+{
+	if (n >= (size_t)1 << 20)
+		snprintf(buf, cap, "%.1f MiB", (double)n / (1 << 20));
+	else if (n >= 1024)
+		snprintf(buf, cap, "%.1f KiB", (double)n / 1024);
+	else
+		snprintf(buf, cap, "%zu bytes", n);
+	return buf;
+}
+
+/* Logs one closing for the bound on buffered messages: the first
+ * STORE_LOG_REFUSALS, then only counted. */
+static void log_busy(struct ddp_store_server *s, const char *peer, const char *what, size_t held)
+{
+	char a[32], b[32];
+	if (++s->nbusy <= STORE_LOG_REFUSALS)
+		DDP_WARN("store: closing %s: %s would take the messages held for all connections to %s "
+			 "(limit %s)", peer, what, size_text(a, sizeof a, held),
+			 size_text(b, sizeof b, s->max_buffered));
+}
+
 static int conn_append(struct conn *c, const void *data, size_t len)
 {
+	struct ddp_store_server *s = c->srv;
+
 	if (c->out_len + len > c->out_cap) {
 		size_t cap = c->out_cap ? c->out_cap : 256;
 		while (cap < c->out_len + len)
 			cap *= 2;
+		if (s->buffered - c->out_cap + cap > s->max_buffered) {
+			log_busy(s, c->peer, "replying", s->buffered - c->out_cap + cap);
+			c->dead = 1;
+			return -1;
+		}
 		uint8_t *p = realloc(c->out, cap);
 		if (!p) {
 			DDP_WARN("store: out of memory replying to %s; closing it", c->peer);
 			c->dead = 1;
 			return -1;
 		}
+		s->buffered = s->buffered - c->out_cap + cap;
 		c->out = p;
 		c->out_cap = cap;
 	}
@@ -274,10 +305,34 @@ static void do_heartbeat(struct ddp_store_server *s, struct conn *c, uint64_t co
 }
 
 /* Serves one complete, validated message. */
+/* A SET or ADD the table refused: out of memory, or the store is full (its
+ * keys and values would pass max_data); the connection stays. */
+static void store_full(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *key,
+		       ddp_result rc)
+{
+	char k[96];
+
+	if (rc != DDP_ERR_INVALID) {
+		conn_reply_msg(c, op, DDP_STORE_ST_INVALID, "store out of memory");
+		return;
+	}
+	char a[32], b[32];
+	key_for_log(k, sizeof k, key);
+	size_text(a, sizeof a, s->data_bytes);
+	size_text(b, sizeof b, s->max_data);
+	if (++s->nfull <= STORE_LOG_REFUSALS)
+		DDP_WARN("store: refused to store '%s' from %s: the store holds %s of keys and values "
+			 "(limit %s)", k, c->peer, a, b);
+	conn_reply_msg(c, op, DDP_STORE_ST_INVALID,
+		       "store full: it holds %s of keys and values (limit %s); '%s' was not stored; "
+		       "delete keys that are no longer needed", a, b, k);
+}
+
 static void dispatch(struct ddp_store_server *s, struct conn *c, const struct ddp_store_msg *m,
 		     double now)
 {
 	char key[DDP_STORE_MAX_KEY + 1], k[96];
+	ddp_result rc;
 	uint8_t op = m->hdr.op;
 	struct kv *e;
 
@@ -298,8 +353,9 @@ static void dispatch(struct ddp_store_server *s, struct conn *c, const struct dd
 		conn_reply(c, op, DDP_STORE_ST_OK, NULL, 0);
 		return;
 	case DDP_STORE_SET:
-		if (store_kv_set(s, key, m->val, m->hdr.val_len) != DDP_OK) {
-			conn_reply_msg(c, op, DDP_STORE_ST_INVALID, "store out of memory");
+		rc = store_kv_set(s, key, m->val, m->hdr.val_len);
+		if (rc != DDP_OK) {
+			store_full(s, c, op, key, rc);
 			return;
 		}
 		conn_reply(c, op, DDP_STORE_ST_OK, NULL, 0);
@@ -333,8 +389,9 @@ static void dispatch(struct ddp_store_server *s, struct conn *c, const struct dd
 		if (e)
 			v = ddp_store_get_u64(e->val);
 		ddp_store_put_u64(total, v + ddp_store_get_u64(m->val)); /* wraps, as int64 would not */
-		if (store_kv_set(s, key, total, sizeof total) != DDP_OK) {
-			conn_reply_msg(c, op, DDP_STORE_ST_INVALID, "store out of memory");
+		rc = store_kv_set(s, key, total, sizeof total);
+		if (rc != DDP_OK) {
+			store_full(s, c, op, key, rc);
 			return;
 		}
 		conn_reply(c, op, DDP_STORE_ST_OK, total, sizeof total);
@@ -392,15 +449,30 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 				conn_proto_error(c, c->hdr.op, "request while another is pending", now);
 				return;
 			}
+			if (c->out_len - c->out_off > s->max_conn_out) {
+				/* one request in flight: an honest client has read
+				 * every reply before it asks again */
+				conn_proto_error(c, c->hdr.op, "requests sent without reading the replies "
+						 "(more than one reply unread)", now);
+				return;
+			}
 			c->body_len = (size_t)c->hdr.key_len + c->hdr.val_len;
 			c->body_got = 0;
 			if (c->body_len) {
+				if (s->buffered + c->body_len > s->max_buffered) {
+					log_busy(s, c->peer, "its message", s->buffered + c->body_len);
+					conn_fail(c, c->hdr.op, DDP_STORE_ST_INVALID,
+						  "store busy: too many large messages in flight; retry later", now);
+					return;
+				}
 				c->body = malloc(c->body_len);
 				if (!c->body) {
 					DDP_WARN("store: out of memory reading from %s; closing it", c->peer);
 					c->dead = 1;
 					return;
 				}
+				c->body_cap = c->body_len;
+				s->buffered += c->body_cap;
 			}
 			c->have_hdr = 1;
 		}
@@ -427,6 +499,8 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 		}
 		free(c->body);
 		c->body = NULL;
+		s->buffered -= c->body_cap;
+		c->body_cap = 0;
 	}
 }
 
@@ -448,6 +522,7 @@ struct conn *store_conn_new(struct ddp_store_server *s, int fd, const char *peer
 		s->conns_cap = cap;
 	}
 	c->fd = fd;
+	c->srv = s;
 	c->rank = -1;
 	c->state = CONN_HELLO;
 	c->deadline_conn = now + STORE_HELLO_TIMEOUT_S;
@@ -467,6 +542,7 @@ void store_conn_free(struct ddp_store_server *s, size_t i)
 		__atomic_sub_fetch(&s->nready, 1, __ATOMIC_RELAXED);
 	if (c->fd >= 0)
 		DDP_SYS(close)(c->fd);
+	s->buffered -= c->body_cap + c->out_cap;
 	free(c->body);
 	free(c->out);
 	free(c);
@@ -486,6 +562,9 @@ ddp_result store_core_init(struct ddp_store_server *s, const char *secret)
 	s->secret_len = len;
 	s->listen_fd = -1;
 	s->wake[0] = s->wake[1] = -1;
+	s->max_data = STORE_MAX_DATA;
+	s->max_buffered = STORE_MAX_BUFFERED;
+	s->max_conn_out = STORE_MAX_CONN_OUT;
 	return store_table_init(s);
 }
 

@@ -54,7 +54,7 @@ static double mono_now(void)
 
 /* ---- connections ------------------------------------------------------------ */
 
-void store_conn_flush(struct conn *c)
+void store_conn_flush(struct ddp_store_server *s, struct conn *c)
 {
 	if (c->fd < 0) {
 		c->out_len = c->out_off = 0;
@@ -71,6 +71,13 @@ void store_conn_flush(struct conn *c)
 		c->out_off += (size_t)w;
 	}
 	c->out_len = c->out_off = 0;
+	if (c->out_cap > STORE_OUT_KEEP) {
+		/* a large reply went out: give its memory back */
+		s->buffered -= c->out_cap;
+		free(c->out);
+		c->out = NULL;
+		c->out_cap = 0;
+	}
 	if (c->state == CONN_CLOSING && !c->shut) {
 		if (c->fd >= 0)
 			shutdown(c->fd, SHUT_WR);
@@ -261,7 +268,7 @@ static void *store_thread(void *arg)
 		next = store_expire(s, now);
 		for (size_t i = 0; i < s->nconns; i++)
 			if (!s->conns[i]->dead)
-				store_conn_flush(s->conns[i]);
+				store_conn_flush(s, s->conns[i]);
 		store_sweep(s);
 	}
 	free(pfd);
@@ -393,6 +400,10 @@ void ddp_store_server_stop(struct ddp_store_server *s)
 	DDP_SYS(close)(s->wake[1]);
 	if (s->nrefused > STORE_LOG_REFUSALS)
 		DDP_WARN("store: refused %lu connections in all", s->nrefused);
+	if (s->nfull > STORE_LOG_REFUSALS)
+		DDP_WARN("store: refused %lu SET/ADD requests in all (store full)", s->nfull);
+	if (s->nbusy > STORE_LOG_REFUSALS)
+		DDP_WARN("store: closed %lu connections in all for holding too much memory", s->nbusy);
 	store_core_free(s);
 	free(s);
 }

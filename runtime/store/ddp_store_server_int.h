@@ -36,6 +36,24 @@
 #define STORE_CLOSE_LINGER_S  1.0   /* draining a connection being closed    */
 #define STORE_LOG_REFUSALS    16   /* refusals logged one by one, then counted  */
 
+/* Memory bounds (docs/store.md, Limits).  A client holding the secret can
+ * still not make the server hold more than:
+ *   - per connection: one message being read (its header names at most
+ *     DDP_STORE_MAX_KEY + DDP_STORE_MAX_VAL bytes) and one reply not yet
+ *     written; a request that arrives while more than max_conn_out
+ *     (STORE_MAX_CONN_OUT) bytes of replies are unwritten (a client that sends without reading)
+ *     closes that connection with a protocol error;
+ *   - in total: max_data bytes of keys and values in the table (a SET or ADD
+ *     past it is refused with status invalid, "store full", the connection
+ *     stays), and max_buffered bytes of messages being read plus replies
+ *     being written over all connections (past it, the connection that
+ *     needs more is closed, "store busy").
+ * The defaults are below; tests and the fuzz target lower them. */
+#define STORE_MAX_CONN_OUT (DDP_STORE_HDR_SIZE + DDP_STORE_MAX_KEY + (size_t)DDP_STORE_MAX_VAL)
+#define STORE_MAX_DATA     ((size_t)256 << 20)
+#define STORE_MAX_BUFFERED ((size_t)512 << 20)
+#define STORE_OUT_KEEP     ((size_t)64 << 10) /* a flushed reply buffer above this is freed */
+
 enum conn_state { CONN_HELLO, CONN_READY, CONN_CLOSING };
 
 struct kv {
@@ -60,6 +78,7 @@ struct progress {
 };
 
 struct conn {
+	struct ddp_store_server *srv; /* the server it belongs to             */
 	int fd;                      /* -1: no socket (fuzzing)               */
 	enum conn_state state;
 	int rank;                    /* from HELLO; -1 before or for tools    */
@@ -83,6 +102,7 @@ struct conn {
 	/* output not yet written */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
+	size_t body_cap;             /* bytes allocated for body (accounted)  */
 };
 
 struct ddp_store_server {
@@ -106,6 +126,13 @@ struct ddp_store_server {
 	pthread_mutex_t progress_lock;
 	struct progress *progress;   /* [nprogress], guarded by progress_lock */
 	size_t nprogress;
+	/* memory bounds (server thread) */
+	size_t data_bytes;           /* keys + values held in the table       */
+	size_t max_data;             /* STORE_MAX_DATA unless lowered         */
+	size_t buffered;             /* bodies + reply buffers of all conns   */
+	size_t max_buffered;         /* STORE_MAX_BUFFERED unless lowered     */
+	size_t max_conn_out;         /* STORE_MAX_CONN_OUT unless lowered     */
+	unsigned long nfull, nbusy;  /* refusals for the limits, for the log  */
 };
 
 /* ---- ddp_store_table.c: the data (server thread, except progress) -------- */
@@ -121,8 +148,9 @@ void store_table_free(struct ddp_store_server *s);
 /* The entry of key (NUL-terminated), or NULL. */
 struct kv *store_kv_find(struct ddp_store_server *s, const char *key);
 
-/* Stores a copy of val under key; returns DDP_ERR_NOMEM and leaves the table
- * unchanged when memory runs out. */
+/* Stores a copy of val under key; returns DDP_ERR_NOMEM when memory runs
+ * out and DDP_ERR_INVALID when the table would hold more than s->max_data
+ * bytes of keys and values (the table is then unchanged). */
 ddp_result store_kv_set(struct ddp_store_server *s, const char *key, const void *val, size_t len);
 
 /* Removes key; a missing key is a no-op. */
@@ -186,9 +214,10 @@ void store_log_refusal(struct ddp_store_server *s, const char *peer, const char 
 /* ---- ddp_store_loop.c: the socket loop (server thread) -------------------- */
 
 /* Writes c's pending output (non-blocking; what does not fit stays); a
- * CLOSING connection's write side is shut down once all is out.  With no
- * socket (fd = -1, fuzzing) the output is discarded. */
-void store_conn_flush(struct conn *c);
+ * CLOSING connection's write side is shut down once all is out; a buffer
+ * larger than STORE_OUT_KEEP is freed once empty.  With no socket (fd = -1,
+ * fuzzing) the output is discarded. */
+void store_conn_flush(struct ddp_store_server *s, struct conn *c);
 
 /* Closes and frees every connection marked dead. */
 void store_sweep(struct ddp_store_server *s);

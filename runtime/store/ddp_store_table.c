@@ -65,7 +65,10 @@ ddp_result store_kv_set(struct ddp_store_server *s, const char *key, const void 
 	uint64_t h = key_hash(key);
 	struct kv **p = kv_slot(s, key, h);
 	uint8_t *copy = NULL;
+	size_t klen = strlen(key), old = *p ? klen + (*p)->val_len : 0;
 
+	if (s->data_bytes - old + klen + len > s->max_data)
+		return DDP_ERR_INVALID;
 	if (len) {
 		copy = malloc(len);
 		if (!copy)
@@ -76,6 +79,7 @@ ddp_result store_kv_set(struct ddp_store_server *s, const char *key, const void 
 		free((*p)->val);
 		(*p)->val = copy;
 		(*p)->val_len = len;
+		s->data_bytes = s->data_bytes - old + klen + len;
 		return DDP_OK;
 	}
 	struct kv *e = calloc(1, sizeof *e);
@@ -91,6 +95,7 @@ ddp_result store_kv_set(struct ddp_store_server *s, const char *key, const void 
 	e->val = copy;
 	e->val_len = len;
 	*p = e;
+	s->data_bytes += klen + len;
 	if (++s->nkeys > s->nbuckets)
 		(void)kv_grow(s); /* a full table still works, only slower */
 	return DDP_OK;
@@ -110,6 +115,7 @@ void store_kv_del(struct ddp_store_server *s, const char *key)
 	if (!e)
 		return;
 	*p = e->next;
+	s->data_bytes -= strlen(e->key) + e->val_len;
 	kv_entry_free(e);
 	s->nkeys--;
 }
@@ -125,6 +131,7 @@ static void kv_free_all(struct ddp_store_server *s)
 	free(s->buckets);
 	s->buckets = NULL;
 	s->nkeys = 0;
+	s->data_bytes = 0;
 }
 
 /* ---- barriers --------------------------------------------------------------- */

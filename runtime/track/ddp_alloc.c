@@ -311,3 +311,28 @@ const char *ddp_alloc_kind_name(enum ddp_alloc_kind k)
 	static const char *const names[DDP_ALLOC_NKIND] = { "plain", "async", "managed", "vmm" };
 	return (unsigned)k < DDP_ALLOC_NKIND ? names[k] : "?";
 }
+
+int ddp_alloc_covers(uint64_t addr, uint64_t bytes, struct ddp_alloc_ent *first)
+{
+	struct ddp_alloc_ent e, f;
+	uint64_t end = addr + bytes, at = addr;
+
+	if (!bytes)
+		bytes = 1, end = addr + 1;
+	if (end < addr || !ddp_alloc_find(addr, &f))
+		return 0;
+	e = f;
+	/* walk adjacent VMM mappings (each a separate entry) to the end; each
+	 * step is its own lock-free lookup, so a concurrent unmap makes the
+	 * answer 0, never a torn walk */
+	while (e.base + e.size < end) {
+		at = e.base + e.size;
+		struct ddp_alloc_ent n;
+		if (e.kind != DDP_ALLOC_VMM || !ddp_alloc_find(at, &n) || n.base != at || n.kind != DDP_ALLOC_VMM)
+			return 0;
+		e = n;
+	}
+	if (first)
+		*first = f;
+	return 1;
+}

@@ -76,6 +76,14 @@ size_t ddp_alloc_remove_range(uint64_t base, uint64_t size);
  * Lock-free. */
 int ddp_alloc_find(uint64_t addr, struct ddp_alloc_ent *out /* OUT */);
 
+/* 1 when the whole range [addr, addr+bytes) is device memory the table
+ * holds: inside one allocation, or across adjacent VMM mappings (PyTorch's
+ * expandable segments map 2 MiB / 20 MiB pages, and a tensor may straddle
+ * them); *first (may be NULL) gets the allocation holding addr.  A range
+ * that crosses from one cuMemAlloc allocation into another is not covered.
+ * Lock-free. */
+int ddp_alloc_covers(uint64_t addr, uint64_t bytes, struct ddp_alloc_ent *first /* OUT, may be NULL */);
+
 /* Copies up to max live entries (ascending base) into out; returns the
  * number of live entries. */
 size_t ddp_alloc_snapshot(struct ddp_alloc_ent *out /* OUT */, size_t max);

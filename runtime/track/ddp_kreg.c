@@ -243,8 +243,11 @@ static struct ddp_kfunc *kfunc_new(const void *handle, struct ddp_kmodule *m, co
 	if (!k->demangled)
 		k->demangled = strdup(k->name);
 	ddp_kreg_apply_signature(k);
+	/* NCCL's kernels: extern "C" in old versions, C++ (mangled) since 2.19 */
 	k->untracked = strncmp(k->name, "ncclDevKernel_", 14) == 0 ||
-		       strncmp(k->name, "ncclKernel_", 11) == 0;
+		       strncmp(k->name, "ncclKernel_", 11) == 0 ||
+		       strncmp(k->demangled, "ncclDevKernel_", 14) == 0 ||
+		       strncmp(k->demangled, "ncclKernel_", 11) == 0;
 	k->optimizer = (uint8_t)ddp_kreg_is_optimizer_name(k->demangled);
 	return k;
 }

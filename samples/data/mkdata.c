@@ -3,7 +3,7 @@
  * mkdata.c - ddp-mkdata: builds the samples' data sets from the text of
  * /usr/share/common-licenses (or --source DIR).
  *
- *   ddp-mkdata --kind mlp|charlm --out PATH [--context K] [--max-records N]
+ *   ddp-mkdata --kind mlp|charlm|gpt --out PATH [--context K] [--max-records N]
  *              [--source DIR]
  *
  * The regular files of the source directory (symbolic links and everything
@@ -18,6 +18,11 @@
  *   0  8  magic "DDPREC01"     8 4 header_bytes (64)   12 4 record_bytes
  *   16 8  record_count         24 4 vocab (96)          28 4 context (K)
  *   32 32 reserved, zero;  then record_count records of record_bytes bytes.
+ *
+ * --kind gpt writes a token shard instead (the format of llm.c's data
+ * files): 256 int32 (1024 bytes): magic 20240520, version 1, token count,
+ * the rest zero; then every token of the text as a uint16.  --max-records N
+ * keeps the first N tokens; --context does not apply.
  *
  * Contract: deterministic (same input files -> same output bytes); writes the
  * output through a temporary file renamed into place; every failure prints
@@ -34,9 +39,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define USAGE "usage: ddp-mkdata --kind mlp|charlm --out PATH [--context K] [--max-records N] [--source DIR]"
+#define USAGE "usage: ddp-mkdata --kind mlp|charlm|gpt --out PATH [--context K] [--max-records N] [--source DIR]"
 #define VOCAB 96
 #define HEADER_BYTES 64
+#define SHARD_MAGIC 20240520
+#define SHARD_VERSION 1
+#define SHARD_HEADER_INTS 256
 
 static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
 static void die(int code, const char *fmt, ...)
@@ -146,6 +154,29 @@ static void put_u32(unsigned char *p, uint32_t v)
 	p[3] = (unsigned char)(v >> 24);
 }
 
+/* Writes the whole token sequence as a token shard (uint16 tokens) to the
+ * open file f; returns 0, or -1 with errno set. */
+static int write_token_shard(FILE *f, const unsigned char *tok, size_t n)
+{
+	unsigned char header[SHARD_HEADER_INTS * 4] = {0}, buf[8192];
+	size_t i, k;
+
+	put_u32(header, SHARD_MAGIC);
+	put_u32(header + 4, SHARD_VERSION);
+	put_u32(header + 8, (uint32_t)n);
+	if (fwrite(header, 1, sizeof(header), f) != sizeof(header))
+		return -1;
+	for (i = 0; i < n; i += k) {
+		for (k = 0; k < sizeof(buf) / 2 && i + k < n; k++) {
+			buf[2 * k] = tok[i + k];
+			buf[2 * k + 1] = 0;
+		}
+		if (fwrite(buf, 2, k, f) != k)
+			return -1;
+	}
+	return 0;
+}
+
 static long parse_long(const char *opt, const char *v, long min, long max)
 {
 	char *end = NULL;
@@ -166,7 +197,7 @@ int main(int argc, char **argv)
 	unsigned char *tok, header[HEADER_BYTES] = {0};
 	size_t len;
 	uint64_t count, r;
-	uint32_t record_bytes;
+	uint32_t record_bytes = 0;
 	char tmp[4096];
 	FILE *f;
 
@@ -205,10 +236,30 @@ int main(int argc, char **argv)
 		context = context ? context : 8;
 	else if (strcmp(kind, "charlm") == 0)
 		context = context ? context : 32;
-	else
-		die(2, "option --kind wants mlp or charlm, got '%s'", kind);
+	else if (strcmp(kind, "gpt") == 0) {
+		if (context)
+			die(2, "option --context does not apply to --kind gpt (a token shard has no records)");
+	} else
+		die(2, "option --kind wants mlp, charlm or gpt, got '%s'", kind);
 
 	read_corpus(source, &tok, &len, verbose);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out, (long)getpid());
+	if (strcmp(kind, "gpt") == 0) {
+		/* the token count is an int32 in the header */
+		count = len > INT32_MAX ? INT32_MAX : len;
+		if (max_records > 0 && count > (uint64_t)max_records)
+			count = (uint64_t)max_records;
+		f = fopen(tmp, "wb");
+		if (f == NULL)
+			die(1, "cannot create %s: %s", tmp, strerror(errno));
+		if (write_token_shard(f, tok, (size_t)count) != 0)
+			goto write_error;
+		if (fclose(f) != 0) {
+			f = NULL;
+			goto write_error;
+		}
+		goto done;
+	}
 	record_bytes = (uint32_t)context + 1;
 	/* window r covers tokens [r*K, r*K + K] */
 	count = len > (size_t)context ? (len - 1) / (uint64_t)context : 0;
@@ -226,7 +277,6 @@ int main(int argc, char **argv)
 	put_u32(header + 24, VOCAB);
 	put_u32(header + 28, (uint32_t)context);
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", out, (long)getpid());
 	f = fopen(tmp, "wb");
 	if (f == NULL)
 		die(1, "cannot create %s: %s", tmp, strerror(errno));
@@ -239,12 +289,17 @@ int main(int argc, char **argv)
 		f = NULL;
 		goto write_error;
 	}
+done:
 	if (rename(tmp, out) != 0) {
 		unlink(tmp);
 		die(1, "cannot rename %s to %s: %s", tmp, out, strerror(errno));
 	}
-	fprintf(stderr, "ddp-mkdata: %s: %llu %s records of %u bytes from %zu bytes of %s\n", out,
-		(unsigned long long)count, kind, record_bytes, len, source);
+	if (strcmp(kind, "gpt") == 0)
+		fprintf(stderr, "ddp-mkdata: %s: token shard of %llu uint16 tokens from %zu bytes of %s\n", out,
+			(unsigned long long)count, len, source);
+	else
+		fprintf(stderr, "ddp-mkdata: %s: %llu %s records of %u bytes from %zu bytes of %s\n", out,
+			(unsigned long long)count, kind, record_bytes, len, source);
 	free(tok);
 	return 0;
 

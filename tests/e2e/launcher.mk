@@ -19,3 +19,11 @@ $(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
 
 BINS += $(LAUNCH_TEST_PROGS)
 TESTS += $(filter-out tests/e2e/launcher/lib.sh,$(sort $(wildcard tests/e2e/launcher/*.sh)))
+
+# own_nccl.so: a trainer that launches an NCCL-named kernel of its own
+# (tests/e2e/launcher/own_nccl.sh); its CPU-device kernels beside it.
+$(LAUNCH_PROGS_DIR)/libown_nccl.so: tests/e2e/progs/own_nccl.c $(BUILD)/tests/e2e/progs/own_nccl.fatbin.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(CPPFLAGS) -shared -fPIC -O2 $^ -o $@ -ldl
+BINS += $(LAUNCH_PROGS_DIR)/libown_nccl.so $(LAUNCH_PROGS_DIR)/libown_nccl.so.kern.so
+$(eval $(call sim_kernel_lib,$(LAUNCH_PROGS_DIR)/libown_nccl.so.kern.so,tests/e2e/progs/own_nccl.cu,$(BUILD)/tests/e2e/progs/own_nccl.fatbin))

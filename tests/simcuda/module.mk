@@ -55,6 +55,9 @@ SIMCUDA_RPATH := -Wl,-rpath,$(abspath $(SIMCUDA_DIR))
 $(BUILD)/tests/simcuda/test_driver: $(BUILD)/tests/simcuda/test_driver.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread -ldl
 
+$(BUILD)/tests/simcuda/test_alloc_modes: $(BUILD)/tests/simcuda/test_alloc_modes.o $(SIMCUDA_DIR)/libcuda.so
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
+
 $(BUILD)/tests/simcuda/test_fault: $(BUILD)/tests/simcuda/test_fault.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH)
 
@@ -75,9 +78,11 @@ $(BUILD)/tests/simcuda/test_preload: $(BUILD)/tests/simcuda/test_preload.o $(SIM
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(SIMCUDA_RPATH) -ldl
 
 $(BUILD)/tests/simcuda/test_driver.o $(BUILD)/tests/simcuda/test_fault.o $(BUILD)/tests/simcuda/test_loader.o \
+	$(BUILD)/tests/simcuda/test_alloc_modes.o \
 	$(BUILD)/tests/simcuda/test_preload.o: CPPFLAGS += -Itests
 
 TESTS += $(BUILD)/tests/simcuda/test_driver $(BUILD)/tests/simcuda/test_fault $(BUILD)/tests/simcuda/test_loader \
+	$(BUILD)/tests/simcuda/test_alloc_modes \
 	$(BUILD)/tests/simcuda/test_preload
 
 # ---- launch tests: kernels from real nvcc fatbins (embedded), host code in

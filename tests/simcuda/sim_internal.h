@@ -191,6 +191,8 @@ struct sim_range {
 	unsigned long long id;
 	struct CUctx_st *ctx;
 	unsigned flags;                 /* SIM_RANGE_*                         */
+	unsigned long long res;         /* VMM: the address reservation's id (0: not VMM) */
+	struct sim_pool *pool;          /* stream-ordered: the pool it came from */
 };
 
 /* Classifies [p, p+n): SIM_PTR_DEVICE when it lies inside one device
@@ -205,6 +207,33 @@ int sim_mem_in_device_range(uintptr_t p);
  * CUDA_ERROR_INVALID_VALUE when it overlaps another recorded range. */
 CUresult sim_mem_register_global(uintptr_t p, size_t n, struct CUctx_st *ctx);
 
+/* Device memory for the allocators (sim_mem.c): a new allocation of size
+ * bytes (its own pages, guard page after) recorded with owner pool; and the
+ * release of the one starting at base (SIM_PTR_DEVICE, not VMM). */
+CUresult sim_mem_dev_alloc(struct CUctx_st *ctx, size_t size, struct sim_pool *pool, CUdeviceptr *out /* OUT */);
+CUresult sim_mem_dev_release(uintptr_t base);
+/* The VMM half (sim_vmm.c) uses: an aligned virtual range from the VMM part
+ * of the device reservation (0 when none is left) and its return; committed
+ * physical bytes against the device capacity (0, or -1 when full); table
+ * entries for accessible mappings. */
+uintptr_t sim_mem_va_reserve(size_t size, size_t align);
+void sim_mem_va_release(uintptr_t base, size_t size);
+int sim_mem_charge(size_t bytes);
+void sim_mem_uncharge(size_t bytes);
+int sim_mem_table_add(const struct sim_range *r);
+int sim_mem_table_remove(uintptr_t base, struct sim_range *out /* OUT, may be NULL */);
+unsigned long long sim_mem_next_id(void);
+
+/* ---- stream-ordered pools (sim_vmm.c) */
+struct sim_pool;
+/* The device's current pool (cuDeviceSetMemPool), the default one at first. */
+struct sim_pool *sim_pool_current(void);
+CUresult sim_pool_alloc(struct sim_pool *p, struct CUstream_st *s, size_t size, CUdeviceptr *out /* OUT */);
+/* An allocation of pool p was freed at once (cuMemFree): its accounting. */
+void sim_pool_forget(struct sim_pool *p, const struct sim_range *r);
+/* cuMemFreeAsync of r on s: the block returns to its pool when s reaches it. */
+CUresult sim_pool_free_async(struct CUstream_st *s, const struct sim_range *r);
+
 /* ---- copies (sim_copy.c) */
 enum sim_copy_dir { SIM_COPY_ANY = 0, SIM_COPY_HTOD, SIM_COPY_DTOH, SIM_COPY_DTOD };
 
@@ -217,6 +246,8 @@ CUresult sim_set_async(enum sim_ds ds, CUdeviceptr dst, unsigned v, unsigned ele
 /* ---- impls of the SIM_STREAM entries (one prototype per impl) */
 CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize, CUstream s);
 CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream s);
+CUresult sim_mem_alloc_from_pool_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+				       CUstream s);
 CUresult sim_mem_prefetch(enum sim_ds ds, CUdeviceptr p, size_t n, int dst_ok, unsigned flags, CUstream s);
 /* 1 when dev names a valid prefetch target (CU_DEVICE_CPU or device 0). */
 int sim_prefetch_dev_ok(CUdevice dev);

@@ -45,6 +45,11 @@ static pthread_mutex_t sim_mem_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t sim_mem_once = PTHREAD_ONCE_INIT;
 static uintptr_t sim_dev_lo, sim_dev_hi;   /* the reservation             */
 static uintptr_t sim_dev_next;             /* bump pointer (sim_mem_mu)   */
+static uintptr_t sim_plain_hi;             /* cuMemAlloc below, VMM above */
+static uintptr_t sim_va_next;              /* VMM bump pointer (sim_mem_mu) */
+struct sim_va { uintptr_t base; size_t size; };
+static struct sim_va *sim_va;              /* live VMM reservations       */
+static size_t sim_nva, sim_capva;
 static size_t sim_dev_used;                /* committed bytes (sim_mem_mu) */
 static struct sim_range *sim_tab;          /* sorted by base (sim_mem_mu) */
 static size_t sim_ntab, sim_captab;
@@ -60,6 +65,9 @@ static void sim_mem_reserve(void)
 			sim_dev_lo = (uintptr_t)p;
 			sim_dev_hi = sim_dev_lo + sizes[i];
 			sim_dev_next = sim_dev_lo;
+			/* the upper quarter holds VMM address reservations */
+			sim_plain_hi = sim_dev_lo + sizes[i] / 4 * 3;
+			sim_va_next = sim_plain_hi;
 			return;
 		}
 	}
@@ -123,7 +131,22 @@ enum sim_ptr_kind sim_mem_classify(uintptr_t p, size_t n, struct sim_range *r)
 				if (r)
 					*r = *e;
 			} else {
-				k = SIM_PTR_BAD; /* starts inside, runs past the end */
+				/* starts inside, runs past the end: fine only across
+				 * adjacent mappings of one VMM reservation */
+				k = SIM_PTR_BAD;
+				uintptr_t end = e->base + len;
+				size_t j = i + 1;
+				while (e->res && j < sim_ntab && sim_tab[j].base == end && sim_tab[j].res == e->res &&
+				       sim_tab[j].kind == e->kind) {
+					end += sim_tab[j].size;
+					if (p + n <= end) {
+						k = e->kind;
+						if (r)
+							*r = *e;
+						break;
+					}
+					j++;
+				}
 			}
 		}
 	}
@@ -137,7 +160,7 @@ enum sim_ptr_kind sim_mem_classify(uintptr_t p, size_t n, struct sim_range *r)
 static uintptr_t sim_dev_place(size_t len)
 {
 	size_t need = len + SIM_PAGE;
-	if (sim_dev_next + need <= sim_dev_hi && sim_dev_next + need > sim_dev_next) {
+	if (sim_dev_next + need <= sim_plain_hi && sim_dev_next + need > sim_dev_next) {
 		uintptr_t a = sim_dev_next;
 		sim_dev_next += need;
 		return a;
@@ -145,9 +168,10 @@ static uintptr_t sim_dev_place(size_t len)
 	/* Wrapped: first fit between live device allocations. */
 	uintptr_t prev_end = sim_dev_lo;
 	for (size_t i = 0; i <= sim_ntab; i++) {
-		uintptr_t next = sim_dev_hi;
+		uintptr_t next = sim_plain_hi;
 		if (i < sim_ntab) {
-			if (sim_tab[i].kind != SIM_PTR_DEVICE || (sim_tab[i].flags & SIM_RANGE_GLOBAL))
+			if (sim_tab[i].kind != SIM_PTR_DEVICE || sim_tab[i].base >= sim_plain_hi ||
+			    (sim_tab[i].flags & SIM_RANGE_GLOBAL))
 				continue;
 			next = sim_tab[i].base;
 		}
@@ -159,7 +183,8 @@ static uintptr_t sim_dev_place(size_t len)
 	return 0;
 }
 
-static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, unsigned flags, CUdeviceptr *out)
+static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, unsigned flags, struct sim_pool *pool,
+			      CUdeviceptr *out)
 {
 	pthread_once(&sim_mem_once, sim_mem_reserve);
 	if (!sim_dev_lo)
@@ -175,7 +200,7 @@ static CUresult sim_dev_alloc(struct CUctx_st *ctx, size_t size, unsigned flags,
 	} else if (mprotect((void *)a, len, PROT_READ | PROT_WRITE) != 0) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 	} else {
-		struct sim_range r = { a, size, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, flags };
+		struct sim_range r = { a, size, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, flags, 0, pool };
 		if (sim_tab_insert(&r) != 0) {
 			mprotect((void *)a, len, PROT_NONE);
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
@@ -226,7 +251,7 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	if (!dptr || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_FAULT_CHECK("cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY);
-	return sim_dev_alloc(c, bytesize, 0, dptr);
+	return sim_dev_alloc(c, bytesize, 0, NULL, dptr);
 }
 
 SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
@@ -238,7 +263,7 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
 	if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_FAULT_CHECK("cuMemAllocManaged", CUDA_ERROR_OUT_OF_MEMORY);
-	return sim_dev_alloc(c, bytesize, SIM_RANGE_MANAGED, dptr);
+	return sim_dev_alloc(c, bytesize, SIM_RANGE_MANAGED, NULL, dptr);
 }
 
 /* The range must lie inside one managed allocation. */
@@ -312,7 +337,7 @@ CUresult sim_mem_register_global(uintptr_t p, size_t n, struct CUctx_st *ctx)
 	} else if (i != (size_t)-1 && sim_tab[i].base + (sim_tab[i].size ? sim_tab[i].size : 1) > p) {
 		rc = CUDA_ERROR_INVALID_VALUE; /* overlaps another range */
 	} else {
-		struct sim_range r = { p, n, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, SIM_RANGE_GLOBAL };
+		struct sim_range r = { p, n, SIM_PTR_DEVICE, sim_next_buffer_id++, ctx, SIM_RANGE_GLOBAL, 0, NULL };
 		if (sim_tab_insert(&r) != 0)
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -334,7 +359,7 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
 	size_t pitch = sim_round(WidthInBytes, 512);
 	if (Height > SIZE_MAX / pitch)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	rc = sim_dev_alloc(c, pitch * Height, 0, dptr);
+	rc = sim_dev_alloc(c, pitch * Height, 0, NULL, dptr);
 	if (rc == CUDA_SUCCESS)
 		*pPitch = pitch;
 	return rc;
@@ -346,11 +371,15 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	struct sim_range r;
-	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || (r.flags & SIM_RANGE_GLOBAL))
+	/* VMM mappings are released with cuMemUnmap/cuMemRelease, not here */
+	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.res || (r.flags & SIM_RANGE_GLOBAL))
 		return CUDA_ERROR_INVALID_VALUE;
 	/* Like the driver, freeing waits for work that may still use it. */
 	sim_sync_all();
-	return sim_release((uintptr_t)dptr, SIM_PTR_DEVICE);
+	rc = sim_release((uintptr_t)dptr, SIM_PTR_DEVICE);
+	if (rc == CUDA_SUCCESS && r.pool)
+		sim_pool_forget(r.pool, &r);
+	return rc;
 }
 
 CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize, CUstream h)
@@ -362,19 +391,8 @@ CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize,
 	if (!dptr || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	SIM_FAULT_CHECK("cuMemAllocAsync", CUDA_ERROR_OUT_OF_MEMORY);
-	/* The memory is usable at once, so also by the stream's later work. */
-	return sim_dev_alloc(s->ctx, bytesize, 0, dptr);
-}
-
-struct sim_free_work {
-	struct sim_work w;
-	uintptr_t base;
-};
-
-static CUresult sim_free_run(struct sim_work *w)
-{
-	sim_release(((struct sim_free_work *)w)->base, SIM_PTR_DEVICE);
-	return CUDA_SUCCESS;
+	/* from the device's current pool (sim_vmm.c) */
+	return sim_pool_alloc(sim_pool_current(), s, bytesize, dptr);
 }
 
 CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream h)
@@ -384,15 +402,133 @@ CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream h)
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	struct sim_range r;
-	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.base != (uintptr_t)dptr ||
+	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.base != (uintptr_t)dptr || r.res ||
 	    (r.flags & SIM_RANGE_GLOBAL))
 		return CUDA_ERROR_INVALID_VALUE;
-	struct sim_free_work *fw = calloc(1, sizeof(*fw));
-	if (!fw)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	fw->w.run = sim_free_run;
-	fw->base = (uintptr_t)dptr;
-	return sim_stream_enqueue(s, &fw->w, NULL);
+	return sim_pool_free_async(s, &r);
+}
+
+/* ---- for the allocators of sim_vmm.c */
+
+CUresult sim_mem_dev_alloc(struct CUctx_st *ctx, size_t size, struct sim_pool *pool, CUdeviceptr *out)
+{
+	return sim_dev_alloc(ctx, size, 0, pool, out);
+}
+
+CUresult sim_mem_dev_release(uintptr_t base)
+{
+	return sim_release(base, SIM_PTR_DEVICE);
+}
+
+unsigned long long sim_mem_next_id(void)
+{
+	pthread_mutex_lock(&sim_mem_mu);
+	unsigned long long id = sim_next_buffer_id++;
+	pthread_mutex_unlock(&sim_mem_mu);
+	return id;
+}
+
+uintptr_t sim_mem_va_reserve(size_t size, size_t align)
+{
+	pthread_once(&sim_mem_once, sim_mem_reserve);
+	if (!sim_dev_lo || !size || (align & (align - 1)))
+		return 0;
+	if (align < SIM_PAGE)
+		align = SIM_PAGE;
+	uintptr_t a = 0;
+	pthread_mutex_lock(&sim_mem_mu);
+	if (sim_nva == sim_capva) {
+		size_t cap = sim_capva ? 2 * sim_capva : 16;
+		struct sim_va *v = realloc(sim_va, cap * sizeof *v);
+		if (!v)
+			goto out;
+		sim_va = v;
+		sim_capva = cap;
+	}
+	/* bump first, then first fit between live reservations (sorted) */
+	uintptr_t cand = sim_round(sim_va_next, align);
+	if (cand < sim_va_next || cand + size < cand || cand + size > sim_dev_hi) {
+		cand = sim_round(sim_plain_hi, align);
+		for (size_t i = 0; i <= sim_nva; i++) {
+			uintptr_t lim = i < sim_nva ? sim_va[i].base : sim_dev_hi;
+			if (cand + size >= cand && cand + size <= lim)
+				break;
+			if (i == sim_nva) {
+				cand = 0;
+				break;
+			}
+			cand = sim_round(sim_va[i].base + sim_va[i].size, align);
+		}
+		if (!cand)
+			goto out;
+	} else {
+		sim_va_next = cand + size;
+	}
+	size_t i = 0;
+	while (i < sim_nva && sim_va[i].base < cand)
+		i++;
+	memmove(&sim_va[i + 1], &sim_va[i], (sim_nva - i) * sizeof *sim_va);
+	sim_va[i] = (struct sim_va){ cand, size };
+	sim_nva++;
+	a = cand;
+out:
+	pthread_mutex_unlock(&sim_mem_mu);
+	return a;
+}
+
+void sim_mem_va_release(uintptr_t base, size_t size)
+{
+	pthread_mutex_lock(&sim_mem_mu);
+	for (size_t i = 0; i < sim_nva; i++)
+		if (sim_va[i].base == base && sim_va[i].size == size) {
+			memmove(&sim_va[i], &sim_va[i + 1], (sim_nva - i - 1) * sizeof *sim_va);
+			sim_nva--;
+			break;
+		}
+	pthread_mutex_unlock(&sim_mem_mu);
+}
+
+int sim_mem_charge(size_t bytes)
+{
+	int rc = -1;
+	pthread_mutex_lock(&sim_mem_mu);
+	if (bytes <= SIM_DEVICE_MEM - sim_dev_used) {
+		sim_dev_used += bytes;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&sim_mem_mu);
+	return rc;
+}
+
+void sim_mem_uncharge(size_t bytes)
+{
+	pthread_mutex_lock(&sim_mem_mu);
+	sim_dev_used -= bytes;
+	pthread_mutex_unlock(&sim_mem_mu);
+}
+
+int sim_mem_table_add(const struct sim_range *r)
+{
+	pthread_mutex_lock(&sim_mem_mu);
+	int rc = sim_tab_insert(r);
+	pthread_mutex_unlock(&sim_mem_mu);
+	return rc;
+}
+
+int sim_mem_table_remove(uintptr_t base, struct sim_range *out)
+{
+	int rc = -1;
+	pthread_mutex_lock(&sim_mem_mu);
+	size_t i = sim_tab_floor(base);
+	if (i != (size_t)-1 && sim_tab[i].base == base) {
+		if (out)
+			*out = sim_tab[i];
+		memmove(&sim_tab[i], &sim_tab[i + 1], (sim_ntab - i - 1) * sizeof(*sim_tab));
+		sim_ntab--;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&sim_mem_mu);
+	return rc;
 }
 
 SIM_EXPORT CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
@@ -440,7 +576,7 @@ static CUresult sim_host_alloc(void **pp, size_t size)
 	if (p == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&sim_mem_mu);
-	struct sim_range r = { (uintptr_t)p, size, SIM_PTR_HOST_PINNED, sim_next_buffer_id++, c, 0 };
+	struct sim_range r = { (uintptr_t)p, size, SIM_PTR_HOST_PINNED, sim_next_buffer_id++, c, 0, 0, NULL };
 	int bad = sim_tab_insert(&r);
 	pthread_mutex_unlock(&sim_mem_mu);
 	if (bad) {

@@ -820,10 +820,15 @@ TEST(unimplemented_entry_points_fail)
 	graph_create_fn d = (graph_create_fn)sym("cuGraphCreate");
 	REQUIRE(d != NULL);
 	CHECK_EQ_INT(d(&g, 0), CUDA_ERROR_NOT_SUPPORTED);
-	CUmemGenericAllocationHandle mh;
-	CUmemAllocationProp mprop;
-	memset(&mprop, 0, sizeof(mprop));
-	CHECK_EQ_INT(cuMemCreate(&mh, 4096, &mprop, 0), CUDA_ERROR_NOT_SUPPORTED);
+	/* (VMM is implemented now, tests/simcuda/test_alloc_modes.c; arrays are not) */
+	CUarray arr;
+	CUDA_ARRAY_DESCRIPTOR ad;
+	memset(&ad, 0, sizeof(ad));
+	ad.Width = 16;
+	ad.Height = 1;
+	ad.Format = CU_AD_FORMAT_FLOAT;
+	ad.NumChannels = 1;
+	CHECK_EQ_INT(cuArrayCreate(&arr, &ad), CUDA_ERROR_NOT_SUPPORTED);
 	/* Stream capture: refused, and nothing is captured (the stream still
 	 * runs work at once). */
 	CUstream s;

@@ -96,6 +96,30 @@ TEST(vmm_range_removal)
 	CHECK_EQ_INT(ddp_alloc_remove_range(0x0, 0x10000), 0);
 }
 
+/* Ranges, not allocations: a tensor inside a caching-allocator segment,
+ * one straddling two expandable-segment pages, and what is not covered. */
+TEST(ranges_covered_across_vmm_pages)
+{
+	struct ddp_alloc_ent e;
+	fresh(1024);
+	ddp_alloc_insert(0x200000, 0x200000, DDP_ALLOC_VMM, 0, NULL);   /* two 2 MiB pages */
+	ddp_alloc_insert(0x400000, 0x200000, DDP_ALLOC_VMM, 0, NULL);
+	ddp_alloc_insert(0x800000, 0x200000, DDP_ALLOC_VMM, 0, NULL);   /* a gap before it */
+	ddp_alloc_insert(0x1000000, 0x200000, DDP_ALLOC_PLAIN, 0, NULL); /* a 2 MiB segment */
+	ddp_alloc_insert(0x1200000, 0x200000, DDP_ALLOC_PLAIN, 0, NULL); /* adjacent, distinct */
+	CHECK(ddp_alloc_covers(0x1000200, 512, &e) && e.base == 0x1000000);  /* a tensor in a segment */
+	CHECK(ddp_alloc_covers(0x3ff000, 0x2000, &e) && e.base == 0x200000); /* straddles two pages */
+	CHECK(ddp_alloc_covers(0x200000, 0x400000, NULL));                   /* both pages whole */
+	CHECK(!ddp_alloc_covers(0x200000, 0x400001, NULL));                  /* one byte into the gap */
+	CHECK(!ddp_alloc_covers(0x5ff000, 0x300000, NULL));                  /* across the gap */
+	CHECK(!ddp_alloc_covers(0x11ff000, 0x2000, NULL));                   /* two cuMemAlloc segments */
+	CHECK(!ddp_alloc_covers(0x100, 4, NULL));
+	CHECK(!ddp_alloc_covers(0x200000, UINT64_MAX, NULL));                /* wraps */
+	CHECK(ddp_alloc_covers(0x1000000, 0, NULL));                         /* empty: the address alone */
+	ddp_alloc_remove_range(0x400000, 0x200000);                          /* the second page unmapped */
+	CHECK(!ddp_alloc_covers(0x3ff000, 0x2000, NULL));
+}
+
 TEST(full_table_refuses)
 {
 	fresh(4);

@@ -432,6 +432,18 @@ TEST(kernel_classes_by_name_and_settings)
 	CHECK_EQ_INT(ddp_grad_classify("My_Step_kernel", " my_step ", NULL), DDP_GK_OPT); /* case, spaces */
 	CHECK_EQ_INT(ddp_grad_classify("global_grad_norm", NULL, "nothing_like_it"), DDP_GK_OTHER);
 	CHECK_EQ_INT(ddp_grad_classify("check_scale", NULL, "+check_scale"), DDP_GK_READER);
+	/* a closure type is no optimizer: PyTorch's tanh forward, as the first
+	 * GPU run's log named it (it was taken for LAMB: "lamb" in "lambda") */
+	CHECK_EQ_INT(ddp_grad_classify("void at::native::vectorized_elementwise_kernel<4, "
+				       "at::native::tanh_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}::"
+				       "operator()() const::{lambda()#2}::operator()() const::{lambda(float)#1}, "
+				       "std::array<char*, 2ul> >(int, at::native::tanh_kernel_cuda(at::"
+				       "TensorIteratorBase&)::{lambda()#2}::operator()() const::{lambda()#2}::"
+				       "operator()() const::{lambda(float)#1}, std::array<char*, 2ul>)", NULL, NULL),
+		     DDP_GK_OTHER);
+	CHECK_EQ_INT(ddp_grad_classify("LAMBDA_fwd", NULL, "+lamb"), DDP_GK_OTHER);
+	CHECK_EQ_INT(ddp_grad_classify("lamb_update_kernel", NULL, NULL), DDP_GK_OPT);
+	CHECK_EQ_INT(ddp_grad_classify("void f<{lambda(float)#1}>(lamb_state*)", NULL, NULL), DDP_GK_OPT);
 	CHECK_EQ_INT(ddp_dtype_parse("bf16"), DDP_DT_BF16);
 	CHECK_EQ_INT(ddp_dtype_parse("FP16"), DDP_DT_F16);
 	CHECK_EQ_INT(ddp_dtype_parse("int8"), DDP_DT_UNKNOWN);

@@ -284,6 +284,30 @@ TEST(format_npy)
 	detect_bad(n, "declares 4 records of 16 bytes");
 	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4; 2), }", 64);
 	detect_bad(n, "malformed 'shape'");
+	/* strict: the two headers issue 14 found accepted, and their cousins */
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), ", 64);
+	detect_bad(n, "expected a quoted key"); /* a dict without '}' */
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), }", 64);
+	file[127] = ' ';
+	detect_bad(n, "does not end with a newline");
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), } x", 64);
+	detect_bad(n, "text after the closing '}'");
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), 'shape': (4, 2)}", 64);
+	detect_bad(n, "unknown or repeated key 'shape'");
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (4, 2), 'extra': 1}", 64);
+	detect_bad(n, "unknown or repeated key 'extra'");
+	n = make_npy("{'descr': '<f8', 'fortran_order': False}", 64);
+	detect_bad(n, "lacks 'shape'");
+	n = make_npy("{'descr': '<f8', 'fortran_order': False, 'shape': (8)}", 64);
+	detect_bad(n, "malformed 'shape'"); /* (8) is not a tuple */
+	n = make_npy("{'descr': '<f8' 'fortran_order': False, 'shape': (8,)}", 64);
+	detect_bad(n, "expected ',' or '}'");
+	n = make_npy("{'descr': '<f8x', 'fortran_order': False, 'shape': (8,)}", 64);
+	detect_bad(n, "no plain 'descr'");
+	/* still accepted: numpy's own spellings */
+	n = make_npy("{\"descr\": \"<M8[ns]\", \"fortran_order\": False, \"shape\": (8L,)}", 64);
+	l = detect_ok(n);
+	CHECK_EQ_INT(l.record_count, 8);
 }
 
 TEST(format_unknown_and_raw)

@@ -18,6 +18,7 @@
 #include "ddp_log.h"
 #include "ddp_store.h"
 #include "../../runtime/store/ddp_store_server.h"
+#include "../../runtime/store/ddp_store_server_int.h"
 
 #define SECRET "t0p-s3cret-for-test"
 
@@ -1116,6 +1117,152 @@ TEST(idle_connection_flood_is_bounded)
 	CHECK(strstr(log, SECRET) == NULL);
 	for (int i = 0; i < opened; i++)
 		close(fds[i]);
+	ddp_store_server_stop(srv);
+}
+
+/* ---- memory bounds (issue 14): the core with lowered limits, no sockets -- */
+
+/* Feeds one request to c and returns the status of the reply it produced
+ * (-1: none), the reply's text in msg; the output is then discarded. */
+static int core_req(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *key,
+		    const void *val, uint32_t vlen, char *msg, size_t cap)
+{
+	uint8_t buf[DDP_STORE_HDR_SIZE + 64 + 4096];
+	size_t kl = strlen(key), n = craft(buf, op, 0, key, (uint32_t)kl, val, vlen);
+	size_t before = c->out_len;
+	struct ddp_store_hdr h;
+	const char *why;
+	int st = -1;
+
+	store_conn_feed(s, c, buf, n, 100.0);
+	if (c->out_len - before >= DDP_STORE_HDR_SIZE &&
+	    ddp_store_hdr_decode(c->out + before, DDP_STORE_DIR_REPLY, &h, &why) == DDP_OK) {
+		st = h.flags;
+		if (msg)
+			snprintf(msg, cap, "%.*s", (int)h.val_len, (const char *)c->out + before + DDP_STORE_HDR_SIZE);
+	}
+	return st;
+}
+
+TEST(memory_bounds_table_and_buffers)
+{
+	struct ddp_store_server *s = calloc(1, sizeof *s);
+	char msg[DDP_STORE_MAX_ERRMSG + 1], val[1000];
+	uint8_t ms[4] = { 0 };
+	REQUIRE(s && store_core_init(s, SECRET) == DDP_OK);
+	CHECK(s->max_data == STORE_MAX_DATA && s->max_buffered == STORE_MAX_BUFFERED);
+	s->max_data = 2000;
+	s->max_buffered = 4096;
+	struct conn *c = store_conn_new(s, -1, "test:1", 100.0);
+	REQUIRE(c);
+	c->state = CONN_READY;
+	c->rank = 0;
+	memset(val, 'v', sizeof val);
+	capture_begin();
+	/* the table: 2 x (2 + 900) fit, a third does not; the connection stays */
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_SET, "k1", val, 900, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_SET, "k2", val, 900, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_SET, "k3", val, 900, msg, sizeof msg), DDP_STORE_ST_INVALID);
+	CHECK(strstr(msg, "store full") && strstr(msg, "'k3' was not stored"));
+	CHECK_EQ_INT(s->data_bytes, 1804);
+	CHECK(c->state == CONN_READY && !c->dead);
+	/* overwriting counts the difference; deleting gives room back */
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_SET, "k1", val, 100, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(s->data_bytes, 1004);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_SET, "k3", val, 990, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(s->data_bytes, 1996);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_ADD, "n", (uint8_t[8]){ 1 }, 8, msg, sizeof msg), DDP_STORE_ST_INVALID);
+	CHECK(strstr(msg, "store full: it holds 1.9 KiB of keys and values (limit 2.0 KiB); 'n' was not stored") != NULL);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_DEL, "k3", NULL, 0, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_ADD, "n", (uint8_t[8]){ 1 }, 8, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(s->data_bytes, 1004 + 9);
+	/* replies not read: past max_conn_out unwritten, the next request closes it
+	 * (with room enough in total, so that this bound is the one reached) */
+	s->max_conn_out = 1500;
+	s->max_buffered = 1 << 20;
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_GET, "k2", ms, 4, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_GET, "k2", ms, 4, msg, sizeof msg), DDP_STORE_ST_OK);
+	CHECK_EQ_INT(core_req(s, c, DDP_STORE_GET, "k2", ms, 4, msg, sizeof msg), DDP_STORE_ST_PROTO);
+	CHECK(strstr(msg, "without reading the replies") != NULL);
+	CHECK(c->state == CONN_CLOSING);
+	/* every connection's messages together: a body past max_buffered */
+	s->max_buffered = 4096;
+	store_conn_flush(s, c); /* what c holds goes (fd -1: discarded) */
+	struct conn *d = store_conn_new(s, -1, "test:2", 100.0);
+	REQUIRE(d);
+	d->state = CONN_READY;
+	d->rank = 1;
+	CHECK(s->buffered <= s->max_buffered);
+	uint8_t hdr[DDP_STORE_HDR_SIZE];
+	struct ddp_store_hdr h = { .op = DDP_STORE_SET, .key_len = 2, .val_len = 4000 };
+	ddp_store_hdr_encode(hdr, &h);
+	store_conn_feed(s, d, hdr, sizeof hdr, 100.0); /* the header alone asks for 4002 bytes */
+	CHECK(d->state == CONN_CLOSING && d->body == NULL);
+	CHECK(s->buffered <= s->max_buffered);
+	const char *log = capture_end();
+	CHECK(strstr(log, "refused to store 'k3'") != NULL);
+	CHECK(strstr(log, "closing test:2: its message would take the messages held for all "
+			 "connections to ") != NULL);
+	/* accounting: what is freed is given back */
+	store_core_free(s);
+	CHECK_EQ_INT(s->buffered, 0);
+	CHECK_EQ_INT(s->data_bytes, 0);
+	free(s);
+}
+
+/* The issue's case over real sockets, default limits: a client holding the
+ * secret SETs a 16 MiB value and sends GETs without reading the replies; the
+ * server closes it after about two replies instead of buffering them all. */
+TEST(unread_gets_are_bounded)
+{
+	struct ddp_store_server *srv = start_server();
+	REQUIRE(srv);
+	int fd = raw_connect(ddp_store_server_port(srv));
+	REQUIRE(fd >= 0);
+	size_t big = DDP_STORE_MAX_VAL;
+	char *v = malloc(big);
+	REQUIRE(v);
+	memset(v, 'x', big);
+	raw_hello(fd, SECRET, 0);
+	CHECK_EQ_INT(raw_reply(fd, NULL, 0), DDP_STORE_ST_OK);
+	raw_msg(fd, DDP_STORE_SET, "big", 3, v, (uint32_t)big);
+	CHECK_EQ_INT(raw_reply(fd, NULL, 0), DDP_STORE_ST_OK);
+	free(v);
+	uint8_t ms[4] = { 0 };
+	capture_begin();
+	for (int i = 0; i < 20; i++)
+		raw_msg(fd, DDP_STORE_GET, "big", 3, ms, 4);
+	/* read what comes until the server closes: at most two replies, then
+	 * the refusal */
+	size_t total = 0;
+	char *buf = malloc(1 << 20), tail[1024] = "";
+	REQUIRE(buf);
+	int eof = 0;
+	for (double end = now_s() + 20.0; now_s() < end;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		if (poll(&pf, 1, 200) <= 0)
+			continue;
+		ssize_t r = recv(fd, buf, 1 << 20, 0);
+		if (r <= 0) {
+			eof = 1;
+			break;
+		}
+		total += (size_t)r;
+		size_t keep = (size_t)r < sizeof tail - 1 ? (size_t)r : sizeof tail - 1;
+		memcpy(tail, buf + r - keep, keep);
+		tail[keep] = '\0';
+		for (size_t i = 0; i < keep; i++)
+			if (!tail[i])
+				tail[i] = ' ';
+	}
+	free(buf);
+	CHECK(eof);
+	CHECK(total <= 2 * (DDP_STORE_HDR_SIZE + big) + 1024);
+	CHECK(strstr(tail, "without reading the replies") != NULL);
+	const char *log = capture_end();
+	CHECK(strstr(log, "without reading the replies") != NULL);
+	CHECK(server_alive(srv));
+	close(fd);
 	ddp_store_server_stop(srv);
 }
 

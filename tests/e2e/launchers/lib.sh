@@ -115,6 +115,11 @@ launcher_env() {
 		ENVV=(OMPI_COMM_WORLD_RANK=$r OMPI_COMM_WORLD_SIZE=$n OMPI_COMM_WORLD_LOCAL_RANK=$r
 			OMPI_COMM_WORLD_LOCAL_SIZE=$n OMPI_COMM_WORLD_NODE_RANK=$r OMPI_UNIVERSE_SIZE=$n
 			PMIX_RANK=$r PMIX_NAMESPACE=ddp-test-$$ OMPI_MCA_orte_launch=1) ;;
+	horovod) # horovodrun --gloo -np N on one node (horovod/runner/gloo_run.py)
+		ENVV=(HOROVOD_RANK=$r HOROVOD_SIZE=$n HOROVOD_LOCAL_RANK=$r HOROVOD_LOCAL_SIZE=$n
+			HOROVOD_CROSS_RANK=0 HOROVOD_CROSS_SIZE=1 HOROVOD_HOSTNAME=localhost
+			HOROVOD_GLOO_RENDEZVOUS_ADDR=127.0.0.1 HOROVOD_GLOO_RENDEZVOUS_PORT=$HVD_PORT
+			HOROVOD_CONTROLLER=gloo HOROVOD_CPU_OPERATIONS=gloo HOROVOD_GLOO_IFACE=lo) ;;
 	*) echo "launcher_env: unknown mode $mode" >&2; return 1 ;;
 	esac
 }
@@ -133,7 +138,8 @@ start_rank() {
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do extra+=("$1"); shift; done
 	[ $# -gt 0 ] && shift
 	launcher_env "$mode" "$r" "$n" || return 1
-	case $mode in torchrun) rankvar=RANK ;; slurm) rankvar=SLURM_PROCID ;; ompi) rankvar=OMPI_COMM_WORLD_RANK ;; esac
+	case $mode in torchrun) rankvar=RANK ;; slurm) rankvar=SLURM_PROCID ;; ompi) rankvar=OMPI_COMM_WORLD_RANK ;;
+	horovod) rankvar=HOROVOD_RANK ;; esac
 	env "${ENVV[@]}" LD_PRELOAD="$BUILD/lib/libddp.so" \
 		LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		DDP_STORE_SECRET=$SECRET DDP_SHARD="$DATA" DDP_WRITE_DIR="$TMP/$name.w" DDP_ALL_RANKS_WRITE=1 \

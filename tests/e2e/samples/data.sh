@@ -3,7 +3,9 @@
 #
 # data.sh - ddp-mkdata: deterministic output, the DDPREC01 header, records
 # equal to an independent re-implementation (python3) of the token mapping
-# and windowing, --max-records/--context, and its error messages.
+# and windowing, --max-records/--context, the token shard of --kind gpt
+# (llm.c's format) against the same re-implementation, and its error
+# messages.
 . "$(dirname "$0")/lib.bash"
 MK=$BUILD/bin/ddp-mkdata
 [ -x "$MK" ] || { echo "$MK is not built"; exit 77; }
@@ -38,6 +40,38 @@ for r in range(count):
 print("# %d records of %d bytes" % (count, rb))
 PY
 done
+
+"$MK" --kind gpt --out "$TMP/gpt.1" 2>/dev/null && "$MK" --kind gpt --out "$TMP/gpt.2" 2>/dev/null
+check "gpt: two runs give the same bytes" cmp -s "$TMP/gpt.1" "$TMP/gpt.2"
+check "gpt: a token shard (magic 20240520, version 1, count) of every token of the source text" \
+	python3 - "$TMP/gpt.1" <<'PY'
+import os, struct, sys
+data = open(sys.argv[1], "rb").read()
+hdr = struct.unpack_from("<256i", data, 0)
+assert hdr[:2] == (20240520, 1), hdr[:3]
+assert hdr[3:] == (0,) * 253, "reserved header ints"
+n = hdr[2]
+assert len(data) == 1024 + 2 * n, (len(data), n)
+src = "/usr/share/common-licenses"
+text = b""
+for name in sorted(os.listdir(src), key=lambda s: s.encode()):
+    p = os.path.join(src, name)
+    if name.startswith(".") or os.path.islink(p) or not os.path.isfile(p):
+        continue
+    text += open(p, "rb").read()
+tok = [0 if c == 10 else (c - 31 if 32 <= c <= 126 else 1) for c in text]
+assert list(struct.unpack_from("<%dH" % n, data, 1024)) == tok, "tokens"
+print("# %d uint16 tokens" % n)
+PY
+"$MK" --kind gpt --max-records 1000 --out "$TMP/gpt.small" 2>/dev/null
+check "gpt --max-records 1000: the first 1000 tokens" python3 - "$TMP/gpt.small" "$TMP/gpt.1" <<'PY'
+import struct, sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+assert struct.unpack_from("<3i", a, 0) == (20240520, 1, 1000) and len(a) == 1024 + 2000
+assert a[1024:] == b[1024:3024]
+PY
+check "gpt --context: exit 2, one line" one_line_error 2 "ddp-mkdata: option --context does not apply" \
+	"$MK" --kind gpt --context 8 --out "$TMP/x"
 
 "$MK" --kind charlm --context 16 --max-records 100 --out "$TMP/small" 2>/dev/null
 check "--context 16 --max-records 100: 100 records of 17 bytes" python3 - "$TMP/small" <<'PY'

@@ -17,30 +17,6 @@ D=$BUILD/data/mlp.rec
 S=30
 NPARAM=16032     # E 96x16, W1 64x128, b1 64, W2 96x64, b2 96
 
-# sync_field NAME K FIELD: a field of rank K's sync summary
-sync_field() {
-	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
-		"$TMP/$1.trace/rank$2.sync.json" "$3" 2>/dev/null
-}
-
-# bytes_ok NAME N GRADBYTES: every step after the first reduced exactly
-# GRADBYTES on every rank (step 1 may reduce a reader's candidates too)
-bytes_ok() {
-	local name=$1 n=$2 gb=$3 r bad=
-	for r in $(seq 0 $((n - 1))); do
-		python3 - "$TMP/$name.trace/rank$r.sync.json" "$gb" "$S" <<-'EOF' || bad="$bad $r"
-		import json, sys
-		s = json.load(open(sys.argv[1]))
-		gb, steps = int(sys.argv[2]), int(sys.argv[3])
-		by = s["bytes_reduced_by_step"]
-		sys.exit(0 if s["steps"] == steps and len(by) == steps and all(b == gb for b in by[1:])
-			 and by[0] >= gb else 1)
-		EOF
-	done
-	if [ -z "$bad" ]; then ok "$name: $S steps, $gb bytes reduced per step on every rank (the gradients, nothing else)"
-	else not_ok "$name: steps/bytes wrong on rank(s)$bad: $(cat "$TMP/$name.trace/rank0.sync.json" 2>/dev/null | cut -c1-300)"; fi
-}
-
 for p in 1 2 3 4 5; do
 	tol=1e-5
 	[ $p = 4 ] || [ $p = 5 ] && tol=1e-2

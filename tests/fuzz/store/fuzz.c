@@ -14,7 +14,12 @@
  *      with the clock advancing so parked requests time out.  Afterwards the
  *      store's invariants are checked (barrier arrivals == parked requests).
  * Mode bits: 0 pre-authenticate, 1..2 chunk size, 3 two connections,
- * 6+7 both set: log at trace level (exercises the log formatting too).
+ * 4 tiny memory bounds (a 512-byte table, 2 KiB in flight, one 300-byte
+ * reply unread per connection) so that "store full", "store busy" and the
+ * unread-replies refusal are reached, 6+7 both set: log at trace level
+ * (exercises the log formatting too).  The memory accounting is checked
+ * after every chunk: the table's bytes and the connections' buffers equal
+ * what is held, and never pass the bounds.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -52,7 +57,9 @@ static void fuzz_parser(const uint8_t *data, size_t size, enum ddp_store_dir dir
 	}
 }
 
-static void check_invariants(struct ddp_store_server *s)
+/* full: also recount the key table (at the end of an input: it walks every
+ * bucket) */
+static void check_invariants(struct ddp_store_server *s, int full)
 {
 	for (struct barrier *b = s->barriers; b; b = b->next) {
 		uint32_t parked = 0;
@@ -70,6 +77,18 @@ static void check_invariants(struct ddp_store_server *s)
 		fuzz_trap(c->state != CONN_HELLO || c->body_len <= DDP_STORE_MAX_KEY + 4);
 	}
 	fuzz_trap(__atomic_load_n(&s->nready, __ATOMIC_RELAXED) >= 0);
+	/* the memory bounds and their accounting */
+	size_t data = 0, buffered = 0;
+	for (size_t i = 0; i < s->nconns; i++)
+		buffered += s->conns[i]->body_cap + s->conns[i]->out_cap;
+	fuzz_trap(buffered == s->buffered && buffered <= s->max_buffered);
+	fuzz_trap(s->data_bytes <= s->max_data);
+	if (!full)
+		return;
+	for (size_t i = 0; i < s->nbuckets; i++)
+		for (struct kv *e = s->buckets[i]; e; e = e->next)
+			data += strlen(e->key) + e->val_len;
+	fuzz_trap(data == s->data_bytes);
 }
 
 static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
@@ -83,6 +102,11 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 	if (!s || store_core_init(s, FUZZ_SECRET) != DDP_OK) {
 		free(s);
 		return;
+	}
+	if (mode & 16) {
+		s->max_data = 512;
+		s->max_buffered = 2048;
+		s->max_conn_out = 300;
 	}
 	for (int i = 0; i < nconn; i++) {
 		c[i] = store_conn_new(s, -1, "fuzz:1", now);
@@ -106,16 +130,17 @@ static void fuzz_server(const uint8_t *data, size_t size, unsigned mode)
 		now += 0.013; /* 13 ms per chunk: short timeouts expire */
 		store_expire(s, now);
 		for (size_t i = 0; i < s->nconns; i++)
-			store_conn_flush(s->conns[i]);
-		check_invariants(s);
+			store_conn_flush(s, s->conns[i]);
+		check_invariants(s, 0);
 		/* The sweep frees dead connections: forget our pointers to them. */
 		for (int i = 0; i < nconn; i++)
 			if (c[i] && c[i]->dead)
 				c[i] = NULL;
 		store_sweep(s);
 	}
+	check_invariants(s, 1);
 	store_expire(s, now + 1e6); /* everything times out */
-	check_invariants(s);
+	check_invariants(s, 1);
 out:
 	store_core_free(s);
 	free(s);

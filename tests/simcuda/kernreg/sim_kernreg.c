@@ -144,6 +144,49 @@ static void strip_all(char *s, const char *pat)
 		memmove(p, p + pl, strlen(p + pl) + 1);
 }
 
+/* The identifier of the first <len>_GLOBAL__N_... source name in a mangled
+ * name: 0, or -1 when there is none. */
+static int anon_name(const char *mangled, char *out, size_t cap)
+{
+	const char *g = strstr(mangled, "_GLOBAL__N_");
+	const char *q = g;
+	if (!g)
+		return -1;
+	while (q > mangled && q[-1] >= '0' && q[-1] <= '9')
+		q--;
+	size_t len = strtoul(q, NULL, 10);
+	if (q == g || !len || len >= cap || strlen(g) < len)
+		return -1;
+	memcpy(out, g, len);
+	out[len] = 0;
+	return 0;
+}
+
+/* Replaces every occurrence of pat in *s by rep (reallocating). */
+static void replace_all(char **s, const char *pat, const char *rep)
+{
+	size_t pl = strlen(pat), rl = strlen(rep), n = 0;
+	for (const char *p = *s; (p = strstr(p, pat)); p += pl)
+		n++;
+	char *o = malloc(strlen(*s) + n * (rl > pl ? rl - pl : 0) + 1), *w = o;
+	if (!o)
+		return;
+	for (const char *p = *s;;) {
+		const char *h = strstr(p, pat);
+		size_t k = h ? (size_t)(h - p) : strlen(p);
+		memcpy(w, p, k);
+		w += k;
+		if (!h)
+			break;
+		memcpy(w, rep, rl);
+		w += rl;
+		p = h + pl;
+	}
+	*w = 0;
+	free(*s);
+	*s = o;
+}
+
 /* Writes one SIM_KERNEL line; 0 ok. */
 static int emit(FILE *o, const char *mangled)
 {
@@ -162,7 +205,16 @@ static int emit(FILE *o, const char *mangled)
 		return 0;
 	}
 	fprintf(o, "\tSIM_KERNEL(\"%s\", \"%s\",\n", mangled, d);
-	strip_all(d, "(anonymous namespace)::");
+	/* A namespace written with nvcc's own name for an anonymous one
+	 * (_GLOBAL__N__<hash>_<file>_cu_<hash>, as a program reproducing a
+	 * library's exact kernel names does) demangles as "(anonymous
+	 * namespace)": put its real name back.  A true anonymous namespace has
+	 * no name to refer to; it is dropped (the registry includes the .cu). */
+	char anon[256];
+	if (anon_name(mangled, anon, sizeof anon) == 0)
+		replace_all(&d, "(anonymous namespace)", anon);
+	else
+		strip_all(d, "(anonymous namespace)::");
 	s = d;
 	if (!strncmp(s, "void ", 5))
 		s += 5;

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * test_torchlike_names.c - samples/torchlike uses PyTorch's real kernel
+ * names and argument layouts: every mangled kernel in its fatbin (sm_90
+ * code, read by the project's own fatbin reader, as the table was) is a
+ * kernel of torch 2.15.0+cu132 (tests/data/) with the same parameter count,
+ * the same parameter sizes and offsets, and the same parameter area.  The
+ * unmangled kernels are only the cuBLAS-style GEMMs and the two declared
+ * stand-ins (samples/torchlike/kernels.cu says why).
+ *
+ * The fatbin is argv[1] (make passes it); a negative control checks that a
+ * name not in the table, or a size that differs, would be caught.
+ */
+#define CHECK_MAIN
+#include "check.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include "ddp_fatbin.h"
+#include "torch_table.h"
+
+static const char *fatbin_path;  /* argv[1], else $BUILD/samples/obj/torchlike/kernels.fatbin */
+static struct torch_table tab;
+static struct ddp_module_info mod;
+static int loaded;
+
+static int load(void)
+{
+	if (loaded)
+		return loaded > 0;
+	loaded = -1;
+	char err[256];
+	if (torch_table_load(NULL, &tab, err, sizeof err) != 0) {
+		CHECK_FAIL_("cannot read the real table: %s", err);
+		return 0;
+	}
+	FILE *f = fopen(fatbin_path, "rb");
+	if (!f) {
+		CHECK_FAIL_("cannot open %s (make build-all builds it)", fatbin_path);
+		return 0;
+	}
+	static unsigned char buf[16 << 20];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	if (ddp_module_parse(buf, n, 90, &mod, err, sizeof err) != DDP_OK) {
+		CHECK_FAIL_("%s: %s", fatbin_path, err);
+		return 0;
+	}
+	loaded = 1;
+	return 1;
+}
+
+/* 0 when k matches its table entry, else prints why and returns -1. */
+static int matches(const struct ddp_kernel_info *k, const struct torch_kernel *t)
+{
+	if (!t) {
+		printf("# not a kernel of torch 2.15.0+cu132: %s\n", k->demangled);
+		return -1;
+	}
+	if (k->nparams != t->nparams || k->param_bytes != t->param_bytes) {
+		printf("# %s: %u params, %u bytes; the table has %u, %u\n", k->demangled, k->nparams,
+		       k->param_bytes, t->nparams, t->param_bytes);
+		return -1;
+	}
+	for (uint32_t i = 0; i < k->nparams; i++)
+		if (k->params[i].size != t->size[i] || k->params[i].offset != t->offset[i]) {
+			printf("# %s: parameter %u is %u@%u, the table's %u@%u\n", k->demangled, i,
+			       k->params[i].size, k->params[i].offset, t->size[i], t->offset[i]);
+			return -1;
+		}
+	return 0;
+}
+
+static int allowed_unmangled(const char *name)
+{
+	size_t l = strlen(name);
+	return strncmp(name, "sm90_xmma_gemm_", 15) == 0 || (l > 8 && strcmp(name + l - 8, "_standin") == 0);
+}
+
+TEST(every_mangled_kernel_is_pytorchs)
+{
+	if (!load())
+		return;
+	size_t mangled = 0, other = 0;
+	for (size_t i = 0; i < mod.nkernels; i++) {
+		const struct ddp_kernel_info *k = &mod.kernels[i];
+		if (strncmp(k->name, "_Z", 2) == 0) {
+			mangled++;
+			CHECK(matches(k, torch_table_find(&tab, k->name)) == 0);
+		} else {
+			other++;
+			if (!allowed_unmangled(k->name))
+				CHECK_FAIL_("unmangled kernel %s is neither a cuBLAS-style GEMM nor a declared stand-in",
+					    k->name);
+		}
+	}
+	printf("# %zu PyTorch kernels (all in the table), %zu GEMM/stand-in kernels\n", mangled, other);
+	CHECK(mangled >= 18);
+}
+
+/* The check could fail: a name one character off, and a size one byte off. */
+TEST(negative_control)
+{
+	if (!load())
+		return;
+	const struct ddp_kernel_info *k = NULL;
+	for (size_t i = 0; i < mod.nkernels && !k; i++)
+		if (strstr(mod.kernels[i].name, "multi_tensor_apply_kernel"))
+			k = &mod.kernels[i];
+	REQUIRE(k != NULL);
+	char *wrong = strdup(k->name);
+	wrong[strlen(wrong) - 2] ^= 1;
+	CHECK(torch_table_find(&tab, wrong) == NULL);
+	free(wrong);
+	struct ddp_kernel_info copy = *k;
+	struct ddp_kparam p[16];
+	REQUIRE(k->nparams <= 16);
+	memcpy(p, k->params, k->nparams * sizeof *p);
+	p[0].size -= 8;
+	copy.params = p;
+	CHECK(matches(&copy, torch_table_find(&tab, k->name)) == -1);
+}
+
+int main(int argc, char **argv)
+{
+	static char path[4096];
+	const char *b = getenv("BUILD");
+	snprintf(path, sizeof path, "%s/samples/obj/torchlike/kernels.fatbin", b && *b ? b : "build");
+	fatbin_path = path;
+	if (argc > 1 && strstr(argv[1], ".fatbin")) {
+		fatbin_path = argv[1];
+		argc--, argv++;
+	}
+	return check_main(argc, argv);
+}
