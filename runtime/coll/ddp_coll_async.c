@@ -160,7 +160,9 @@ static void *async_progress(void *arg)
 		if (!skip) {
 			if (c->cfg.busy)
 				c->cfg.busy(1, j->ticket);
+			c->bg_wait = 1;
 			rc = coll_host_allreduce(c, j->buf, j->count, j->t, 0, NULL);
+			c->bg_wait = 0;
 			if (c->cfg.busy)
 				c->cfg.busy(0, j->ticket);
 			if (rc == DDP_OK)

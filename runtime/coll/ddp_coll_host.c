@@ -288,14 +288,16 @@ static ddp_result host_barrier(struct ddp_comm *c)
 	 * Wait: pause-spin for HOST_SPIN_S, then sched_yield until HOST_YIELD_S
 	 * (runs other ranks when they outnumber the cores, else a cheap spin),
 	 * then FUTEX_WAIT: waking a sleeping vCPU costs 50-200 us on a VM, far
-	 * more than a chunk of work. */
+	 * more than a chunk of work.  The async progress thread (c->bg_wait)
+	 * sleeps at once: it runs beside the kernels it overlaps, and spinning
+	 * would take their cores. */
 	double start = 0, next_pid = 0, t0 = coll_now();
 	for (unsigned spin = 0;; spin++) {
 		if (__atomic_load_n(&hd->abort, __ATOMIC_ACQUIRE))
 			return host_seen_abort(c);
 		if (host_all_arrived(h, c->world))
 			return DDP_OK;
-		if (start == 0) {
+		if (start == 0 && !c->bg_wait) {
 			double el = (spin & 31) == 0 || spin > HOST_SPIN ? coll_now() - t0 : 0;
 			if (el < HOST_SPIN_S && spin <= HOST_SPIN) {
 				cpu_relax();
