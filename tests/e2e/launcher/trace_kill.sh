@@ -103,7 +103,9 @@ check "normal end: the report calls nothing cut" hasnt "$TMP/rep" "was cut|no su
 check "normal end: the report shows the sync numbers per step" has "$TMP/rep" "^per step: bytes reduced"
 check "normal end: long kernel names are cut from the right (the function name kept)" \
 	has "$TMP/rep" "^sgd_momentum_update\(float\*, float const\*,\.\.\. +[0-9]+ +[0-9]+$"
-check "normal end: the report names each rank's threads" has "$TMP/rep" "^rank 1: mlp \(tid [0-9]+, [0-9]+ events\)"
+check "normal end: the report names each rank's threads" has "$TMP/rep" "^rank 1: .*mlp \(tid [0-9]+, [0-9]+ events\)"
+check "normal end: each rank's communication row has its collectives (docs/overlap.md)" \
+	has "$TMP/rep" "^rank 1: communication \(tid 900001, [1-9][0-9]* events\)"
 check "normal end: module events carry demangled names" python3 - "$dir/rank0.trace.json" <<'PY'
 import json, sys
 ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("cat") == "module"]
