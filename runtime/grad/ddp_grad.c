@@ -502,7 +502,7 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 	if (!n)
 		goto out;
 	qsort(list, n, sizeof *list, cmp_order);
-	if (g->ops.reduce) {
+	if (g->ops.reduce && (!g->ops.reduce_on || g->ops.reduce_on(g->ops.ctx))) {
 		rc = g->ops.reduce(g->ops.ctx, list, n, stream);
 		goto reduced;
 	}

@@ -197,6 +197,9 @@ struct ddp_grad_ops {
 	 * reductions), and must leave every one averaged before anything
 	 * later on `stream` runs.  The tracker clears their dirty flags. */
 	ddp_result (*reduce)(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+	/* Optional: whether reduce is used now (asked at each consumer;
+	 * NULL: whenever reduce is set).  0: the synchronous allreduce path. */
+	int (*reduce_on)(void *ctx);
 };
 
 struct ddp_grad;

@@ -174,6 +174,11 @@ void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket
 	ov.cap = bucket_bytes ? bucket_bytes : 25ull << 20;
 }
 
+void ddp_overlap_turn_off(void)
+{
+	ov.on = 0;
+}
+
 int ddp_overlap_on(void)
 {
 	return ov.on;

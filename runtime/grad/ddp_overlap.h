@@ -32,6 +32,11 @@ struct ddp_overlap_env {
 void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket_bytes);
 int ddp_overlap_on(void);
 
+/* Switches early and stream-ordered reductions off before the first one
+ * (DDP_OVERLAP=auto with the NCCL backend); the synchronous path of
+ * DDP_OVERLAP=off from then on. */
+void ddp_overlap_turn_off(void);
+
 /* The update phase ended at launch `seq`: positions of the next step count
  * from here. */
 void ddp_overlap_step_base(uint64_t seq);

@@ -310,12 +310,34 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	return DDP_OK;
 }
 
+static int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off */
+
 static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = { "allreduce", "gradient", 1, &stats.allreduce_calls,
 					    &stats.allreduce_bytes, &stats.allreduce_ns };
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
+}
+
+/* DDP_OVERLAP=auto keeps the stream-ordered path for the host backend and
+ * turns it off for NCCL (decided once, when the communicator exists): the
+ * NCCL half of it (ddp_coll_async.c) has run only against a fake NCCL, never
+ * on a GPU; DDP_OVERLAP=on asks for it anyway. */
+static int op_reduce_on(void *ctx)
+{
+	static int decided;
+	struct ddp_comm *c = NULL;
+	(void)ctx;
+	if (!decided && overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
+		decided = 1;
+		if (strcmp(ddp_comm_backend_name(c), "nccl") == 0) {
+			ddp_overlap_turn_off();
+			DDP_INFO(GRAD, "DDP_OVERLAP=auto: synchronous reductions with NCCL (DDP_OVERLAP=on for the "
+				 "stream-ordered path, not yet validated on a GPU)");
+		}
+	}
+	return ddp_overlap_on();
 }
 
 /* DDP_OVERLAP=on: the tracker's consumer hands over the ranges themselves. */
@@ -882,8 +904,9 @@ void ddp_sync_init(int rank, int world)
 	real_ctx_sync = ddp_driver_.ctxSynchronize;
 	if (!real_sync)
 		die("libddp: the driver has no cuStreamSynchronize");
-	int overlap = ddp_param_overlap() == 0 && !dry && skip_avg < 0;
-	if (ddp_param_overlap() == 0 && skip_avg >= 0)
+	overlap_mode = ddp_param_overlap();
+	int overlap = overlap_mode != 2 && !dry && skip_avg < 0;
+	if (overlap_mode != 2 && skip_avg >= 0)
 		DDP_WARN("DDP_DEBUG_SKIP_AVG is set: gradient reductions are synchronous (DDP_OVERLAP=off)");
 	const char *bmb = ddp_param_bucket_mb();
 	char *bend = NULL;
@@ -896,8 +919,10 @@ void ddp_sync_init(int rank, int world)
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
 	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1);
-	if (overlap)
+	if (overlap) {
 		ops.reduce = op_reduce;
+		ops.reduce_on = op_reduce_on;
+	}
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");
 	if (dry) {
