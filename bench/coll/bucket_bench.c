@@ -32,25 +32,7 @@
 #include "ddp_store.h"
 #include "test_coll_harness.h"
 
-static const struct ddp_driver sim_driver = {
-	.memcpyDtoHAsync = cuMemcpyDtoHAsync,
-	.memcpyHtoDAsync = cuMemcpyHtoDAsync,
-	.streamSynchronize = cuStreamSynchronize,
-	.streamQuery = cuStreamQuery,
-	.memAllocHost = cuMemAllocHost,
-	.memFreeHost = cuMemFreeHost,
-	.getErrorName = cuGetErrorName,
-	.streamCreateWithPriority = cuStreamCreateWithPriority,
-	.streamDestroy = cuStreamDestroy,
-	.ctxGetStreamPriorityRange = cuCtxGetStreamPriorityRange,
-	.eventCreate = cuEventCreate,
-	.eventDestroy = cuEventDestroy,
-	.eventRecord = cuEventRecord,
-	.eventQuery = cuEventQuery,
-	.eventSynchronize = cuEventSynchronize,
-	.streamWaitEvent = cuStreamWaitEvent,
-	.launchHostFunc = cuLaunchHostFunc,
-};
+static const struct ddp_driver sim_driver = COLL_TEST_DRIVER_INIT;
 
 #define MAXT 1024
 #define NMODES 5

@@ -63,15 +63,7 @@ struct bench {
 	char err[WORLD][256];       /* each rank's failure, if any              */
 };
 
-static const struct ddp_driver real_driver = {
-	.memcpyDtoHAsync = cuMemcpyDtoHAsync,
-	.memcpyHtoDAsync = cuMemcpyHtoDAsync,
-	.streamSynchronize = cuStreamSynchronize,
-	.streamQuery = cuStreamQuery,
-	.memAllocHost = cuMemAllocHost,
-	.memFreeHost = cuMemFreeHost,
-	.getErrorName = cuGetErrorName,
-};
+static const struct ddp_driver real_driver = COLL_TEST_DRIVER_INIT;
 
 #define FAIL(b, rank, ...)                                                        \
 	do {                                                                      \

@@ -18,15 +18,7 @@
 #include "ddp_store.h"
 #include "test_coll_harness.h"
 
-static const struct ddp_driver sim_driver = {
-	.memcpyDtoHAsync = cuMemcpyDtoHAsync,
-	.memcpyHtoDAsync = cuMemcpyHtoDAsync,
-	.streamSynchronize = cuStreamSynchronize,
-	.streamQuery = cuStreamQuery,
-	.memAllocHost = cuMemAllocHost,
-	.memFreeHost = cuMemFreeHost,
-	.getErrorName = cuGetErrorName,
-};
+static const struct ddp_driver sim_driver = COLL_TEST_DRIVER_INIT;
 
 struct dev_case {
 	size_t stage, slot;

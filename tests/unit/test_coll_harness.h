@@ -13,6 +13,7 @@
 #define TEST_COLL_HARNESS_H
 
 #include <stddef.h>
+#include <cuda.h>
 #include "ddp_coll.h"
 
 struct coll_job {
@@ -45,5 +46,20 @@ double coll_test_now(void);
 
 /* Number of entries left in dir (segment leak check); -1 on error. */
 int coll_dir_entries(const char *dir);
+
+/* The port's driver table (ddp_port.h) from the libcuda a test or bench
+ * links (the CPU device, or the real driver for tests/gpu): every entry the
+ * collectives use, synchronous and stream-ordered. */
+#define COLL_TEST_DRIVER_INIT { \
+	.memcpyDtoHAsync = cuMemcpyDtoHAsync, .memcpyHtoDAsync = cuMemcpyHtoDAsync, \
+	.streamSynchronize = cuStreamSynchronize, .streamQuery = cuStreamQuery, \
+	.memAllocHost = cuMemAllocHost, .memFreeHost = cuMemFreeHost, .getErrorName = cuGetErrorName, \
+	.streamCreateWithPriority = cuStreamCreateWithPriority, .streamDestroy = cuStreamDestroy, \
+	.ctxGetStreamPriorityRange = cuCtxGetStreamPriorityRange, .eventCreate = cuEventCreate, \
+	.eventDestroy = cuEventDestroy, .eventRecord = cuEventRecord, .eventQuery = cuEventQuery, \
+	.eventSynchronize = cuEventSynchronize, .streamWaitEvent = cuStreamWaitEvent, \
+	.launchHostFunc = cuLaunchHostFunc, \
+}
+
 
 #endif /* TEST_COLL_HARNESS_H */
