@@ -85,6 +85,8 @@ $(BUILD)/tests/simcuda/test_exec: $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) $(BUIL
 		$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin
 	$(Q)$(CC) $(LDFLAGS) -rdynamic $(SIM_EXEC_TEST_OBJS) $(DDP_COMMON_LIB) -o $@ $(DDP_COMMON_LIBS)
 
+# exec_kernels.cu has kernels instantiated with lambdas (GPU_LAMBDA)
+$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin: NVCC_FLAGS += --extended-lambda
 $(eval $(call sim_kernel_lib,$(BUILD)/tests/simcuda/test_exec.kern.so,tests/simcuda/kernels/exec_kernels.cu,$(BUILD)/tests/simcuda/kernels/exec_kernels.fatbin,nolibcuda))
 
 # The driver tests' kernel libraries (module.mk's test_launch, test_loader; that fragment

@@ -41,6 +41,16 @@ extern const struct sim_runtime sim_exec_runtime;
 const struct sim_kernel_entry *sim_kernels_find(const char *mangled);
 
 /*
+ * The same, for a module's kernel whose parameters have these sizes: two
+ * libraries may define one name with different parameter layouts (two
+ * builds of one source, as PyTorch's CUDA 12 and CUDA 13 multi-tensor
+ * kernels: the same names, other struct sizes; a GPU resolves names per
+ * module).  Returns the first definition whose sizes match, else the first
+ * definition of the name (the caller then reports the mismatch), else NULL.
+ */
+const struct sim_kernel_entry *sim_kernels_find_sized(const char *mangled, uint32_t nparams, const uint32_t *sizes);
+
+/*
  * A module image is being loaded from `image`: when that address lies in a
  * mapped file other than the executable (a shared library embedding its
  * fatbin), loads "<absolute path of that file>.kern.so" if it exists and was

@@ -10,7 +10,10 @@
  * once, on first use: "<realpath of /proc/self/exe>.kern.so" if it exists,
  * then each file of SIMCUDA_KERNELS (colon-separated; a missing file there is
  * reported).  All entries go into one array sorted by mangled name; a name
- * defined twice keeps its first definition.  The tables' device variables
+ * defined twice with the same parameter sizes keeps its first definition,
+ * with other sizes both (two builds of one source, as samples/torchlike's
+ * CUDA 12 and CUDA 13 kernels: sim_kernels_find_sized picks by the module's
+ * sizes).  The tables' device variables
  * (globals: __device__ / __constant__ storage, for cuModuleGetGlobal) are
  * indexed the same way; an entry without an address (a name the cubin has
  * but the source does not define, such as the compiler's math tables) is
@@ -218,7 +221,13 @@ out:
 	pthread_mutex_unlock(&index_mu);
 }
 
-/* Sort both indexes by (name, load order), keep the first of each name. */
+static int same_params(const struct sim_kernel_entry *a, const struct sim_kernel_entry *b)
+{
+	return a->nparams == b->nparams && !memcmp(a->param_size, b->param_size, a->nparams * sizeof(a->param_size[0]));
+}
+
+/* Sort both indexes by (name, load order), keep the first of each name (of
+ * each name and parameter sizes, for kernels). */
 static void index_dedupe(void)
 {
 	if (ngindex > 1) {
@@ -232,9 +241,14 @@ static void index_dedupe(void)
 	if (nindex > 1) {
 		size_t out = 1;
 		qsort(index_, nindex, sizeof(*index_), entry_cmp);
-		for (size_t i = 1; i < nindex; i++)
-			if (strcmp(index_[i].e->mangled, index_[out - 1].e->mangled))
+		for (size_t i = 1; i < nindex; i++) {
+			size_t j = out;
+			while (j > 0 && !strcmp(index_[i].e->mangled, index_[j - 1].e->mangled) &&
+			       !same_params(index_[i].e, index_[j - 1].e))
+				j--;
+			if (j == 0 || strcmp(index_[i].e->mangled, index_[j - 1].e->mangled))
 				index_[out++] = index_[i];
+		}
 		nindex = out;
 	}
 }
@@ -258,6 +272,34 @@ const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
 			hi = mid;
 		else
 			lo = mid + 1;
+	}
+	pthread_mutex_unlock(&index_mu);
+	return found;
+}
+
+const struct sim_kernel_entry *sim_kernels_find_sized(const char *mangled, uint32_t nparams, const uint32_t *sizes)
+{
+	const struct sim_kernel_entry *found = NULL;
+	size_t lo = 0, hi;
+
+	pthread_once(&load_once, load_all);
+	pthread_mutex_lock(&index_mu);
+	hi = nindex;
+	while (lo < hi) { /* the first entry of the name */
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcmp(index_[mid].e->mangled, mangled) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < nindex && !strcmp(index_[i].e->mangled, mangled); i++) {
+		const struct sim_kernel_entry *e = index_[i].e;
+		if (!found)
+			found = e;
+		if (e->nparams == nparams && (!nparams || !memcmp(e->param_size, sizes, nparams * sizeof(*sizes)))) {
+			found = e;
+			break;
+		}
 	}
 	pthread_mutex_unlock(&index_mu);
 	return found;

@@ -3,7 +3,8 @@
  * sim_module.c - modules, libraries and functions: loading real nvcc images
  * (fatbin, cudart wrapper, cubin, PTX) with the shared reader
  * (runtime/image/ddp_fatbin.h) and pairing each kernel with its host
- * implementation (sim_exec.h: sim_kernels_find).  An image embedded in a
+ * implementation (sim_exec.h: sim_kernels_find_sized, by name and parameter
+ * sizes).  An image embedded in a
  * shared library brings "<library>.kern.so" along (sim_kernels_image_loaded).
  *
  * cuModuleGetFunction(name): the cubin must have the kernel (else
@@ -35,6 +36,7 @@
 /* B2's half is linked into the same library; weak so that the driver half
  * still builds and reports "no host implementation" without it. */
 #pragma weak sim_kernels_find
+#pragma weak sim_kernels_find_sized
 #pragma weak sim_kernels_find_global
 #pragma weak sim_kernels_searched
 #pragma weak sim_kernels_image_loaded
@@ -232,7 +234,10 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 		*out = f;
 		return CUDA_SUCCESS;
 	}
-	const struct sim_kernel_entry *h = sim_kernels_find ? sim_kernels_find(name) : NULL;
+	uint32_t sizes[SIM_MAX_PARAMS] = {0};
+	for (uint32_t i = 0; i < k->nparams && i < SIM_MAX_PARAMS; i++)
+		sizes[i] = k->params[i].size;
+	const struct sim_kernel_entry *h = sim_kernels_find_sized ? sim_kernels_find_sized(name, k->nparams, sizes) : NULL;
 	if (!h && !sim_trace_skip_unknown()) {
 		sim_msg("no host implementation of kernel %s (looked in %s)", name,
 			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");

@@ -42,6 +42,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <limits>
 #include <math.h>
 #include <memory>
@@ -486,6 +487,74 @@ constexpr sim_kernel_entry make(const char *mangled, const char *sig, void (*)(A
 	return e;
 }
 } /* namespace sim_reg */
+
+/* ---- kernels whose names hold lambda closure types ----------------------
+ * A kernel template instantiated with a lambda (PyTorch's gpu_kernel(iter,
+ * [..] GPU_LAMBDA (..) {..}), multi_tensor_apply with a lambda op) has no
+ * C++ name outside the function that holds the lambda, so sim-kernreg cannot
+ * write its SIM_KERNEL expression.  The source names it where the lambda is
+ * in scope instead:
+ *
+ *     SIM_KERNEL_INSTANCE(&kernel<..., decltype(f)>);
+ *
+ * records the instance (trampoline, parameter sizes, address) when that
+ * code runs, and the source runs it once while the library loads (a static
+ * initializer that calls the enclosing function).  sim-kernreg lists such a
+ * kernel as SIM_KERNEL_LATE(mangled, signature): its entry is the recorded
+ * instance whose exported symbol (dladdr) is that mangled name.  The
+ * enclosing function must therefore be `inline` (g++ then exports the
+ * instance under nvcc's name, as exec.mk's check_names.sh requires; the
+ * mangled name does not change).  A kernel that was not recorded gets an
+ * entry without a name: launching it reports "no host implementation". */
+namespace sim_reg {
+struct late_kernel {
+	const void *fn;
+	sim_kernel_entry e;
+};
+enum { late_max = 512 };
+static inline late_kernel *late_table(unsigned **count)
+{
+	static late_kernel table[late_max];
+	static unsigned n;
+	*count = &n;
+	return table;
+}
+template <auto F> static inline int record_instance()
+{
+	unsigned *n;
+	late_kernel *t = late_table(&n);
+	for (unsigned i = 0; i < *n; i++)
+		if (t[i].fn == reinterpret_cast<const void *>(F))
+			return 0;
+	if (*n == late_max)
+		return -1;
+	t[*n].fn = reinterpret_cast<const void *>(F);
+	t[*n].e = make<F>(nullptr, nullptr, F);
+	++*n;
+	return 0;
+}
+static inline sim_kernel_entry late_entry(const char *mangled, const char *sig)
+{
+	unsigned *n;
+	late_kernel *t = late_table(&n);
+	for (unsigned i = 0; i < *n; i++) {
+		Dl_info di;
+		if (dladdr(t[i].fn, &di) && di.dli_sname && di.dli_saddr == t[i].fn &&
+		    std::strcmp(di.dli_sname, mangled) == 0) {
+			sim_kernel_entry e = t[i].e;
+			e.mangled = mangled;
+			e.signature = sig;
+			return e;
+		}
+	}
+	sim_kernel_entry none{};
+	none.mangled = "";      /* found by no lookup: "no host implementation" */
+	none.signature = sig;
+	return none;
+}
+} /* namespace sim_reg */
+#define SIM_KERNEL_INSTANCE(...) ((void)::sim_reg::record_instance<(__VA_ARGS__)>())
+#define SIM_KERNEL_LATE(mangled, sig) ::sim_reg::late_entry(mangled, sig)
 
 /* ---- device variables (used by sim-kernreg's X.reg.cpp) ------------------
  * __device__ and __constant__ variables are ordinary globals of the kernel

@@ -234,3 +234,41 @@ __global__ void barrier_loop(float *y)
 	}
 	y[blockIdx.x * blockDim.x + t] = s[t];
 }
+
+// Kernels instantiated with lambdas (PyTorch's gpu_kernel(iter, GPU_LAMBDA)
+// pattern): the registry cannot name them, the source records them
+// (sim_kernel.h: SIM_KERNEL_INSTANCE).  nvcc adds 8 bytes to the closure of
+// a capturing __host__ __device__ lambda; the CPU build captures a pointer
+// more to keep the parameter size.  lambda_scaled is recorded,
+// lambda_unrecorded is not (its launch must be refused).
+template <typename F> __global__ void apply_lambda(F f, float *x)
+{
+	x[threadIdx.x] = f(x[threadIdx.x]);
+}
+#ifdef __SIMCUDA__
+inline void lambda_scaled(float s)
+{
+	auto f = [s, tail = (void *)nullptr](float v) { return v * s; };
+	SIM_KERNEL_INSTANCE(&apply_lambda<decltype(f)>);
+}
+inline void lambda_unrecorded()
+{
+	auto f = [](float v) { return -v; };
+	(void)&apply_lambda<decltype(f)>;
+}
+[[maybe_unused]] static const int lambdas_recorded = (lambda_scaled(1.0f), lambda_unrecorded(), 0);
+#else
+template <typename T> static void keep(T) {}
+inline void lambda_scaled(float s)
+{
+	auto f = [s] __host__ __device__(float v) { return v * s; };
+	keep(&apply_lambda<decltype(f)>);
+	keep(f);
+}
+inline void lambda_unrecorded()
+{
+	auto f = [] __host__ __device__(float v) { return -v; };
+	keep(&apply_lambda<decltype(f)>);
+	keep(f);
+}
+#endif

@@ -12,7 +12,9 @@
  * static_cast<void (*)(PARAMS)>(&NAME)): the cast picks the overload and
  * instantiates templates; NAME and PARAMS come from the demangled name
  * (`void axpy<float>(float, float const*, float*)`).  extern "C" kernels
- * (unmangled) are referenced by name.  exec.mk then checks that the built
+ * (unmangled) are referenced by name.  A kernel whose name holds a lambda
+ * closure type is listed as SIM_KERNEL_LATE(mangled, signature): the source
+ * records it with SIM_KERNEL_INSTANCE (sim_kernel.h says how).  exec.mk then checks that the built
  * library defines each mangled name, i.e. that g++ mangles like nvcc.
  *
  * Device variables (__device__, __constant__) of the cubin whose names are
@@ -202,6 +204,13 @@ static int emit(FILE *o, const char *mangled)
 			return -1;
 		}
 		fprintf(o, "\tSIM_KERNEL(\"%s\", \"%s\", &%s),\n", mangled, mangled, mangled);
+		return 0;
+	}
+	/* A closure type has no name to write here: the source records the
+	 * instance (SIM_KERNEL_INSTANCE) and the entry is looked up by name. */
+	if (strstr(d, "{lambda(")) {
+		fprintf(o, "\tSIM_KERNEL_LATE(\"%s\", \"%s\"),\n", mangled, d);
+		free(d);
 		return 0;
 	}
 	fprintf(o, "\tSIM_KERNEL(\"%s\", \"%s\",\n", mangled, d);
