@@ -8,8 +8,17 @@
  * unmangled kernels are only the cuBLAS-style GEMMs and the two declared
  * stand-ins (samples/torchlike/kernels.cu says why).
  *
- * The fatbin is argv[1] (make passes it); a negative control checks that a
- * name not in the table, or a size that differs, would be caught.
+ * The CUDA 12 build of the same kernels (kernels_cuda12.fatbin, --layout
+ * cuda12; the table is a CUDA 13 build, so it has no such sizes): the same
+ * names as the CUDA 13 fatbin, each in the table with the same parameter
+ * count and sizes except the multi-tensor metadata struct (parameter 0)
+ * and lpnorm_cleanup's TensorListAddresses (parameter 1), which have the
+ * 4 KB sizes of ../shared/PYTORCH.md section 4 (TensorListAddresses: 110
+ * addresses, 880 bytes, an assumption: PYTORCH.md does not list it).
+ *
+ * The fatbin is argv[1] (make passes it), the CUDA 12 one the same path
+ * with kernels_cuda12.fatbin; a negative control checks that a name not in
+ * the table, or a size that differs, would be caught.
  */
 #define CHECK_MAIN
 #include "check.h"
@@ -19,9 +28,28 @@
 #include "torch_table.h"
 
 static const char *fatbin_path;  /* argv[1], else $BUILD/samples/obj/torchlike/kernels.fatbin */
+static char fatbin12_path[4200]; /* the same folder, kernels_cuda12.fatbin */
 static struct torch_table tab;
-static struct ddp_module_info mod;
+static struct ddp_module_info mod, mod12;
 static int loaded;
+
+static int parse_file(const char *path, struct ddp_module_info *m)
+{
+	char err[256];
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		CHECK_FAIL_("cannot open %s (make build-all builds it)", path);
+		return 0;
+	}
+	static unsigned char buf[16 << 20];
+	size_t n = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	if (ddp_module_parse(buf, n, 90, m, err, sizeof err) != DDP_OK) {
+		CHECK_FAIL_("%s: %s", path, err);
+		return 0;
+	}
+	return 1;
+}
 
 static int load(void)
 {
@@ -33,18 +61,8 @@ static int load(void)
 		CHECK_FAIL_("cannot read the real table: %s", err);
 		return 0;
 	}
-	FILE *f = fopen(fatbin_path, "rb");
-	if (!f) {
-		CHECK_FAIL_("cannot open %s (make build-all builds it)", fatbin_path);
+	if (!parse_file(fatbin_path, &mod) || !parse_file(fatbin12_path, &mod12))
 		return 0;
-	}
-	static unsigned char buf[16 << 20];
-	size_t n = fread(buf, 1, sizeof buf, f);
-	fclose(f);
-	if (ddp_module_parse(buf, n, 90, &mod, err, sizeof err) != DDP_OK) {
-		CHECK_FAIL_("%s: %s", fatbin_path, err);
-		return 0;
-	}
 	loaded = 1;
 	return 1;
 }
@@ -94,7 +112,77 @@ TEST(every_mangled_kernel_is_pytorchs)
 		}
 	}
 	printf("# %zu PyTorch kernels (all in the table), %zu GEMM/stand-in kernels\n", mangled, other);
-	CHECK(mangled >= 18);
+	CHECK(mangled >= 40);
+}
+
+/* The 4 KB size of a CUDA <= 12 struct named in a demangled kernel name, or 0. */
+static uint32_t cuda12_size(const char *demangled, uint32_t param)
+{
+	static const struct {
+		const char *type;
+		uint32_t size;
+	} sizes[] = {
+		{"::TensorListMetadata<1>", 3368}, {"::TensorListMetadata<2>", 3144},
+		{"::TensorListMetadata<3>", 3144}, {"::TensorListMetadata<4>", 3048},
+		{"::FusedOptimizerTensorListMetadata<4>", 3336},
+		{"::TensorListScalarListMetadata<float, 1>", 3520}, {"::TensorListScalarListMetadata<float, 3>", 3328},
+	};
+	const char *mta = strstr(demangled, "multi_tensor_apply_kernel<");
+	if (mta && param == 0) {
+		/* the metadata struct is the first template argument */
+		const char *first = mta + strlen("multi_tensor_apply_kernel<"), *end = first;
+		for (int depth = 0; *end && !(depth == 0 && *end == ','); end++)
+			depth += *end == '<' ? 1 : *end == '>' ? -1 : 0;
+		for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+			size_t l = strlen(sizes[i].type);
+			if ((size_t)(end - first) >= l && !strncmp(end - l, sizes[i].type, l))
+				return sizes[i].size;
+		}
+		return 0;
+	}
+	if (strstr(demangled, "lpnorm_cleanup<") && param == 1)
+		return 880;
+	return 0;
+}
+
+TEST(cuda12_build_same_names_4k_structs)
+{
+	if (!load())
+		return;
+	size_t checked = 0, structs = 0;
+	CHECK(mod12.nkernels == mod.nkernels);
+	for (size_t i = 0; i < mod12.nkernels; i++) {
+		const struct ddp_kernel_info *k = &mod12.kernels[i];
+		if (!ddp_module_find(&mod, k->name))
+			CHECK_FAIL_("%s is in the CUDA 12 build only", k->demangled);
+		if (strncmp(k->name, "_Z", 2) != 0)
+			continue;
+		const struct torch_kernel *t = torch_table_find(&tab, k->name);
+		if (!t) {
+			CHECK_FAIL_("not a kernel of torch 2.15.0+cu132: %s", k->demangled);
+			continue;
+		}
+		checked++;
+		if (k->nparams != t->nparams) {
+			CHECK_FAIL_("%s: %u params, the table has %u", k->demangled, k->nparams, t->nparams);
+			continue;
+		}
+		for (uint32_t j = 0; j < k->nparams; j++) {
+			uint32_t want = cuda12_size(k->demangled, j);
+			if (want) {
+				structs++;
+				if (k->params[j].size != want || t->size[j] == want)
+					CHECK_FAIL_("%s: parameter %u is %u bytes, the 4 KB layout has %u (CUDA 13: %u)",
+						    k->demangled, j, k->params[j].size, want, t->size[j]);
+			} else if (k->params[j].size != t->size[j]) {
+				CHECK_FAIL_("%s: parameter %u is %u bytes, the table's %u", k->demangled, j,
+					    k->params[j].size, t->size[j]);
+			}
+		}
+	}
+	printf("# CUDA 12 build: %zu PyTorch kernels in the table by name, %zu 4 KB structs\n", checked, structs);
+	CHECK(checked >= 40);
+	CHECK(structs >= 17);
 }
 
 /* The check could fail: a name one character off, and a size one byte off. */
@@ -130,5 +218,9 @@ int main(int argc, char **argv)
 		fatbin_path = argv[1];
 		argc--, argv++;
 	}
+	snprintf(fatbin12_path, sizeof fatbin12_path, "%s", fatbin_path);
+	char *dot = strstr(fatbin12_path, ".fatbin");
+	if (dot)
+		snprintf(dot, sizeof fatbin12_path - (size_t)(dot - fatbin12_path), "_cuda12.fatbin");
 	return check_main(argc, argv);
 }

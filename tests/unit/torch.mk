@@ -18,4 +18,5 @@ $(eval $(call fuzz_target,torch_args,runtime/track/ddp_torch_args.c))
 # samples/torchlike's kernels are PyTorch's: names and layouts against the table.
 $(eval $(call unit_test,test_torchlike_names,tests/unit/test_torchlike_names.c $(TORCH_TABLE_SRC),,))
 $(BUILD)/tests/unit/test_torchlike_names.o: CPPFLAGS += -Itests -Itests/unit
-$(BUILD)/tests/unit/test_torchlike_names: | $(BUILD)/samples/obj/torchlike/kernels.fatbin
+$(BUILD)/tests/unit/test_torchlike_names: | $(BUILD)/samples/obj/torchlike/kernels.fatbin \
+	$(BUILD)/samples/obj/torchlike/kernels_cuda12.fatbin
