@@ -5,7 +5,8 @@
 # driver-level step (real kernel names and layouts, caching allocator on,
 # 304 parameter tensors, backward on a second thread): ddprun -n 2 with
 # batch B equals one process at 2 x batch, ranks bit-identical, for a
-# covering set of optimizer x clip x allocator x zero_grad x accumulation;
+# covering set of optimizer x implementation (foreach, fused, for-loop) x
+# clip x GradScaler x allocator x zero_grad x accumulation x dtype x layout;
 # DDP_SYNC=off (negative control) fails the same comparison.
 #
 # NOT in `make test` (tests/e2e/sync.mk leaves it out): it needs the
@@ -39,6 +40,20 @@ want adamw_clip_async && case_ adamw_clip_async --optim adamw --clip 1.0 --alloc
 want sgd_momentum && case_ sgd_momentum --optim sgd --lr 0.05
 want adam_no_set_to_none && case_ adam_no_set_to_none --optim adam --set-to-none 0 --clip 1.0
 want adamw_accum2 && case_ adamw_accum2 --optim adamw --clip 1.0 --accum 2
+# GradScaler (skips steps 5, 6 and 19 of 20: --inf-steps), fused and
+# for-loop optimizers, autocast bf16 (8 steps, tolerance 1e-2: bf16 runs
+# drift apart at the bf16 rounding level each step, see docs/pytorch.md),
+# the CUDA 12 layouts
+want scaler_adamw && case_ scaler_adamw --optim adamw --scaler 1
+want scaler_clip && case_ scaler_clip --optim adamw --scaler 1 --clip 1.0
+want fused_adamw && case_ fused_adamw --optim adamw --impl fused --clip 1.0
+want fused_adamw_scaler && case_ fused_adamw_scaler --optim adamw --impl fused --scaler 1
+want fused_sgd && case_ fused_sgd --optim sgd --lr 0.05 --impl fused
+want forloop_adamw && case_ forloop_adamw --optim adamw --impl forloop --clip 1.0
+want forloop_sgd && case_ forloop_sgd --optim sgd --lr 0.05 --impl forloop --set-to-none 0
+want bf16 && S=8 TOL=1e-2 case_ bf16 --optim adamw --dtype bf16 --clip 1.0
+want cuda12 && case_ cuda12 --optim adamw --layout cuda12 --clip 1.0
+want cuda12_fused_scaler && case_ cuda12_fused_scaler --optim adamw --layout cuda12 --impl fused --scaler 1
 # the same model with 10 blocks (24 tensors), below the 256-buffer cap of
 # today's decoder, to see the rules behind it
 want small_adamw_clip && case_ small_adamw_clip --layers 10 --optim adamw --clip 1.0
