@@ -292,6 +292,11 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			if (b->role != DDP_GR_GRAD || !b->ov_pred || b->ov_fallback || b->ov_ticket ||
 			    (ov.env.alive && !ov.env.alive(b)))
 				continue;
+			/* a named gradient (PyTorch) only when this very launch wrote
+			 * it: the caching allocator may have given its bytes to
+			 * another tensor since the prediction was learned */
+			if (b->named && b->wseq != seq)
+				continue;
 			ov.list[n++] = b;
 		}
 		if (!n)

@@ -5,42 +5,67 @@
 # driver-level step (real kernel names and layouts, caching allocator on,
 # 304 parameter tensors, backward on a second thread): ddprun -n 2 with
 # batch B equals one process at 2 x batch, ranks bit-identical, for a
-# covering set of optimizer x clip x allocator x zero_grad x accumulation;
+# covering set of optimizer x clip x allocator x zero_grad x accumulation
+# (the pruning is written beside the cases), -n 3 for a subset, bytes
+# reduced per step = the gradient bytes with the caching allocator, the
+# invariant check (steps 1-3, on by default) passing in every case; and
 # DDP_SYNC=off (negative control) fails the same comparison.
-#
-# NOT in `make test` (tests/e2e/sync.mk leaves it out): it needs the
-# gradient rules of issues 11/12 (ranges instead of allocations, gradients
-# as roles, the neutral-consumer class); with the rules of today it is
-# expected to fail.  Run it by hand: BUILD=build tests/e2e/sync/torchlike.sh
-# [CASE...]; docs/pytorch.md records what it reports.
+# BUILD=build tests/e2e/sync/torchlike.sh [CASE...] runs some cases.
 . "$(dirname "$0")/lib.sh"
 need torchlike
 D=$BUILD/data/mlp.rec
 S=${TORCHLIKE_STEPS:-20}
 TOL=${TORCHLIKE_TOL:-1e-5}
 
-# case NAME ARGS...: the reference at batch 16, ddprun -n 2 at batch 8
-case_() {
-	local name=$1
-	shift
-	ref "$name" torchlike --data "$D" --steps "$S" --batch 16 "$@" || return
-	ddp "$name" 2 torchlike "$D" --data "$D" --steps "$S" --batch 8 "$@"
+# caseN N NAME ARGS...: the reference at batch 8N, ddprun -n N at batch 8
+caseN() {
+	local n=$1 name=$2
+	shift 2
+	ref "$name" torchlike --data "$D" --steps "$S" --batch $((8 * n)) "$@" || return
+	DDPRUN_TRACE=$TMP/$name.trace ddp "$name" "$n" torchlike "$D" --data "$D" --steps "$S" --batch 8 "$@"
 	local rc=$?
 	[ $rc -eq 0 ] || echo "# $name: ddprun exit $rc: $(grep -m3 -E 'libddp|ddprun' "$TMP/$name.ddp.err" | tr '\n' ' ')"
-	equiv "$name" 2 "$TOL"
+	equiv "$name" "$n" "$TOL"
+	local checks
+	checks=$(sync_field "$name" 0 invariant_checks)
+	if [ $rc -eq 0 ] && [ "${checks:-0}" -ge 3 ] 2>/dev/null; then
+		ok "$name: the invariant check ran at $checks steps and passed"
+	else
+		not_ok "$name: the invariant check did not pass at 3 steps (checks: ${checks:-none}, exit $rc)"
+	fi
 }
+case_() { caseN 2 "$@"; }
+
+# the gradient bytes of the default model: 128 + 16 (layer 0), 150 x (256 + 16),
+# 1536 + 96 (head) floats
+GB=$(( (128 + 16 + 150 * (256 + 16) + 1536 + 96) * 4 ))
 
 want() { [ ${#CASES[@]} -eq 0 ] && return 0; local c; for c in "${CASES[@]}"; do [ "$c" = "$1" ] && return 0; done; return 1; }
 CASES=("$@")
-want adamw_clip_caching && case_ adamw_clip_caching --optim adamw --clip 1.0 --alloc caching
+# Covering set (pruned from optim x clip x scaler x set_to_none x alloc: each
+# optimizer with and without clip, each allocator with clip on, set_to_none
+# both ways, accumulation; every factor's values appear with the default
+# AdamW case, and the rules each factor exercises are per-factor).
+if want adamw_clip_caching; then
+	case_ adamw_clip_caching --optim adamw --clip 1.0 --alloc caching
+	bytes_ok adamw_clip_caching 2 "$GB"
+fi
 want adamw_caching && case_ adamw_caching --optim adamw --alloc caching
 want adamw_clip_expandable && case_ adamw_clip_expandable --optim adamw --clip 1.0 --alloc expandable
 want adamw_clip_async && case_ adamw_clip_async --optim adamw --clip 1.0 --alloc async
 want sgd_momentum && case_ sgd_momentum --optim sgd --lr 0.05
 want adam_no_set_to_none && case_ adam_no_set_to_none --optim adam --set-to-none 0 --clip 1.0
 want adamw_accum2 && case_ adamw_accum2 --optim adamw --clip 1.0 --accum 2
-# the same model with 10 blocks (24 tensors), below the 256-buffer cap of
-# today's decoder, to see the rules behind it
+want adamw_accum4 && case_ adamw_accum4 --optim adamw --accum 4
+want sgd_clip_no_set_to_none && case_ sgd_clip_no_set_to_none --optim sgd --lr 0.05 --clip 1.0 --set-to-none 0
+want adam_expandable && case_ adam_expandable --optim adam --alloc expandable
+# -n 3 for a subset
+if want adamw_clip_n3; then
+	caseN 3 adamw_clip_n3 --optim adamw --clip 1.0
+	bytes_ok adamw_clip_n3 3 "$GB"
+fi
+want sgd_async_n3 && caseN 3 sgd_async_n3 --optim sgd --lr 0.05 --alloc async
+# the same model with 10 blocks (24 tensors)
 want small_adamw_clip && case_ small_adamw_clip --layers 10 --optim adamw --clip 1.0
 want small_adamw && case_ small_adamw --layers 10 --optim adamw
 want small_sgd && case_ small_sgd --layers 10 --optim sgd --lr 0.05
