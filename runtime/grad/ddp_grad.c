@@ -22,13 +22,16 @@
 
 #define GRAD_MAX_ARGS 512
 
-/* The records of one allocation (in creation order; ranges may overlap: a
- * step-1 candidate covers the gradient ranges carved from it). */
+/* The records of one allocation, sorted by their first byte (ranges may
+ * overlap: a step-1 candidate covers the gradient ranges carved from it).
+ * A caching-allocator segment holds thousands (every tensor of a PyTorch
+ * model): lookups are binary searches, never scans of the allocation. */
 struct alloc_ix {
 	uint64_t base;
 	uint32_t alloc_id;
 	uint32_t n, cap;
-	uint32_t *rec;                   /* indices into bufs                    */
+	uint32_t *rec;                   /* indices into bufs, by record base    */
+	uint64_t maxsize;                /* no record is larger (lookup bound)   */
 };
 
 /* Step 1: which non-optimizer kernel last wrote which range (the evidence
@@ -245,7 +248,7 @@ static struct alloc_ix *ix_find(struct ddp_grad *g, uint64_t base, uint32_t allo
 				g->ngrad--;
 			buf_reset(g, g->bufs[x->rec[i]]);
 		}
-		x->n = 0;
+		/* the dead records stay (rec_new reuses them) */
 		x->alloc_id = alloc_id;
 	}
 	return x;
@@ -298,27 +301,74 @@ static void arg_range(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
 	*hi = e;
 }
 
+/* The first position of x whose record starts at or after key. */
+static uint32_t ix_lower(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t key)
+{
+	uint32_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (g->bufs[x->rec[mid]]->base < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first position whose record may overlap [lo, ...). */
+static uint32_t ix_first(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo)
+{
+	return ix_lower(g, x, lo > x->maxsize ? lo - x->maxsize + 1 : 0);
+}
+
+/* The record at position i got a new range: moves it to its place. */
+static void ix_place(const struct ddp_grad *g, struct alloc_ix *x, uint32_t i)
+{
+	uint32_t r = x->rec[i];
+	const struct ddp_grad_buf *b = g->bufs[r];
+	if (b->size > x->maxsize)
+		x->maxsize = b->size;
+	for (; i > 0 && g->bufs[x->rec[i - 1]]->base > b->base; i--)
+		x->rec[i] = x->rec[i - 1];
+	for (; i + 1 < x->n && g->bufs[x->rec[i + 1]]->base < b->base; i++)
+		x->rec[i] = x->rec[i + 1];
+	x->rec[i] = r;
+}
+
 /* The record of exactly [lo, hi) in x with one of the roles in mask (bit
  * per role), or NULL. */
 static struct ddp_grad_buf *rec_exact(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 				      uint64_t hi, unsigned mask)
 {
-	for (uint32_t i = 0; x && i < x->n; i++) {
+	if (!x)
+		return NULL;
+	for (uint32_t i = ix_lower(g, x, lo); i < x->n; i++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
-		if (b->base == lo && b->base + b->size == hi && (mask >> b->role & 1))
+		if (b->base != lo)
+			break;
+		if (b->base + b->size == hi && (mask >> b->role & 1))
 			return b;
 	}
 	return NULL;
 }
 
 /* The first record of x overlapping [lo, hi) with a role in mask, from
- * position *pos on (iteration: start with *pos = 0). */
+ * position *pos on (iteration: start with *pos = 0; records may change
+ * roles meanwhile, not ranges). */
 static struct ddp_grad_buf *rec_overlap(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 					uint64_t hi, unsigned mask, uint32_t *pos)
 {
-	for (; x && *pos < x->n; (*pos)++) {
+	if (!x)
+		return NULL;
+	if (*pos == 0)
+		*pos = ix_first(g, x, lo);
+	for (; *pos < x->n; (*pos)++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[*pos]];
-		if ((mask >> b->role & 1) && b->base < hi && lo < b->base + b->size) {
+		if (b->base >= hi) {
+			*pos = x->n;
+			break;
+		}
+		if ((mask >> b->role & 1) && lo < b->base + b->size) {
 			(*pos)++;
 			return b;
 		}
@@ -330,9 +380,13 @@ static struct ddp_grad_buf *rec_overlap(const struct ddp_grad *g, const struct a
 static struct ddp_grad_buf *rec_within(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 				       uint64_t hi, unsigned mask)
 {
-	for (uint32_t i = 0; x && i < x->n; i++) {
+	if (!x)
+		return NULL;
+	for (uint32_t i = ix_first(g, x, lo); i < x->n; i++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
-		if ((mask >> b->role & 1) && b->base <= lo && hi <= b->base + b->size)
+		if (b->base > lo)
+			break;
+		if ((mask >> b->role & 1) && hi <= b->base + b->size)
 			return b;
 	}
 	return NULL;
@@ -347,9 +401,10 @@ static struct ddp_grad_buf *rec_new(struct ddp_grad *g, const struct ddp_grad_ar
 	struct ddp_grad_buf *b;
 	if (!x)
 		return NULL;
+	uint32_t at;
 	/* reuse a dead record of this allocation */
-	for (uint32_t i = 0; i < x->n; i++) {
-		b = g->bufs[x->rec[i]];
+	for (at = 0; at < x->n; at++) {
+		b = g->bufs[x->rec[at]];
 		if (b->role == DDP_GR_NONE) {
 			memset(b, 0, sizeof *b);
 			goto fill;
@@ -374,6 +429,7 @@ static struct ddp_grad_buf *rec_new(struct ddp_grad *g, const struct ddp_grad_ar
 	if (!(b = calloc(1, sizeof *b)))
 		return NULL;
 	g->bufs[g->nbufs] = b;
+	at = x->n;
 	x->rec[x->n++] = (uint32_t)g->nbufs++;
 fill:
 	b->base = lo;
@@ -382,6 +438,7 @@ fill:
 	b->alloc_size = a->size;
 	b->alloc_id = a->alloc_id;
 	b->bounded = a->bounded;
+	ix_place(g, x, at);
 	return b;
 }
 
@@ -1003,12 +1060,18 @@ static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
 		uint64_t hi = o->base + o->size > b->base + b->size ? o->base + o->size : b->base + b->size;
 		b->base = lo;
 		b->size = hi - lo;
+		for (uint32_t i = 0; i < x->n; i++)
+			if (g->bufs[x->rec[i]] == b) {
+				ix_place(g, x, i);
+				break;
+			}
 		b->dirty |= o->dirty;
 		DDP_INFO(GRAD, "%s %s merges into a wider range (%llu bytes at +%llu)", ddp_grad_role_name(role),
 			 o->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base));
 		if (role == DDP_GR_GRAD && g->ngrad)
 			g->ngrad--;
 		buf_reset(g, o);
+		pos = 0; /* b moved in the index: search again (o is dead now) */
 	}
 }
 
