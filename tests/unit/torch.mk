@@ -19,3 +19,7 @@ $(eval $(call fuzz_target,torch_args,runtime/track/ddp_torch_args.c))
 $(eval $(call unit_test,test_torchlike_names,tests/unit/test_torchlike_names.c $(TORCH_TABLE_SRC),,))
 $(BUILD)/tests/unit/test_torchlike_names.o: CPPFLAGS += -Itests -Itests/unit
 $(BUILD)/tests/unit/test_torchlike_names: | $(BUILD)/samples/obj/torchlike/kernels.fatbin
+
+# PyTorch's launches as explicit launches of the gradient tracker.
+$(eval $(call unit_test,test_torch_launch,tests/unit/test_torch_launch.c,,grad track))
+$(BUILD)/tests/unit/test_torch_launch.o: CPPFLAGS += -Itests
