@@ -133,7 +133,18 @@ static struct {
 	char pad[56];
 } fastcount __attribute__((aligned(64)));
 
-static __thread uint32_t fast_tick;  /* progress every 64 cheap launches    */
+#define FAST_TICK 64                 /* cheap launches per progress mark    */
+/* initial-exec: a plain %fs-relative access, no __tls_get_addr call per launch */
+static __thread uint32_t fast_tick __attribute__((tls_model("initial-exec")));
+
+/* Every FAST_TICK cheap launches of a thread: training progress (ddprun's
+ * --timeout and status board) and the count of cheap launches (summary). */
+static void fast_progress(void) __attribute__((noinline, cold));
+static void fast_progress(void)
+{
+	ddp_job_progress();
+	__atomic_fetch_add(&fastcount.n, FAST_TICK, __ATOMIC_RELAXED);
+}
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
 static struct ddp_xargs xargs;       /* explicit launches' tensors (grows)  */
@@ -1066,20 +1077,28 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	die(msg);
 }
 
+static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_call *c, int cls)
+	__attribute__((noinline));
+
 uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
-	uint64_t token = 0;
 	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
 	if (cls == 1 + DDP_GK_OTHER && __atomic_load_n(&hot.ok, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&k->sync_scan_state, __ATOMIC_ACQUIRE) == 1 &&
 	    !scan_hits(k, c, __atomic_load_n(&hot.snap, __ATOMIC_ACQUIRE))) {
 		/* the cheap path: this launch touches no gradient allocation */
-		if (!(++fast_tick & 63)) {
-			ddp_job_progress();
-			__atomic_fetch_add(&fastcount.n, 64, __ATOMIC_RELAXED);
-		}
+		if (__builtin_expect(!(++fast_tick & (FAST_TICK - 1)), 0))
+			fast_progress();
 		return 0;
 	}
+	return sync_launch_slow(k, c, cls);
+}
+
+/* The locked path (its own function: the cheap path above pays neither its
+ * stack frame nor its register saves). */
+static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_call *c, int cls)
+{
+	uint64_t token = 0;
 	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
 		cls = 1 + (int)ddp_grad_classify(k->demangled, opt_setting, reader_setting);
