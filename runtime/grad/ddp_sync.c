@@ -106,6 +106,7 @@ static int check_inv;                /* DDP_CHECK_INVARIANT                 */
 static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
 static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
+static int torch_seen;               /* a PyTorch kernel was decoded        */
 static uint64_t first_launch_ns;
 static struct ddp_kfunc *cur_k;      /* the launch being processed          */
 static const struct ddp_launch_call *cur_call;
@@ -1057,7 +1058,7 @@ static int const_correct(const struct ddp_kfunc *k)
 /* No optimizer recognised after DDP_OPT_WAIT seconds of launches. */
 static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 {
-	char msg[700];
+	char msg[900];
 	if (cls == DDP_GK_OPT) {
 		opt_seen = 1;
 		return;
@@ -1071,9 +1072,11 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 		return;
 	snprintf(msg, sizeof msg, "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
-		 "name the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
+		 "%sname the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
 		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
-		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?");
+		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?",
+		 torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
+			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else " : "");
 	die(msg);
 }
 
@@ -1118,6 +1121,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
 		ddp_torch_launch_learn(k);
+		torch_seen |= k->sync_torch_state == DDP_XT_OK;
 		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
 		if (k->sync_boundary) /* never skipped by the cheap path */
 			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
