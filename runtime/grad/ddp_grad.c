@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "ddp_array.h"
 #include "ddp_grad.h"
 #include "ddp_log.h"
 
@@ -72,7 +73,7 @@ struct ddp_grad {
 	struct ddp_grad_buf **xrec;      /* per argument: its record (scratch)   */
 	struct ddp_grad_buf **xlist;     /* gradients to average (scratch)       */
 	struct ddp_grad_read *xrd;       /* ranges an optimizer reads (scratch)  */
-	size_t xcap;
+	size_t xcap_rec, xcap_list, xcap_rd;
 	char err[512];
 };
 
@@ -1247,23 +1248,17 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 
 static ddp_result x_scratch(struct ddp_grad *g, size_t n)
 {
-	if (n <= g->xcap)
-		return DDP_OK;
-	size_t nc = g->xcap ? g->xcap : 256;
-	while (nc < n)
-		nc *= 2;
-	struct ddp_grad_buf **r = realloc(g->xrec, nc * sizeof *r);
+	struct ddp_grad_buf **r = ddp_array_grow(g->xrec, &g->xcap_rec, n, sizeof *r, 256);
 	if (r)
 		g->xrec = r;
-	struct ddp_grad_buf **l = realloc(g->xlist, nc * sizeof *l);
+	struct ddp_grad_buf **l = ddp_array_grow(g->xlist, &g->xcap_list, n, sizeof *l, 256);
 	if (l)
 		g->xlist = l;
-	struct ddp_grad_read *d = realloc(g->xrd, nc * sizeof *d);
+	struct ddp_grad_read *d = ddp_array_grow(g->xrd, &g->xcap_rd, n, sizeof *d, 256);
 	if (d)
 		g->xrd = d;
 	if (!r || !l || !d)
 		return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-	g->xcap = nc;
 	return DDP_OK;
 }
 

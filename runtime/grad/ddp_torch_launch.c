@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp_alloc.h"
+#include "ddp_array.h"
 #include "ddp_launch.h"
 #include "ddp_torch_args.h"
 #include "ddp_torch_launch.h"
@@ -67,21 +68,6 @@ static int grad_list_of(const struct ddp_torch_kernel *tk)
 	}
 }
 
-static ddp_result grow(struct ddp_xargs *x, size_t n)
-{
-	if (n <= x->cap)
-		return DDP_OK;
-	size_t nc = x->cap ? x->cap : 256;
-	while (nc < n)
-		nc *= 2;
-	struct ddp_grad_arg *v = realloc(x->v, nc * sizeof *v);
-	if (!v)
-		return DDP_ERR_NOMEM;
-	x->v = v;
-	x->cap = nc;
-	return DDP_OK;
-}
-
 ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_launch_call *c, int strict,
 				 struct ddp_xargs *out, char *msg, size_t msgcap)
 {
@@ -102,10 +88,12 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 			 ddp_torch_kind_name((enum ddp_torch_kind)tk->kind), ddp_strerror(rc));
 		return rc;
 	}
-	if (grow(out, vec.n ? vec.n : 1) != DDP_OK) {
+	struct ddp_grad_arg *v = ddp_array_grow(out->v, &out->cap, vec.n ? vec.n : 1, sizeof *v, 256);
+	if (!v) {
 		snprintf(msg, msgcap, "out of memory (%zu tensors)", vec.n);
 		return DDP_ERR_NOMEM;
 	}
+	out->v = v;
 	for (size_t i = 0; i < vec.n; i++) {
 		const struct ddp_trange *r = &vec.v[i];
 		struct ddp_alloc_ent e;
