@@ -87,10 +87,20 @@ extern const uint16_t hook_by_name_[HOOK_COUNT] HOOK_HIDDEN;
 extern const uint16_t hook_by_base_[HOOK_COUNT] HOOK_HIDDEN;
 
 /* ---- per-thread state */
+struct ddp_kfunc;
+#define HOOK_KCOUNT_SLOTS 4               /* kernels counted per thread (by id) */
+#define HOOK_KCOUNT_BATCH 64              /* launches added to a kernel at once */
 struct hook_tls {
 	int inside;                       /* > 0: ddp's own driver calls      */
 	uint32_t tick;                    /* calls of this thread (sampling)  */
 	struct ddp_stats_thread *stats;   /* this thread's counters           */
+	/* launches not yet added to their kernel's shared counter (hook_launch.c):
+	 * two threads launching one kernel would otherwise write its counter's
+	 * cache line on every launch */
+	struct {
+		struct ddp_kfunc *k;
+		uint32_t n;
+	} kc[HOOK_KCOUNT_SLOTS];
 };
 extern __thread struct hook_tls hook_tls_
 	__attribute__((tls_model("initial-exec"))) HOOK_HIDDEN;

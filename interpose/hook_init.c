@@ -166,6 +166,7 @@ static void ddp_fork_child(void)
 static void stats_forget(void)
 {
 	hook_tls_.stats = NULL;
+	hook_launch_flush(); /* its pending launch counts (hook_launch.c) */
 }
 
 static void ddp_exit(void)
@@ -173,6 +174,7 @@ static void ddp_exit(void)
 	if (forked_child)
 		return;
 	hook_inside_enter();
+	hook_launch_flush(); /* this thread's pending launch counts, before the summary */
 	int sync_failed = ddp_sync_exit(ddp_param_trace(), init_rank);
 	ddp_inspect_write();
 	ddp_sync_explain(ddp_param_inspect());

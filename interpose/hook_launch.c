@@ -5,7 +5,12 @@
  *
  * Per launch: look the handle up in the kernel registry (lock-free hash; a
  * CUkernel cast to CUfunction is found the same way), count it on the
- * kernel, and when an observer wants it (DDP_INSPECT, or DDP_LOG=debug for
+ * kernel (in batches of HOOK_KCOUNT_BATCH per thread: the kernel's counter
+ * is one cache line that every launching thread would otherwise write on
+ * every launch; a thread's pending counts are added at its exit and, for
+ * the thread that runs the exit handler, before the summary, so a thread
+ * still launching when the process exits may leave up to 63 launches per
+ * kernel uncounted), and when an observer wants it (DDP_INSPECT, or DDP_LOG=debug for
  * the launch subsystem) decode the arguments against the allocation table.
  * An unknown handle is discovered once through the driver (name, parameter
  * info).  NCCL's kernels (ncclDevKernel_*, ncclKernel_*) are not tracked.
@@ -20,8 +25,9 @@
  * gradient reduction enqueued behind it).
  *
  * Contract: the steady-state path (known kernel, no observer, no trace,
- * sync off) takes no lock, allocates nothing, makes no syscall: hash probe,
- * one atomic add, one branch on ddp_sync_on_, the real call.
+ * sync off) takes no lock, allocates nothing, makes no syscall and writes
+ * no shared cache line but once per HOOK_KCOUNT_BATCH launches: hash probe,
+ * a thread-local count, one branch on ddp_sync_on_, the real call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +94,36 @@ static void foreign_nccl(const struct ddp_kfunc *k)
 	ddp_sync_step_aside(why);
 }
 
+/* One launch of k by this thread: counted in the thread's slot for k, added
+ * to k's shared counter every HOOK_KCOUNT_BATCH launches or when another
+ * kernel takes the slot. */
+static inline void count_launch(struct ddp_kfunc *k)
+{
+	struct hook_tls *t = &hook_tls_;
+	unsigned i = k->id & (HOOK_KCOUNT_SLOTS - 1);
+	if (__builtin_expect(t->kc[i].k == k, 1)) {
+		if (++t->kc[i].n < HOOK_KCOUNT_BATCH)
+			return;
+		t->kc[i].n = 0;
+		__atomic_fetch_add(&k->launches, HOOK_KCOUNT_BATCH, __ATOMIC_RELAXED);
+		return;
+	}
+	if (t->kc[i].k && t->kc[i].n)
+		__atomic_fetch_add(&t->kc[i].k->launches, t->kc[i].n, __ATOMIC_RELAXED);
+	t->kc[i].k = k;
+	t->kc[i].n = 1;
+}
+
+void hook_launch_flush(void)
+{
+	struct hook_tls *t = &hook_tls_;
+	for (unsigned i = 0; i < HOOK_KCOUNT_SLOTS; i++) {
+		if (t->kc[i].k && t->kc[i].n)
+			__atomic_fetch_add(&t->kc[i].k->launches, t->kc[i].n, __ATOMIC_RELAXED);
+		t->kc[i].n = 0;
+	}
+}
+
 static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction f,
 					       void **params, void **extra)
 {
@@ -104,8 +140,13 @@ static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction
 		fr->kname = k->demangled;
 		return NULL;
 	}
-	__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
 	fr->kname = k->demangled;
+	if (__builtin_expect(hook_launch_observe_, 0)) {
+		/* the inspector may write its report (launch counts) from here */
+		__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
+	} else {
+		count_launch(k);
+	}
 	if (__builtin_expect(!params && !extra && k->layout_known && k->nparams, 0))
 		warn_once(k, "kernelParams and extra are both NULL");
 	else if (__builtin_expect(hook_launch_observe_, 0))

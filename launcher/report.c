@@ -12,7 +12,9 @@
  *                               threads of each rank by name
  *   (and, from rank<k>.sync.json's "per_step", the gradient communication
  *   per step over steps 3+: collectives, comm_ms, comm_hidden_ms,
- *   grad_wait_ms, with the hidden percentage, one column per rank)
+ *   grad_wait_ms, with the hidden percentage, and where the backend gave
+ *   it peer_wait_ms, the part of comm spent waiting for the other ranks,
+ *   with the hidden percentage of the rest; one column per rank)
  * A rank killed before exit leaves no summary and a trace without the
  * "complete" mark (runtime/base/ddp_trace.c); such a trace is still read,
  * and so is one cut in the middle of an event (its whole events are kept):
@@ -497,7 +499,8 @@ static void free_table(struct table *t)
 
 struct comm_col {
 	int present;
-	double steps, colls, comm, hidden, wait;
+	double steps, colls, comm, hidden, wait, peer, peer_hidden;
+	int peer_known;          /* every step 3+ had peer_wait_ms */
 	char overlap[16];
 };
 
@@ -525,6 +528,7 @@ static int read_comm(const char *dir, int rank, struct comm_col *col)
 		return -1;
 	}
 	col->present = 1;
+	col->peer_known = 1;
 	snprintf(col->overlap, sizeof col->overlap, "%s", ov && ov->t == J_STR ? ov->str : "-");
 	for (size_t i = 0; ps && i < ps->n; i++) {
 		const struct jv *e = &ps->items[i];
@@ -535,7 +539,15 @@ static int read_comm(const char *dir, int rank, struct comm_col *col)
 		col->comm += jnum(e, "comm_ms");
 		col->hidden += jnum(e, "comm_hidden_ms");
 		col->wait += jnum(e, "grad_wait_ms");
+		if (jget(e, "peer_wait_ms")) {
+			col->peer += jnum(e, "peer_wait_ms");
+			col->peer_hidden += jnum(e, "peer_wait_hidden_ms");
+		} else {
+			col->peer_known = 0;
+		}
 	}
+	if (!col->steps)
+		col->peer_known = 0;
 	jfree(&v);
 	free(text);
 	return 0;
@@ -556,7 +568,8 @@ static void print_comm(const struct comm_col *col, const int *ranks, size_t nran
 	}
 	static const char *const rows[] = { "overlap", "steps", "collectives", "comm ms (collectives running)",
 					    "comm hidden ms (producer still busy)", "hidden %",
-					    "grad wait ms (consumer waiting)" };
+					    "grad wait ms (consumer waiting)", "of comm: ms waiting for other ranks",
+					    "hidden % after all ranks arrived" };
 	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
 		printf("\n%-44s", rows[i]);
 		for (size_t r = 0; r < nranks; r++) {
@@ -578,7 +591,19 @@ static void print_comm(const struct comm_col *col, const int *ranks, size_t nran
 				else
 					printf(" %14s", "-");
 				break;
-			default: printf(" %14.3f", c->wait / n); break;
+			case 6: printf(" %14.3f", c->wait / n); break;
+			case 7:
+				if (c->peer_known)
+					printf(" %14.3f", c->peer / n);
+				else
+					printf(" %14s", "-");
+				break;
+			default:
+				if (c->peer_known && c->comm > c->peer)
+					printf(" %13.1f%%", 100.0 * (c->hidden - c->peer_hidden) / (c->comm - c->peer));
+				else
+					printf(" %14s", "-");
+				break;
 			}
 		}
 	}

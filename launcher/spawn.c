@@ -133,9 +133,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		else if (!(v && *v))
 			DDP_CHECK(env_set(&e, "LD_PRELOAD", job->preload));
 	}
-	/* one allocation per tensor (DESIGN.md section 4), unless the user chose */
-	if (!getenv("PYTORCH_NO_CUDA_MEMORY_CACHING"))
-		DDP_CHECK(env_set(&e, "PYTORCH_NO_CUDA_MEMORY_CACHING", "1"));
+	/* PyTorch's caching allocator stays on and PYTORCH_CUDA_ALLOC_CONF is the
+	 * user's: its launches are decoded tensor by tensor (docs/pytorch.md) */
 	if (!getenv("XLA_PYTHON_CLIENT_ALLOCATOR"))
 		DDP_CHECK(env_set(&e, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"));
 

@@ -199,6 +199,9 @@ uint64_t ddp_coll_async_issued(const struct ddp_comm *c);
 struct ddp_coll_time {
 	uint64_t ticket;
 	uint64_t start_ns, end_ns;
+	uint64_t arrive_ns;      /* host backend: when every rank had reached the
+				    op (its first chunk), so arrive - start is
+				    the wait for the other ranks; NCCL: 0 (unknown) */
 	uint64_t bytes;          /* NCCL: bytes of the op; host backend: 0 */
 };
 size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out /* OUT [max] */, size_t max);

@@ -102,6 +102,7 @@ struct coll_async {
 	struct ddp_coll_time ring[ASYNC_DONE_RING];
 	uint64_t ring_w, ring_r;
 	uint64_t cur_start_ns;             /* start of the op in progress (mu)    */
+	uint64_t cur_arrive_ns;            /* every rank reached it (mu; host)    */
 	uint64_t watched;                  /* NCCL: last ticket seen done (watchdog) */
 	CUcontext ctx;                     /* the context of cs (watchdog thread)   */
 	/* failure on the progress thread (mu; failed also read atomically) */
@@ -124,12 +125,14 @@ static ddp_result async_cu(struct ddp_comm *c, CUresult e, const char *op)
 }
 
 /* Records a finished op (a->mu held). */
-static void ring_put(struct coll_async *a, uint64_t ticket, uint64_t t0, uint64_t t1, uint64_t bytes)
+static void ring_put(struct coll_async *a, uint64_t ticket, uint64_t t0, uint64_t t1, uint64_t arrive,
+		     uint64_t bytes)
 {
 	struct ddp_coll_time *r = &a->ring[a->ring_w % ASYNC_DONE_RING];
 	r->ticket = ticket;
 	r->start_ns = t0;
 	r->end_ns = t1;
+	r->arrive_ns = arrive;
 	r->bytes = bytes;
 	a->ring_w++;
 	if (a->ring_w - a->ring_r > ASYNC_DONE_RING)
@@ -155,13 +158,15 @@ static void *async_progress(void *arg)
 		int skip = a->failed;
 		pthread_mutex_unlock(&a->mu);
 
-		uint64_t t0 = now_ns();
+		uint64_t t0 = now_ns(), arrive = 0;
 		ddp_result rc = DDP_OK;
 		if (!skip) {
 			if (c->cfg.busy)
 				c->cfg.busy(1, j->ticket);
 			c->bg_wait = 1;
+			c->arrived_ns = 0;
 			rc = coll_host_allreduce(c, j->buf, j->count, j->t, 0, NULL);
+			arrive = c->arrived_ns;
 			c->bg_wait = 0;
 			if (c->cfg.busy)
 				c->cfg.busy(0, j->ticket);
@@ -176,10 +181,12 @@ static void *async_progress(void *arg)
 			a->fail_rc = rc;
 			snprintf(a->err, sizeof a->err, "%s", c->err[0] ? c->err : "libddp: async allreduce failed");
 		}
-		if (j->first)
+		if (j->first) {
 			a->cur_start_ns = t0;
+			a->cur_arrive_ns = arrive;
+		}
 		if (j->last)
-			ring_put(a, j->ticket, a->cur_start_ns, t1, 0);
+			ring_put(a, j->ticket, a->cur_start_ns, t1, a->cur_arrive_ns, 0);
 		j->done = 1;
 		pthread_cond_broadcast(&a->cv_done);
 	}
@@ -295,7 +302,7 @@ static void CUDA_CB async_host_stamp(void *p)
 	if (!s->end)
 		a->cur_start_ns = t;
 	else
-		ring_put(a, s->ticket, a->cur_start_ns, t, s->bytes);
+		ring_put(a, s->ticket, a->cur_start_ns, t, 0, s->bytes);
 	pthread_mutex_unlock(&a->mu);
 	free(s);
 }

@@ -31,6 +31,8 @@ struct ddp_comm {
 	struct coll_host *host;       /* host backend state (NULL for NCCL)         */
 	struct coll_nccl *nccl;       /* NCCL state (NULL for host)                 */
 	struct coll_async *async;     /* stream-ordered calls (ddp_coll_async.c), NULL until the first */
+	uint64_t arrived_ns;          /* host backend: when every rank had reached the
+					 last allreduce (its descriptor barrier) */
 	int bg_wait;                  /* the caller is the async progress thread: a
 					 barrier sleeps at once instead of spinning
 					 (the kernels it overlaps need the cores) */

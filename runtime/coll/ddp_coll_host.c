@@ -79,6 +79,7 @@
 #include "ddp_coll_backend.h"
 #include "ddp_port.h"
 #include "ddp_log.h"
+#include "ddp_stats.h"
 #include "ddp_store.h"
 
 #define HOST_MAGIC 0x4c4c4f43505044ull /* "DDPCOLL" */
@@ -910,6 +911,7 @@ ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 	snprintf(what, sizeof what, "allreduce #%" PRIu64 " (%s, count=%zu)", c->seq, ddp_dtype_name(t), count);
 	host_post_buf(c, buf, count * ddp_dtype_size(t), dev);
 	DDP_CHECK(host_begin(c, DDP_COLL_ALLREDUCE, count, (int)t, 0, what));
+	c->arrived_ns = ddp_now_ns(); /* every rank is here (stream-ordered ops' figures) */
 	if (count && host_all_cma(c))
 		DDP_CHECK(host_ar_cma(c, buf, count, t));
 	else if (dev)

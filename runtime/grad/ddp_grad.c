@@ -17,18 +17,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "ddp_array.h"
 #include "ddp_grad.h"
 #include "ddp_log.h"
 
 #define GRAD_MAX_ARGS 512
 
-/* The records of one allocation (in creation order; ranges may overlap: a
- * step-1 candidate covers the gradient ranges carved from it). */
+/* The records of one allocation, sorted by their first byte (ranges may
+ * overlap: a step-1 candidate covers the gradient ranges carved from it).
+ * A caching-allocator segment holds thousands (every tensor of a PyTorch
+ * model): lookups are binary searches, never scans of the allocation. */
 struct alloc_ix {
 	uint64_t base;
 	uint32_t alloc_id;
 	uint32_t n, cap;
-	uint32_t *rec;                   /* indices into bufs                    */
+	uint32_t *rec;                   /* indices into bufs, by record base    */
+	uint64_t maxsize;                /* no record is larger (lookup bound)   */
 };
 
 /* Step 1: which non-optimizer kernel last wrote which range (the evidence
@@ -60,6 +64,16 @@ struct ddp_grad {
 	uint64_t gen;                    /* G/candidate set changes              */
 	struct wlog_ent *wlog;
 	size_t nwlog;
+	/* explicit launches */
+	uint64_t epoch;                  /* see ddp_grad.h "Explicit launches"   */
+	uint32_t opener_kid;             /* the launch that opened the update    */
+	uint64_t opener_ptr;             /*   phase: kernel, first tensor        */
+	uint8_t opener_set;
+	uint64_t xstamp_seq;
+	struct ddp_grad_buf **xrec;      /* per argument: its record (scratch)   */
+	struct ddp_grad_buf **xlist;     /* gradients to average (scratch)       */
+	struct ddp_grad_read *xrd;       /* ranges an optimizer reads (scratch)  */
+	size_t xcap_rec, xcap_list, xcap_rd;
 	char err[512];
 };
 
@@ -71,6 +85,15 @@ const char *const ddp_grad_reader_builtin[] = {
 	"unscale", "non_finite", "nonfinite", "found_inf", "inf_check", "check_inf",
 	"grad_norm", "global_norm", "clip_grad", "lpnorm", "l2norm", NULL,
 };
+/* PyTorch's multi-tensor functors that rewrite gradients the same way on
+ * every rank: clip_grad_norm_'s _foreach_mul_(grads, clip_coef) by a device
+ * scalar, zero_grad(set_to_none=False)'s _foreach_zero_. */
+const char *const ddp_grad_neutral_builtin[] = {
+	"BinaryOpScalarTensorFunctor<", "ZeroFunctor<", NULL,
+};
+/* scaler.update(): every iteration of a GradScaler loop ends with it,
+ * whether the optimizer ran or the step was skipped. */
+static const char *const boundary_builtin[] = { "amp_update_scale", NULL };
 
 static ddp_result fail(struct ddp_grad *g, ddp_result rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -157,9 +180,19 @@ int ddp_grad_name_matches(const char *name, const char *const *builtin, const ch
 	return hit;
 }
 
+int ddp_grad_is_boundary(const char *name)
+{
+	return ddp_grad_name_matches(name, boundary_builtin, NULL);
+}
+
 enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
 				       const char *reader_setting)
 {
+	/* only inside a multi-tensor kernel: a plain elementwise ZeroFunctor
+	 * (a fill) is forward/backward work */
+	if (name && strstr(name, "multi_tensor_apply_kernel<") &&
+	    ddp_grad_name_matches(name, ddp_grad_neutral_builtin, NULL))
+		return DDP_GK_NEUTRAL;
 	if (ddp_grad_name_matches(name, ddp_grad_reader_builtin, reader_setting))
 		return DDP_GK_READER;
 	if (ddp_grad_name_matches(name, ddp_grad_opt_builtin, opt_setting))
@@ -190,10 +223,16 @@ static int64_t *hash_slot(const struct ddp_grad *g, uint64_t base)
 static void buf_reset(struct ddp_grad *g, struct ddp_grad_buf *b)
 {
 	g->gen++;
-	uint64_t base = b->base, size = b->size;
+	struct ddp_grad_buf keep = *b;
 	memset(b, 0, sizeof *b);
-	b->base = base;
-	b->size = size;
+	/* the range and where it lives stay: a record is reused for the
+	 * same bytes with another role */
+	b->base = keep.base;
+	b->size = keep.size;
+	b->alloc_base = keep.alloc_base;
+	b->alloc_size = keep.alloc_size;
+	b->alloc_id = keep.alloc_id;
+	b->bounded = keep.bounded;
 }
 
 /* The index of the allocation a lives in (NULL when none).  A different
@@ -210,7 +249,7 @@ static struct alloc_ix *ix_find(struct ddp_grad *g, uint64_t base, uint32_t allo
 				g->ngrad--;
 			buf_reset(g, g->bufs[x->rec[i]]);
 		}
-		x->n = 0;
+		/* the dead records stay (rec_new reuses them) */
 		x->alloc_id = alloc_id;
 	}
 	return x;
@@ -263,27 +302,74 @@ static void arg_range(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
 	*hi = e;
 }
 
+/* The first position of x whose record starts at or after key. */
+static uint32_t ix_lower(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t key)
+{
+	uint32_t lo = 0, hi = x->n;
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+		if (g->bufs[x->rec[mid]]->base < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The first position whose record may overlap [lo, ...). */
+static uint32_t ix_first(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo)
+{
+	return ix_lower(g, x, lo > x->maxsize ? lo - x->maxsize + 1 : 0);
+}
+
+/* The record at position i got a new range: moves it to its place. */
+static void ix_place(const struct ddp_grad *g, struct alloc_ix *x, uint32_t i)
+{
+	uint32_t r = x->rec[i];
+	const struct ddp_grad_buf *b = g->bufs[r];
+	if (b->size > x->maxsize)
+		x->maxsize = b->size;
+	for (; i > 0 && g->bufs[x->rec[i - 1]]->base > b->base; i--)
+		x->rec[i] = x->rec[i - 1];
+	for (; i + 1 < x->n && g->bufs[x->rec[i + 1]]->base < b->base; i++)
+		x->rec[i] = x->rec[i + 1];
+	x->rec[i] = r;
+}
+
 /* The record of exactly [lo, hi) in x with one of the roles in mask (bit
  * per role), or NULL. */
 static struct ddp_grad_buf *rec_exact(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 				      uint64_t hi, unsigned mask)
 {
-	for (uint32_t i = 0; x && i < x->n; i++) {
+	if (!x)
+		return NULL;
+	for (uint32_t i = ix_lower(g, x, lo); i < x->n; i++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
-		if (b->base == lo && b->base + b->size == hi && (mask >> b->role & 1))
+		if (b->base != lo)
+			break;
+		if (b->base + b->size == hi && (mask >> b->role & 1))
 			return b;
 	}
 	return NULL;
 }
 
 /* The first record of x overlapping [lo, hi) with a role in mask, from
- * position *pos on (iteration: start with *pos = 0). */
+ * position *pos on (iteration: start with *pos = 0; records may change
+ * roles meanwhile, not ranges). */
 static struct ddp_grad_buf *rec_overlap(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 					uint64_t hi, unsigned mask, uint32_t *pos)
 {
-	for (; x && *pos < x->n; (*pos)++) {
+	if (!x)
+		return NULL;
+	if (*pos == 0)
+		*pos = ix_first(g, x, lo);
+	for (; *pos < x->n; (*pos)++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[*pos]];
-		if ((mask >> b->role & 1) && b->base < hi && lo < b->base + b->size) {
+		if (b->base >= hi) {
+			*pos = x->n;
+			break;
+		}
+		if ((mask >> b->role & 1) && lo < b->base + b->size) {
 			(*pos)++;
 			return b;
 		}
@@ -295,9 +381,13 @@ static struct ddp_grad_buf *rec_overlap(const struct ddp_grad *g, const struct a
 static struct ddp_grad_buf *rec_within(const struct ddp_grad *g, const struct alloc_ix *x, uint64_t lo,
 				       uint64_t hi, unsigned mask)
 {
-	for (uint32_t i = 0; x && i < x->n; i++) {
+	if (!x)
+		return NULL;
+	for (uint32_t i = ix_first(g, x, lo); i < x->n; i++) {
 		struct ddp_grad_buf *b = g->bufs[x->rec[i]];
-		if ((mask >> b->role & 1) && b->base <= lo && hi <= b->base + b->size)
+		if (b->base > lo)
+			break;
+		if ((mask >> b->role & 1) && hi <= b->base + b->size)
 			return b;
 	}
 	return NULL;
@@ -312,9 +402,10 @@ static struct ddp_grad_buf *rec_new(struct ddp_grad *g, const struct ddp_grad_ar
 	struct ddp_grad_buf *b;
 	if (!x)
 		return NULL;
+	uint32_t at;
 	/* reuse a dead record of this allocation */
-	for (uint32_t i = 0; i < x->n; i++) {
-		b = g->bufs[x->rec[i]];
+	for (at = 0; at < x->n; at++) {
+		b = g->bufs[x->rec[at]];
 		if (b->role == DDP_GR_NONE) {
 			memset(b, 0, sizeof *b);
 			goto fill;
@@ -339,6 +430,7 @@ static struct ddp_grad_buf *rec_new(struct ddp_grad *g, const struct ddp_grad_ar
 	if (!(b = calloc(1, sizeof *b)))
 		return NULL;
 	g->bufs[g->nbufs] = b;
+	at = x->n;
 	x->rec[x->n++] = (uint32_t)g->nbufs++;
 fill:
 	b->base = lo;
@@ -347,6 +439,7 @@ fill:
 	b->alloc_size = a->size;
 	b->alloc_id = a->alloc_id;
 	b->bounded = a->bounded;
+	ix_place(g, x, at);
 	return b;
 }
 
@@ -387,6 +480,9 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->allocs);
 	free(g->hash);
 	free(g->wlog);
+	free(g->xrec);
+	free(g->xlist);
+	free(g->xrd);
 	free(g);
 }
 
@@ -412,9 +508,13 @@ const char *ddp_grad_last_error(const struct ddp_grad *g) { return g->err; }
 
 uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, last = 0;
 	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD)
+		if (g->bufs[i]->role == DDP_GR_GRAD && g->bufs[i]->named && g->bufs[i]->named_ep > last)
+			last = g->bufs[i]->named_ep;
+	/* named gradients: those of the last epoch that named any */
+	for (size_t i = 0; i < g->nbufs; i++)
+		if (g->bufs[i]->role == DDP_GR_GRAD && (!g->bufs[i]->named || g->bufs[i]->named_ep == last))
 			n += g->bufs[i]->count * ddp_dtype_size((enum ddp_dtype)g->bufs[i]->dtype);
 	return n;
 }
@@ -439,6 +539,8 @@ const char *ddp_grad_evidence_name(enum ddp_grad_evidence e)
 	case DDP_GE_CAL_SAME: return "unchanged by the calibration run";
 	case DDP_GE_CAL_CHANGED: return "changed by the calibration run";
 	case DDP_GE_READER: return "a reader's argument";
+	case DDP_GE_LIST: return "in a consumer's gradient list";
+	case DDP_GE_LIST_WRITE: return "written by an optimizer's tensor list";
 	default: return "-";
 	}
 }
@@ -467,44 +569,26 @@ static int cmp_order(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Averages every dirty G (and, in step 1, every dirty candidate), in order
- * of first appearance; ranges that follow each other in one allocation (and
- * in that order) go in one collective. */
-static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
+/* Averages list[0..n) (G or candidates, in order of first appearance);
+ * ranges that follow each other in one allocation (and in that order) go
+ * in one collective. */
+static ddp_result reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size_t n, void *stream)
 {
-	size_t cap = g->nbufs ? g->nbufs : 1;
-	struct ddp_grad_buf **list = malloc(cap * sizeof *list);
-	struct ddp_grad_buf *spans = malloc(cap * sizeof *spans);
-	struct ddp_grad_buf **sp = malloc(cap * sizeof *sp);
-	size_t n = 0, ns = 0;
+	struct ddp_grad_buf *spans = NULL, **sp = NULL;
+	size_t ns = 0;
 	ddp_result rc = DDP_OK;
 
-	if (!list || !spans || !sp) {
-		rc = fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-		goto out;
-	}
-	for (size_t i = 0; i < g->nbufs; i++) {
-		struct ddp_grad_buf *b = g->bufs[i];
-		if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND) || !b->dirty)
-			continue;
-		/* freed since it was written: nothing to average (the address
-		 * may belong to another allocation by now) */
-		if (g->ops.alive && !g->ops.alive(g->ops.ctx, b)) {
-			DDP_DEBUG(GRAD, "gradient %s at 0x%llx was freed: forgotten", b->label,
-				  (unsigned long long)b->base);
-			if (b->role == DDP_GR_GRAD && g->ngrad)
-				g->ngrad--;
-			buf_reset(g, b);
-			continue;
-		}
-		list[n++] = b;
-	}
 	if (!n)
-		goto out;
-	qsort(list, n, sizeof *list, cmp_order);
+		return DDP_OK;
 	if (g->ops.reduce && (!g->ops.reduce_on || g->ops.reduce_on(g->ops.ctx))) {
 		rc = g->ops.reduce(g->ops.ctx, list, n, stream);
 		goto reduced;
+	}
+	spans = malloc(n * sizeof *spans);
+	sp = malloc(n * sizeof *sp);
+	if (!spans || !sp) {
+		rc = fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
@@ -529,17 +613,71 @@ static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
 	rc = g->ops.allreduce(g->ops.ctx, sp, ns, stream);
 reduced:
 	if (rc == DDP_OK) {
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
 			list[i]->dirty = 0;
+			list[i]->red_ep = g->epoch + 1;
+		}
 		g->reductions++;
 	} else if (!g->err[0]) {
 		fail(g, rc, "gradient allreduce failed");
 	}
 out:
-	free(list);
 	free(spans);
 	free(sp);
 	return rc;
+}
+
+/* Is b (G or candidate) freed since it was learned?  Then it is forgotten
+ * (the address may belong to another allocation by now). */
+static int gone(struct ddp_grad *g, struct ddp_grad_buf *b)
+{
+	if (!g->ops.alive || g->ops.alive(g->ops.ctx, b))
+		return 0;
+	DDP_DEBUG(GRAD, "gradient %s at 0x%llx was freed: forgotten", b->label, (unsigned long long)b->base);
+	if (b->role == DDP_GR_GRAD && g->ngrad)
+		g->ngrad--;
+	buf_reset(g, b);
+	return 1;
+}
+
+/* Averages every dirty G (and, in step 1, every dirty candidate) the
+ * address rules learned, in order of first appearance (named gradients of
+ * explicit launches are averaged by their consumers, never here). */
+static ddp_result reduce_dirty(struct ddp_grad *g, void *stream)
+{
+	size_t cap = g->nbufs ? g->nbufs : 1, n = 0;
+	struct ddp_grad_buf **list = malloc(cap * sizeof *list);
+	ddp_result rc;
+
+	if (!list)
+		return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+	for (size_t i = 0; i < g->nbufs; i++) {
+		struct ddp_grad_buf *b = g->bufs[i];
+		if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND) || !b->dirty || b->named || gone(g, b))
+			continue;
+		list[n++] = b;
+	}
+	qsort(list, n, sizeof *list, cmp_order);
+	rc = reduce_bufs(g, list, n, stream);
+	free(list);
+	return rc;
+}
+
+/* The next epoch: named gradients must be averaged again before their next
+ * use; those not named in the epoch that ended are forgotten. */
+static void next_epoch(struct ddp_grad *g)
+{
+	g->epoch++;
+	for (size_t i = 0; i < g->nbufs; i++) {
+		struct ddp_grad_buf *b = g->bufs[i];
+		if (!b->named || b->role != DDP_GR_GRAD || b->named_ep + 1 >= g->epoch)
+			continue;
+		DDP_DEBUG(GRAD, "gradient %s at 0x%llx was not named in the last iteration: forgotten", b->label,
+			  (unsigned long long)b->base);
+		if (g->ngrad)
+			g->ngrad--;
+		buf_reset(g, b);
+	}
 }
 
 static ddp_result end_update(struct ddp_grad *g)
@@ -547,6 +685,8 @@ static ddp_result end_update(struct ddp_grad *g)
 	if (!g->in_update)
 		return DDP_OK;
 	g->in_update = 0;
+	g->opener_set = 0;
+	next_epoch(g);
 	g->steps_done++;
 	if (g->steps_done == 1) {
 		/* candidates no optimizer launch read are no gradients */
@@ -600,7 +740,7 @@ static enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad
 {
 	if (g->override != DDP_DT_UNKNOWN)
 		return g->override;
-	if (!a->in_struct && ddp_dtype_reducible((enum ddp_dtype)a->dtype))
+	if ((!a->in_struct || L->explicit_ranges) && ddp_dtype_reducible((enum ddp_dtype)a->dtype))
 		return (enum ddp_dtype)a->dtype;
 	if (ddp_dtype_reducible((enum ddp_dtype)L->template_dtype))
 		return (enum ddp_dtype)L->template_dtype;
@@ -662,6 +802,11 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 	g->grads_found++;
 	b->confirmed = 1;
 	snprintf(b->paired, sizeof b->paired, "%s", paired ? paired : "");
+	if (b->named && g->steps_done > 0) { /* new addresses every step: not news */
+		DDP_DEBUG(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx", b->order, b->label,
+			  (unsigned long long)b->size, (unsigned long long)b->base);
+		return DDP_OK;
+	}
 	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx (+%llu of allocation #%u, %llu bytes), %s x %llu; "
 		 "read by %s (%s%s%s), paired with %s, written by %s", b->order, b->label,
 		 (unsigned long long)b->size, (unsigned long long)b->base,
@@ -808,7 +953,15 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			continue;
 		struct ddp_grad_buf *b;
 		for (uint32_t pos = 0; (b = rec_overlap(g, x, lo, hi, M(DDP_GR_GRAD) | M(DDP_GR_CAND), &pos));) {
-			mark_written(b, L);
+			/* a named gradient is averaged again each epoch anyway; a
+			 * write not bounded to a tensor (a struct's pointer taken
+			 * to its allocation's end) does not make it dirty (it
+			 * covers every tensor after it), but it still counts as
+			 * a write for the early reductions (ddp_overlap.c) */
+			uint8_t was_dirty = b->dirty;
+			mark_written(b, L); /* the last writer, and early reductions before it are stale */
+			if (b->named && !a->bounded && !L->explicit_ranges)
+				b->dirty = was_dirty;
 			wrote_g |= b->role == DDP_GR_GRAD;
 		}
 	}
@@ -908,13 +1061,34 @@ static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
 		uint64_t hi = o->base + o->size > b->base + b->size ? o->base + o->size : b->base + b->size;
 		b->base = lo;
 		b->size = hi - lo;
+		for (uint32_t i = 0; i < x->n; i++)
+			if (g->bufs[x->rec[i]] == b) {
+				ix_place(g, x, i);
+				break;
+			}
 		b->dirty |= o->dirty;
 		DDP_INFO(GRAD, "%s %s merges into a wider range (%llu bytes at +%llu)", ddp_grad_role_name(role),
 			 o->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base));
 		if (role == DDP_GR_GRAD && g->ngrad)
 			g->ngrad--;
 		buf_reset(g, o);
+		pos = 0; /* b moved in the index: search again (o is dead now) */
 	}
+}
+
+/* An optimizer launch outside an update phase begins one (a step). */
+static ddp_result begin_update(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	if (g->in_update)
+		return DDP_OK;
+	g->in_update = 1;
+	g->steps++;
+	g->opener_set = L->explicit_ranges && L->nargs;
+	g->opener_kid = L->kid;
+	g->opener_ptr = L->nargs ? L->args[0].ptr : 0;
+	if (g->ops.step_begin)
+		return g->ops.step_begin(g->ops.ctx, g->steps);
+	return DDP_OK;
 }
 
 static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L)
@@ -929,12 +1103,7 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 	size_t nbc = 0, nrd = 0;
 	ddp_result rc;
 
-	if (!g->in_update) {
-		g->in_update = 1;
-		g->steps++;
-		if (g->ops.step_begin)
-			DDP_CHECK(g->ops.step_begin(g->ops.ctx, g->steps));
-	}
+	DDP_CHECK(begin_update(g, L));
 	memset(is_param, 0, n);
 	memset(is_grad, 0, n);
 	memset(changed, 0, n);
@@ -1075,8 +1244,221 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
 }
 
+/* ---- explicit launches (ddp_grad.h: "Explicit launches") */
+
+static ddp_result x_scratch(struct ddp_grad *g, size_t n)
+{
+	struct ddp_grad_buf **r = ddp_array_grow(g->xrec, &g->xcap_rec, n, sizeof *r, 256);
+	if (r)
+		g->xrec = r;
+	struct ddp_grad_buf **l = ddp_array_grow(g->xlist, &g->xcap_list, n, sizeof *l, 256);
+	if (l)
+		g->xlist = l;
+	struct ddp_grad_read *d = ddp_array_grow(g->xrd, &g->xcap_rd, n, sizeof *d, 256);
+	if (d)
+		g->xrd = d;
+	if (!r || !l || !d)
+		return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+	return DDP_OK;
+}
+
+#define LIVE_ROLES (M(DDP_GR_GRAD) | M(DDP_GR_PARAM) | M(DDP_GR_OTHER) | M(DDP_GR_CAND) | M(DDP_GR_DERIVED))
+
+/* The record of exactly a's range (created with role NONE when new).
+ * Records it overlaps describe what these bytes held before (the caching
+ * allocator gives freed bytes to new tensors): they are forgotten, unless
+ * this launch uses them too. */
+static struct ddp_grad_buf *x_record(struct ddp_grad *g, const struct ddp_grad_arg *a, uint64_t stamp)
+{
+	uint64_t lo, hi;
+	arg_range(a, &lo, &hi);
+	struct alloc_ix *x = ix_get(g, a->base, a->alloc_id);
+	if (!x)
+		return NULL;
+	struct ddp_grad_buf *b = rec_exact(g, x, lo, hi, LIVE_ROLES), *o;
+	if (!b) {
+		for (uint32_t pos = 0; (o = rec_overlap(g, x, lo, hi, LIVE_ROLES, &pos));) {
+			if (o->xstamp == stamp)
+				continue;
+			if (o->role == DDP_GR_GRAD && g->ngrad)
+				g->ngrad--;
+			buf_reset(g, o);
+		}
+		if (!(b = rec_exact(g, x, lo, hi, M(DDP_GR_NONE))) && !(b = rec_new(g, a, lo, hi)))
+			return NULL;
+		/* a forgotten record keeps only its range */
+		b->alloc_base = a->base;
+		b->alloc_size = a->size;
+		b->alloc_id = a->alloc_id;
+		b->bounded = 1;
+	}
+	return b;
+}
+
+/* Does the named gradient b need averaging before its consumer? */
+static int x_needs(const struct ddp_grad *g, const struct ddp_grad_buf *b)
+{
+	return b->dirty || b->red_ep != g->epoch + 1;
+}
+
+/* The lists of L that hold gradients, as a bit mask (lists 0..31). */
+static uint32_t x_grad_lists(const struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	uint32_t present = 0, written = 0, opt_wrote = 0, untyped = 0;
+	if (L->grad_list != DDP_GRAD_NO_LIST)
+		return L->grad_list < 32 ? 1u << L->grad_list : 0;
+	if (L->kclass != DDP_GK_OPT)
+		return 0;
+	/* a generic foreach optimizer op: its read-only lists that no
+	 * optimizer launch of this update phase wrote */
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		if (a->tlist >= 32)
+			continue;
+		uint32_t bit = 1u << a->tlist;
+		present |= bit;
+		if (a->access & DDP_GA_WRITE)
+			written |= bit;
+		if (!ddp_dtype_reducible(grad_dtype(g, L, a)))
+			untyped |= bit;
+		uint64_t lo, hi;
+		arg_range(a, &lo, &hi);
+		const struct ddp_grad_buf *b = rec_exact(g, ix_find((struct ddp_grad *)g, a->base, a->alloc_id), lo,
+							 hi, LIVE_ROLES);
+		if (b && b->opt_phase == g->steps)
+			opt_wrote |= bit;
+	}
+	return present & ~written & ~opt_wrote & ~untyped;
+}
+
+/* b (G named or not, or another role) becomes this update phase's
+ * parameter or state (rw) or output (write-only). */
+static void x_make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
+			 struct ddp_grad_buf *b)
+{
+	if (b->role != DDP_GR_PARAM) {
+		if (b->role == DDP_GR_GRAD && g->ngrad)
+			g->ngrad--;
+		if (b->role != DDP_GR_NONE)
+			buf_reset(g, b);
+		b->role = DDP_GR_PARAM;
+		b->evidence = DDP_GE_LIST_WRITE;
+		b->order = g->nparam_order++;
+		set_label(b, L, a);
+		/* an output needs no broadcast: this launch writes all of it */
+		b->bcast_done = !(a->access & DDP_GA_READ);
+		if (g->steps_done == 0)
+			DDP_INFO(GRAD, "parameter/state #%u: %s, %llu bytes at +%llu of allocation #%u; %s by %s's "
+				 "list %u", b->order, b->label, (unsigned long long)b->size,
+				 (unsigned long long)(b->base - b->alloc_base), b->alloc_id,
+				 a->access & DDP_GA_READ ? "updated" : "written", L->kname ? L->kname : "?", a->param);
+	}
+	b->opt_phase = g->steps;
+}
+
+static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	uint32_t n = L->nargs;
+	size_t nl = 0, nbc = 0, nrd = 0;
+	uint64_t stamp = ++g->xstamp_seq;
+	ddp_result rc;
+
+	DDP_CHECK(x_scratch(g, n ? n : 1));
+	if (L->kclass == DDP_GK_READER)
+		DDP_CHECK(end_update(g));
+	if (L->kclass == DDP_GK_OPT) {
+		/* the launch that opened this update phase again: the next step */
+		if (g->in_update && g->opener_set && g->opener_kid == L->kid && n && g->opener_ptr == L->args[0].ptr)
+			DDP_CHECK(end_update(g));
+		DDP_CHECK(begin_update(g, L));
+	}
+	uint32_t glists = x_grad_lists(g, L);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		int in_glist = a->tlist < 32 && (glists >> a->tlist & 1);
+		struct ddp_grad_buf *b = NULL;
+		g->xrec[i] = NULL;
+		if (in_glist) {
+			if (!(b = x_record(g, a, stamp)))
+				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			if (b->role != DDP_GR_GRAD || !b->named) {
+				if (b->role == DDP_GR_GRAD && g->ngrad)
+					g->ngrad--;
+				if (b->role != DDP_GR_NONE)
+					buf_reset(g, b);
+				b->named = 1;
+				DDP_CHECK(make_grad(g, L, a, b, DDP_GR_GRAD, DDP_GE_LIST, NULL));
+				b->red_ep = 0;
+			}
+			b->named_ep = g->epoch;
+		} else if (L->kclass == DDP_GK_OPT && (a->access & DDP_GA_WRITE)) {
+			if (!(b = x_record(g, a, stamp)))
+				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			x_make_param(g, L, a, b);
+			if (!b->bcast_done && b->xstamp != stamp)
+				g->xlist[n - 1 - nbc++] = b; /* broadcasts fill xlist from its end */
+		} else if (a->access & DDP_GA_READ) {
+			/* a named gradient read outside a gradient list (a neutral
+			 * consumer's input, an optimizer's extra read) */
+			uint64_t lo, hi;
+			arg_range(a, &lo, &hi);
+			b = rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, M(DDP_GR_GRAD));
+			if (b && !b->named)
+				b = NULL;
+		}
+		if (!b)
+			continue;
+		g->xrec[i] = b;
+		if (b->role == DDP_GR_GRAD && b->xstamp != stamp && x_needs(g, b) && !gone(g, b))
+			g->xlist[nl++] = b;
+		b->xstamp = stamp;
+	}
+	if (nbc) {
+		struct ddp_grad_buf **bc = &g->xlist[n - nbc];
+		/* in launch order (they were stored from the end) */
+		for (size_t i = 0; i < nbc / 2; i++) {
+			struct ddp_grad_buf *t = bc[i];
+			bc[i] = bc[nbc - 1 - i];
+			bc[nbc - 1 - i] = t;
+		}
+		rc = g->ops.broadcast(g->ops.ctx, bc, nbc, L->stream);
+		if (rc != DDP_OK)
+			return g->err[0] ? rc : fail(g, rc, "parameter broadcast failed");
+		for (size_t j = 0; j < nbc; j++)
+			bc[j]->bcast_done = 1;
+	}
+	DDP_CHECK(reduce_bufs(g, g->xlist, nl, L->stream));
+	if (L->kclass != DDP_GK_OPT || !g->ops.opt_reads)
+		return DDP_OK;
+	/* what this launch reads, for the data-parallel invariant */
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		struct ddp_grad_buf *b = g->xrec[i];
+		uint64_t lo, hi;
+		if (!(a->access & DDP_GA_READ))
+			continue;
+		arg_range(a, &lo, &hi);
+		struct ddp_grad_read *r = &g->xrd[nrd++];
+		r->ptr = lo;
+		r->bytes = hi - lo;
+		r->param = a->param;
+		r->word = a->word;
+		r->role = b ? b->role : DDP_GR_NONE;
+		r->label = b ? b->label : NULL;
+	}
+	return g->ops.opt_reads(g->ops.ctx, L, g->steps, g->xrd, nrd);
+}
+
 ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
+	if (L->boundary) {
+		if (g->in_update)
+			DDP_CHECK(end_update(g)); /* the next epoch with it */
+		else
+			next_epoch(g);
+	}
+	if (L->explicit_ranges && L->kclass != DDP_GK_OTHER)
+		return on_explicit(g, L);
 	if (L->truncated && L->kclass != DDP_GK_OTHER)
 		return fail(g, DDP_ERR_UNSUPPORTED,
 			    "libddp: %s kernel %s passes more buffers than libddp can decode (%u beyond the first "
@@ -1088,6 +1470,8 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		return on_optimizer(g, L);
 	case DDP_GK_READER:
 		return on_reader(g, L);
+	case DDP_GK_NEUTRAL:
+		return on_other(g, L); /* undecoded: as any launch that may write */
 	default:
 		return on_other(g, L);
 	}

@@ -46,6 +46,25 @@
  * - Nothing silent: the first step ending with no G known, or the second
  *   ending with nothing ever averaged, is an error (strict mode).
  *
+ * Explicit launches (L->explicit_ranges: PyTorch's multi-tensor, norm
+ * cleanup and elementwise kernels, decoded by ddp_torch_args.c): every
+ * argument is a tensor's exact range with its list's access, so nothing is
+ * calibrated or paired and no allocation is taken whole.  Gradients are a
+ * role of a consumer's list, whatever their address this step:
+ * - a reader's or fused optimizer's gradient list (L->grad_list), and a
+ *   generic foreach optimizer op's read-only list none of whose ranges an
+ *   optimizer launch of this update phase wrote, are named gradients: each
+ *   is averaged before the launch unless it was averaged in this epoch and
+ *   no bounded write touched it since;
+ * - the epoch advances when an update phase ends (also when the launch
+ *   that opened it comes again: the next step) and at a boundary launch;
+ *   a gradient named in an epoch and not in the next is forgotten (the
+ *   caching allocator gives its bytes to other tensors);
+ * - ranges an optimizer launch reads and writes are parameters or state
+ *   (broadcast before their first update); write-only ones are outputs;
+ * - a neutral consumer averages the gradients it reads that need it, and
+ *   its writes leave them averaged; it neither begins nor ends a step.
+ *
  * Contract: one tracker per process; the caller serialises calls (one lock
  * in ddp_sync.c).  Callbacks are made from inside ddp_grad_launch.  Memory:
  * the tables grow with malloc (slow path only).  A callback error stops
@@ -67,6 +86,9 @@ enum ddp_grad_kclass {
 	DDP_GK_OTHER = 0,
 	DDP_GK_READER,      /* reads gradients before the optimizer           */
 	DDP_GK_OPT,         /* optimizer step                                  */
+	DDP_GK_NEUTRAL,     /* neutral consumer: transforms averaged gradients
+			     * the same way on every rank (clip's scaling by a
+			     * device scalar, _foreach_zero_); never a step      */
 };
 
 enum ddp_grad_access {   /* same values as enum ddp_access (ddp_launch.h) */
@@ -88,7 +110,11 @@ struct ddp_grad_arg {
 	uint8_t in_struct;
 	uint8_t dtype;           /* enum ddp_dtype of the pointee             */
 	uint8_t bounded;         /* ext comes from a count argument           */
+	uint8_t tlist;           /* explicit launches: the tensor list it
+				  * belongs to (DDP_GRAD_NO_LIST: none)       */
 };
+
+#define DDP_GRAD_NO_LIST 0xff
 
 struct ddp_grad_launch {
 	const char *kname;       /* short name, for labels and messages       */
@@ -105,6 +131,18 @@ struct ddp_grad_launch {
 				  * access from the signature is trusted      */
 	uint64_t seq;            /* the caller's launch ordinal (recorded as a
 				  * G range's last writer; 0 when unused)     */
+	/* Explicit launches (PyTorch's decoded kernels, ddp_torch_args.h):
+	 * every argument is one tensor's exact range, access READ, WRITE or
+	 * READ|WRITE from its list's role; gradients are a ROLE of a
+	 * consumer's list, not an address (see "Explicit launches" above). */
+	uint8_t explicit_ranges;
+	uint8_t grad_list;       /* the list the kernel defines as gradients
+				  * (AMP unscale / LpNorm list 0, fused list 1);
+				  * DDP_GRAD_NO_LIST: none (generic foreach ops:
+				  * decided by who wrote them this step)      */
+	uint8_t boundary;        /* ends an iteration (scaler.update's
+				  * amp_update_scale): gradients named before it
+				  * are averaged again before their next use  */
 };
 
 enum ddp_grad_role {
@@ -124,6 +162,8 @@ enum ddp_grad_evidence {
 	DDP_GE_CAL_SAME,         /* read-only: unchanged by the calibration run */
 	DDP_GE_CAL_CHANGED,      /* written: changed by the calibration run    */
 	DDP_GE_READER,           /* a reader's input (candidate) or output     */
+	DDP_GE_LIST,             /* a consumer's gradient list (explicit launch) */
+	DDP_GE_LIST_WRITE,       /* written by an optimizer launch's list      */
 };
 
 /* A range the tracker knows. */
@@ -159,6 +199,12 @@ struct ddp_grad_buf {
 	uint8_t ov_pred;         /* a prediction exists                       */
 	uint8_t ov_miss;         /* mispredictions in a row                   */
 	uint8_t ov_fallback;     /* reduced at the consumer from now on       */
+	/* explicit launches (named gradients) */
+	uint8_t named;           /* G named by a consumer's gradient list     */
+	uint64_t named_ep;       /* the epoch it was last named in            */
+	uint64_t red_ep;         /* 1 + the epoch it was last averaged in (0: never) */
+	uint64_t opt_phase;      /* the step whose update phase last wrote it (0: none) */
+	uint64_t xstamp;         /* the explicit launch that last looked it up */
 };
 
 /* A range an optimizer launch reads (the data-parallel invariant check). */
@@ -265,7 +311,11 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 int ddp_grad_name_matches(const char *name, const char *const *builtin, const char *setting);
 extern const char *const ddp_grad_opt_builtin[];
 extern const char *const ddp_grad_reader_builtin[];
-/* Reader patterns win over optimizer patterns (multi_tensor_apply<LpNorm>). */
+extern const char *const ddp_grad_neutral_builtin[];
+/* Does the kernel end an iteration (L->boundary)? */
+int ddp_grad_is_boundary(const char *name);
+/* Neutral patterns win over reader patterns, which win over optimizer
+ * patterns (multi_tensor_apply<LpNorm>). */
 enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
 				       const char *reader_setting);
 

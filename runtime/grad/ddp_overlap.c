@@ -40,7 +40,10 @@
  * the producing stream reached the consumer (its kernels done, pdone); the
  * collectives' own times come from ddp_coll_async_times.  comm = sum of the
  * ops' durations; hidden = the part of each before pdone; grad wait =
- * (last op's end - pdone)+.  A step's figures are closed when all its ops'
+ * (last op's end - pdone)+.  Where the backend tells when every rank had
+ * reached an op (host backend: arrive_ns), peer wait = the part of each op
+ * before that (a rank ahead of the others waits inside the collective: load
+ * imbalance, which no overlap can hide), and its hidden part.  A step's figures are closed when all its ops'
  * times and its stamp are in (at a later consumer, or at exit), and its ops
  * go to the trace's communication track.
  *
@@ -72,8 +75,9 @@ struct ov_trig {
 struct ov_step {
 	uint64_t colls, first_t, last_t, recs;
 	uint64_t comm_ns, hidden_ns, wait_ns, last_end;
+	uint64_t peer_ns, peer_hidden_ns;   /* before every rank had arrived */
 	uint64_t rered, bytes;
-	uint8_t final, sync, stamped;
+	uint8_t final, sync, stamped, peer_known;
 };
 
 static struct {
@@ -292,6 +296,11 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			if (b->role != DDP_GR_GRAD || !b->ov_pred || b->ov_fallback || b->ov_ticket ||
 			    (ov.env.alive && !ov.env.alive(b)))
 				continue;
+			/* a named gradient (PyTorch) only when this very launch wrote
+			 * it: the caching allocator may have given its bytes to
+			 * another tensor since the prediction was learned */
+			if (b->named && b->wseq != seq)
+				continue;
 			ov.list[n++] = b;
 		}
 		if (!n)
@@ -371,6 +380,15 @@ static void collect(struct ddp_comm *c)
 				s->hidden_ns += e - r->start_ns;
 			if (r->end_ns > s->last_end)
 				s->last_end = r->end_ns;
+			if (r->arrive_ns) {
+				uint64_t a = r->arrive_ns < r->start_ns ? r->start_ns
+					     : r->arrive_ns > r->end_ns ? r->end_ns : r->arrive_ns;
+				uint64_t ah = a < pd ? a : pd;
+				s->peer_known = 1;
+				s->peer_ns += a - r->start_ns;
+				if (ah > r->start_ns)
+					s->peer_hidden_ns += ah - r->start_ns;
+			}
 			trace_op(r, step);
 		}
 		ov.nrecs = w;
@@ -528,9 +546,11 @@ void ddp_overlap_finish(void)
 }
 
 /* Figures over steps OV_FIRST_STEP+ (or all steps when there are fewer). */
-static void totals(double *steps, double *colls, double *comm_ms, double *hidden_ms, double *wait_ms)
+static void totals(double *steps, double *colls, double *comm_ms, double *hidden_ms, double *wait_ms,
+		   double *peer_ms, double *peer_hidden_ms, int *peer_known)
 {
-	*steps = *colls = *comm_ms = *hidden_ms = *wait_ms = 0;
+	*steps = *colls = *comm_ms = *hidden_ms = *wait_ms = *peer_ms = *peer_hidden_ms = 0;
+	*peer_known = 0;
 	for (size_t k = 0; k < ov.nst; k++) {
 		const struct ov_step *s = &ov.st[k];
 		if (k + 1 < OV_FIRST_STEP || !s->final)
@@ -540,6 +560,9 @@ static void totals(double *steps, double *colls, double *comm_ms, double *hidden
 		*comm_ms += s->comm_ns / 1e6;
 		*hidden_ms += s->hidden_ns / 1e6;
 		*wait_ms += s->wait_ns / 1e6;
+		*peer_ms += s->peer_ns / 1e6;
+		*peer_hidden_ms += s->peer_hidden_ns / 1e6;
+		*peer_known |= s->peer_known;
 	}
 }
 
@@ -560,6 +583,9 @@ void ddp_overlap_json(FILE *f)
 		if (s->final)
 			fprintf(f, ",\"comm_ms\":%.3f,\"comm_hidden_ms\":%.3f,\"grad_wait_ms\":%.3f", s->comm_ns / 1e6,
 				s->hidden_ns / 1e6, s->wait_ns / 1e6);
+		if (s->final && s->peer_known)
+			fprintf(f, ",\"peer_wait_ms\":%.3f,\"peer_wait_hidden_ms\":%.3f", s->peer_ns / 1e6,
+				s->peer_hidden_ns / 1e6);
 		fputc('}', f);
 		first = 0;
 	}
@@ -568,13 +594,19 @@ void ddp_overlap_json(FILE *f)
 
 void ddp_overlap_summary(char *out, size_t cap)
 {
-	double steps, colls, comm_ms, hidden_ms, wait_ms;
-	totals(&steps, &colls, &comm_ms, &hidden_ms, &wait_ms);
+	double steps, colls, comm_ms, hidden_ms, wait_ms, peer_ms, peer_hidden_ms;
+	int peer_known;
+	char peer[128] = "";
+	totals(&steps, &colls, &comm_ms, &hidden_ms, &wait_ms, &peer_ms, &peer_hidden_ms, &peer_known);
 	if (!steps) {
 		snprintf(out, cap, "overlap %s", ov.on ? "on" : "off");
 		return;
 	}
-	snprintf(out, cap, "overlap %s: per step (steps %d+) %.1f collectives, comm %.3f ms of which %.0f%% hidden, "
+	if (peer_known && comm_ms > peer_ms)
+		snprintf(peer, sizeof peer, " (%.3f ms waiting for other ranks; after all arrived %.0f%% hidden)",
+			 peer_ms / steps, 100.0 * (hidden_ms - peer_hidden_ms) / (comm_ms - peer_ms));
+	snprintf(out, cap, "overlap %s: per step (steps %d+) %.1f collectives, comm %.3f ms of which %.0f%% hidden%s, "
 		 "grad wait %.3f ms; %" PRIu64 " re-reductions", ov.on ? "on" : "off", OV_FIRST_STEP, colls / steps,
-		 comm_ms / steps, comm_ms > 0 ? 100.0 * hidden_ms / comm_ms : 0.0, wait_ms / steps, ov.rereductions);
+		 comm_ms / steps, comm_ms > 0 ? 100.0 * hidden_ms / comm_ms : 0.0, peer, wait_ms / steps,
+		 ov.rereductions);
 }

@@ -66,6 +66,7 @@
 #include "ddp_overlap.h"
 #include "ddp_sig.h"
 #include "ddp_trace.h"
+#include "ddp_torch_launch.h"
 
 int ddp_sync_on_;
 
@@ -105,6 +106,7 @@ static int check_inv;                /* DDP_CHECK_INVARIANT                 */
 static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
 static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
+static int torch_seen;               /* a PyTorch kernel was decoded        */
 static uint64_t first_launch_ns;
 static struct ddp_kfunc *cur_k;      /* the launch being processed          */
 static const struct ddp_launch_call *cur_call;
@@ -132,9 +134,21 @@ static struct {
 	char pad[56];
 } fastcount __attribute__((aligned(64)));
 
-static __thread uint32_t fast_tick;  /* progress every 64 cheap launches    */
+#define FAST_TICK 64                 /* cheap launches per progress mark    */
+/* initial-exec: a plain %fs-relative access, no __tls_get_addr call per launch */
+static __thread uint32_t fast_tick __attribute__((tls_model("initial-exec")));
+
+/* Every FAST_TICK cheap launches of a thread: training progress (ddprun's
+ * --timeout and status board) and the count of cheap launches (summary). */
+static void fast_progress(void) __attribute__((noinline, cold));
+static void fast_progress(void)
+{
+	ddp_job_progress();
+	__atomic_fetch_add(&fastcount.n, FAST_TICK, __ATOMIC_RELAXED);
+}
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
+static struct ddp_xargs xargs;       /* explicit launches' tensors (grows)  */
 static CUresult (*real_sync)(CUstream);
 static CUresult (*real_ctx_sync)(void);
 
@@ -940,22 +954,26 @@ void ddp_sync_init(int rank, int world)
 	ddp_sync_on_ = 1;
 }
 
+/* The function's own name: "multi_tensor_apply_kernel" of "void
+ * at::native::(anonymous namespace)::multi_tensor_apply_kernel<...>(...)"
+ * (templates and arguments are in the demangled name; the return type
+ * and namespaces go, "(anonymous namespace)" included). */
 static void short_name(const struct ddp_kfunc *k, char *out, size_t cap)
 {
+	static const char anon[] = "(anonymous namespace)";
 	const char *s = k->demangled ? k->demangled : k->name;
-	const char *paren = strchr(s, '(');
-	const char *start = s;
-	/* skip a return type ("void name(") */
-	for (const char *p = s; p < (paren ? paren : s + strlen(s)); p++) {
-		if (*p == '<')
-			break;
-		if (*p == ' ')
-			start = p + 1;
+	const char *start = s, *p = s;
+	for (; *p && *p != '<'; p++) {
+		if (*p == '(') {
+			if (strncmp(p, anon, sizeof anon - 1) != 0)
+				break;
+			p += sizeof anon - 2;
+			continue;
+		}
+		if (*p == ' ' || (*p == ':' && p[1] == ':'))
+			start = p + (*p == ' ' ? 1 : 2);
 	}
-	const char *lt = strchr(start, '<');
-	size_t n = paren ? (size_t)(paren - start) : strlen(start);
-	if (lt && (!paren || lt < paren))
-		n = (size_t)(lt - start);  /* templates are in the demangled name */
+	size_t n = (size_t)(p - start);
 	if (n >= cap)
 		n = cap - 1;
 	memcpy(out, start, n);
@@ -1040,7 +1058,7 @@ static int const_correct(const struct ddp_kfunc *k)
 /* No optimizer recognised after DDP_OPT_WAIT seconds of launches. */
 static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 {
-	char msg[700];
+	char msg[900];
 	if (cls == DDP_GK_OPT) {
 		opt_seen = 1;
 		return;
@@ -1054,32 +1072,44 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 		return;
 	snprintf(msg, sizeof msg, "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
-		 "name the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
+		 "%sname the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
 		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
-		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?");
+		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?",
+		 torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
+			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else " : "");
 	die(msg);
 }
 
+static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_call *c, int cls)
+	__attribute__((noinline));
+
 uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
-	uint64_t token = 0;
 	int cls = __atomic_load_n(&k->sync_class, __ATOMIC_RELAXED);
 	if (cls == 1 + DDP_GK_OTHER && __atomic_load_n(&hot.ok, __ATOMIC_ACQUIRE) &&
 	    __atomic_load_n(&k->sync_scan_state, __ATOMIC_ACQUIRE) == 1 &&
 	    !scan_hits(k, c, __atomic_load_n(&hot.snap, __ATOMIC_ACQUIRE))) {
 		/* the cheap path: this launch touches no gradient allocation */
-		if (!(++fast_tick & 63)) {
-			ddp_job_progress();
-			__atomic_fetch_add(&fastcount.n, 64, __ATOMIC_RELAXED);
-		}
+		if (__builtin_expect(!(++fast_tick & (FAST_TICK - 1)), 0))
+			fast_progress();
 		return 0;
 	}
+	return sync_launch_slow(k, c, cls);
+}
+
+/* The locked path (its own function: the cheap path above pays neither its
+ * stack frame nor its register saves). */
+static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_call *c, int cls)
+{
+	uint64_t token = 0;
 	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
 		cls = 1 + (int)ddp_grad_classify(k->demangled, opt_setting, reader_setting);
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
 		if (cls - 1 != DDP_GK_OTHER)
-			DDP_INFO(GRAD, "%s kernel: %s", cls - 1 == DDP_GK_OPT ? "optimizer" : "gradient-reader",
+			DDP_INFO(GRAD, "%s kernel: %s", cls - 1 == DDP_GK_OPT      ? "optimizer"
+							: cls - 1 == DDP_GK_READER ? "gradient-reader"
+										   : "neutral-consumer",
 				 k->demangled);
 	}
 	cls -= 1;
@@ -1089,6 +1119,13 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	stats.launches++;
 	if (!opt_seen)
 		no_optimizer_check(k, cls);
+	if (!k->sync_torch_state) {
+		ddp_torch_launch_learn(k);
+		torch_seen |= k->sync_torch_state == DDP_XT_OK;
+		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
+		if (k->sync_boundary) /* never skipped by the cheap path */
+			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
+	}
 	if (cls == DDP_GK_OTHER && !k->sync_scan_state)
 		scan_build(k);
 	if (cls == DDP_GK_OTHER && !ddp_grad_active(tracker)) {
@@ -1096,37 +1133,71 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 		goto out_unlock;
 	}
 
-	struct ddp_launch_params p = { c->params, c->extra };
-	ddp_result rc = ddp_launch_decode(k, &p, &launch_buf);
-	if (rc != DDP_OK) {
-		if (cls != DDP_GK_OTHER) {
-			char msg[600];
-			snprintf(msg, sizeof msg, "libddp: cannot decode the arguments of %s kernel %s (%s); its "
-				 "gradients cannot be found", cls == DDP_GK_OPT ? "optimizer" : "gradient-reader",
-				 k->demangled, ddp_strerror(rc));
-			die(msg);
+	uint32_t n = 0;
+	struct ddp_grad_arg *args = args_buf;
+	uint32_t truncated = 0;
+	int explicit_ranges = k->sync_torch_state == DDP_XT_OK;
+	if (k->sync_torch_state == DDP_XT_REFUSE && cls != DDP_GK_OTHER) {
+		char msg[700];
+		snprintf(msg, sizeof msg, "libddp: PyTorch kernel %.300s is a gradient consumer whose tensors libddp "
+			 "cannot bound (an argument layout it does not know); its gradients would be averaged as "
+			 "guesses, so the job stops: report the kernel name, or train unsynchronised with DDP_SYNC=off",
+			 k->demangled);
+		die(msg);
+	}
+	if (explicit_ranges) {
+		char why[300];
+		ddp_result rc = ddp_torch_launch_args(k, c, cls != DDP_GK_OTHER, &xargs, why, sizeof why);
+		if (rc != DDP_OK) {
+			if (cls != DDP_GK_OTHER) {
+				char msg[900];
+				snprintf(msg, sizeof msg, "libddp: cannot read the tensors of %s kernel %.300s: %s",
+					 cls == DDP_GK_OPT ? "optimizer" : cls == DDP_GK_READER ? "gradient-reader"
+												  : "gradient-consumer",
+					 k->demangled, why);
+				die(msg);
+			}
+			explicit_ranges = 0; /* the generic decoder: unbounded ranges */
+		} else {
+			args = xargs.v;
+			n = xargs.n;
 		}
-		goto out_unlock;
 	}
-	uint32_t n = launch_buf.nargs;
-	for (uint32_t i = 0; i < n; i++) {
-		const struct ddp_launch_arg *a = &launch_buf.args[i];
-		struct ddp_grad_arg *g = &args_buf[i];
-		g->base = a->alloc.base;
-		g->size = a->alloc.size;
-		g->ptr = a->value;
-		g->ext = 0;
-		g->bounded = 0;
-		g->alloc_id = a->alloc.id;
-		g->param = a->param;
-		g->word = a->word;
-		g->access = a->access;
-		g->in_struct = a->in_struct;
-		g->dtype = DDP_DT_UNKNOWN;
-		if (k->types_known && !a->in_struct && a->param < k->nparams)
-			g->dtype = k->params[a->param].dtype;
+	if (!explicit_ranges) {
+		struct ddp_launch_params p = { c->params, c->extra };
+		ddp_result rc = ddp_launch_decode(k, &p, &launch_buf);
+		if (rc != DDP_OK) {
+			if (cls != DDP_GK_OTHER) {
+				char msg[600];
+				snprintf(msg, sizeof msg, "libddp: cannot decode the arguments of %s kernel %s (%s); its "
+					 "gradients cannot be found", cls == DDP_GK_OPT ? "optimizer" : "gradient-reader",
+					 k->demangled, ddp_strerror(rc));
+				die(msg);
+			}
+			goto out_unlock;
+		}
+		n = launch_buf.nargs;
+		truncated = launch_buf.truncated;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct ddp_launch_arg *a = &launch_buf.args[i];
+			struct ddp_grad_arg *g = &args_buf[i];
+			g->base = a->alloc.base;
+			g->size = a->alloc.size;
+			g->ptr = a->value;
+			g->ext = 0;
+			g->bounded = 0;
+			g->alloc_id = a->alloc.id;
+			g->param = a->param;
+			g->word = a->word;
+			g->access = a->access;
+			g->in_struct = a->in_struct;
+			g->tlist = DDP_GRAD_NO_LIST;
+			g->dtype = DDP_DT_UNKNOWN;
+			if (k->types_known && !a->in_struct && a->param < k->nparams)
+				g->dtype = k->params[a->param].dtype;
+		}
+		bound_ranges(k, &p, n);
 	}
-	bound_ranges(k, &p, n);
 	char kname[64];
 	short_name(k, kname, sizeof kname);
 	CUstream s = c->stream;
@@ -1136,14 +1207,17 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	struct ddp_grad_launch gl = {
 		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
-		.nargs = n, .args = args_buf, .stream = (void *)s, .launch_ctx = (void *)c,
-		.truncated = launch_buf.truncated, .const_correct = (uint8_t)const_correct(k),
+		.nargs = n, .args = args, .stream = (void *)s, .launch_ctx = (void *)c,
+		.truncated = truncated, .const_correct = (uint8_t)const_correct(k),
 		.seq = ++launch_seq,
+		.explicit_ranges = (uint8_t)explicit_ranges,
+		.grad_list = explicit_ranges ? xargs.grad_list : DDP_GRAD_NO_LIST,
+		.boundary = k->sync_boundary,
 	};
 	check_stream = (void *)s;
 	cur_k = k;
 	cur_call = c;
-	rc = ddp_grad_launch(tracker, &gl);
+	ddp_result rc = ddp_grad_launch(tracker, &gl);
 	cur_call = NULL;
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(tracker);

@@ -66,6 +66,9 @@ struct ddp_kfunc {
 	uint16_t sync_nscan;         /* ddp_sync: entries of sync_scan           */
 	uint32_t *sync_scan;         /* ddp_sync: the 8-byte words that may hold a
 				      * pointer: (param << 16) | byte offset in it */
+	uint8_t sync_torch_state;    /* ddp_torch_launch: 0 not learned, else enum ddp_xt */
+	uint8_t sync_boundary;       /* ddp_sync: ends an iteration (ddp_grad_is_boundary) */
+	void *sync_torch;            /* ddp_torch_launch: struct ddp_torch_kernel */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
 	/* launches is written by every launch (atomic add, any thread): alone
 	 * on its cache line, so that the fields above, read on every launch

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp_sig.h"
+#include "ddp_array.h"
 #include "ddp_torch_args.h"
 
 /* ---- layouts */
@@ -639,14 +640,10 @@ ddp_result ddp_trange_vec_decode(struct ddp_trange_vec *vec, const struct ddp_to
 			vec->n = need;
 			return DDP_OK;
 		}
-		size_t cap = vec->cap ? vec->cap : 64;
-		while (cap < need)
-			cap *= 2;
-		struct ddp_trange *v = realloc(vec->v, cap * sizeof *v);
+		struct ddp_trange *v = ddp_array_grow(vec->v, &vec->cap, need, sizeof *v, 64);
 		if (!v)
 			return DDP_ERR_NOMEM;
 		vec->v = v;
-		vec->cap = cap;
 	}
 }
 

@@ -444,8 +444,8 @@ torch_runs() {
 	else
 		check "torch_train --steps 0 equals samples/mlp's initial parameters" FAIL "$(why "$RUNS/torch_init.err")"
 	fi
-	# the plain runs use the allocator ddprun sets, so times compare
-	export PYTORCH_NO_CUDA_MEMORY_CACHING=1
+	# PyTorch's caching allocator on (its default; ddprun no longer turns it
+	# off), then the two other allocators PYTORCH_CUDA_ALLOC_CONF selects
 	for variant in default foreach fused amp-bf16 $([ $QUICK -eq 1 ] || echo keep-grads); do
 		tol=1e-5
 		[ $variant = amp-bf16 ] && tol=1e-2
@@ -456,7 +456,12 @@ torch_runs() {
 		program "torch_train $variant" $tol "$MLP_DATA" 8 "$([ $QUICK -eq 1 ] && echo 40 || echo 100)" \
 			"$PY" "$ROOT/samples/torch_train.py" --data "$MLP_DATA" "${flags[@]}"
 	done
-	unset PYTORCH_NO_CUDA_MEMORY_CACHING
+	local conf
+	for conf in expandable_segments:True backend:cudaMallocAsync; do
+		SKIP_N1=$QUICK
+		PYTORCH_CUDA_ALLOC_CONF=$conf program "torch_train default $conf" 1e-5 "$MLP_DATA" 8 \
+			"$([ $QUICK -eq 1 ] && echo 40 || echo 100)" "$PY" "$ROOT/samples/torch_train.py" --data "$MLP_DATA"
+	done
 	SKIP_N1=0
 }
 torch_runs

@@ -343,10 +343,11 @@ static int async_rank(struct coll_job *job, int rank, void *arg)
 	if (nt != ddp_coll_async_issued(c))
 		FAILR("rank %d: %zu time records for %llu ops", rank, nt, (unsigned long long)ddp_coll_async_issued(c));
 	for (size_t i = 0; i < nt; i++)
-		if (tr[i].ticket != i + 1 || tr[i].end_ns < tr[i].start_ns || (i && tr[i].start_ns < tr[i - 1].end_ns))
-			FAILR("rank %d: time record %zu: ticket %llu, %llu..%llu", rank, i,
+		if (tr[i].ticket != i + 1 || tr[i].end_ns < tr[i].start_ns || (i && tr[i].start_ns < tr[i - 1].end_ns) ||
+		    tr[i].arrive_ns < tr[i].start_ns || tr[i].arrive_ns > tr[i].end_ns) /* host: all ranks arrived in between */
+			FAILR("rank %d: time record %zu: ticket %llu, %llu..%llu, all arrived at %llu", rank, i,
 			      (unsigned long long)tr[i].ticket, (unsigned long long)tr[i].start_ns,
-			      (unsigned long long)tr[i].end_ns);
+			      (unsigned long long)tr[i].end_ns, (unsigned long long)tr[i].arrive_ns);
 	/* segments of one allocation with gaps: staged (one collective) and
 	 * one collective each; the gaps keep this rank's own bytes */
 	static const size_t so[3] = { 0, 2000, 5016 }, sn[3] = { 1000, 3000, 20000 }; /* in floats */

@@ -773,6 +773,163 @@ TEST(unconfirmed_candidate_is_dropped)
 	ddp_grad_free(g);
 }
 
+
+/* ---- explicit launches (PyTorch's decoded kernels): gradients as roles */
+
+#define CHECK_STR_CONTAINS(hay, needle) do { \
+	if (!strstr((hay), (needle))) \
+		CHECK_FAIL_("'%s' not in '%.300s'", (needle), (hay)); \
+} while (0)
+
+static float seg[4096]; /* one caching-allocator segment: every tensor a range of it */
+#define SEG_ID 77
+
+/* tensor [off, off + n) floats of seg in list `list` (index t) */
+static struct ddp_grad_arg X(size_t off, size_t n, int list, int t, int access)
+{
+	struct ddp_grad_arg a = R_(seg, sizeof seg, off * 4, n * 4, SEG_ID, list, access, F32);
+	a.in_struct = 1;
+	a.word = (uint16_t)t;
+	a.tlist = (uint8_t)list;
+	return a;
+}
+
+static ddp_result XL(struct ddp_grad *g, const char *name, int cls, int grad_list, int boundary, uint32_t kid,
+		     const struct ddp_grad_arg *args, uint32_t n)
+{
+	struct ddp_grad_launch l = { .kname = name, .kid = kid, .kclass = (uint8_t)cls, .nargs = n, .args = args,
+				     .explicit_ranges = 1, .grad_list = (uint8_t)grad_list,
+				     .boundary = (uint8_t)boundary };
+	return ddp_grad_launch(g, &l);
+}
+
+#define NL DDP_GRAD_NO_LIST
+#define RW (DDP_GA_READ | DDP_GA_WRITE)
+
+/* foreach AdamW's first two ops: mul_(params) (opens the phase), then
+ * lerp_(exp_avgs, grads): params at 0 and 64, states at 128 and 192 */
+static void x_adamw(struct ddp_grad *g, size_t g0off, size_t g1off)
+{
+	struct ddp_grad_arg mul[] = { X(0, 16, 0, 0, RW), X(64, 16, 0, 1, RW) };
+	CHECK_EQ_INT(XL(g, "mul", DDP_GK_OPT, NL, 0, 1, mul, 2), DDP_OK);
+	struct ddp_grad_arg lerp[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW), X(g0off, 16, 1, 0, R),
+				       X(g1off, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "lerp", DDP_GK_OPT, NL, 0, 2, lerp, 4), DDP_OK);
+}
+
+static void x_write(struct ddp_grad *g, size_t off)
+{
+	struct ddp_grad_arg w[] = { X(off, 16, 0, 0, DDP_GA_WRITE), X(1024, 16, 1, 0, R) };
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OTHER, NL, 0, 9, w, 2), DDP_OK);
+}
+
+TEST(explicit_gradients_are_roles_not_addresses)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	x_write(g, 256);
+	x_write(g, 320);
+	x_adamw(g, 256, 320);
+	CHECK_STR_CONTAINS(evlog, "AR[lerp:1.0+1024,lerp:1.1+1280]");
+	CHECK_STR_CONTAINS(evlog, "BC[mul:0.0+0,mul:0.1+256]");
+	/* step 2: set_to_none, the new gradients elsewhere; 256 now holds an
+	 * activation (written, read by nobody as a gradient) */
+	evlog[0] = '\0';
+	x_write(g, 256);
+	x_write(g, 512);
+	x_write(g, 576);
+	x_adamw(g, 512, 576);
+	CHECK_STR_CONTAINS(evlog, "|E1|");
+	CHECK_STR_CONTAINS(evlog, "AR[lerp:1.0+2048,lerp:1.1+2304]");
+	CHECK(!strstr(evlog, "+1024"));
+	CHECK(!strstr(evlog, "BC["));
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+}
+
+TEST(explicit_unseen_writes_are_averaged_each_step)
+{
+	/* the GEMMs that write the gradients are invisible (TMA
+	 * descriptors): nothing marks them dirty, the step does */
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	x_adamw(g, 256, 320);
+	CHECK_STR_CONTAINS(evlog, "AR[lerp:1.0+1024,lerp:1.1+1280]");
+	evlog[0] = '\0';
+	x_adamw(g, 256, 320); /* mul_ on the same params again: the next step */
+	CHECK_STR_CONTAINS(evlog, "|E1|");
+	CHECK_STR_CONTAINS(evlog, "AR[lerp:1.0+1024,lerp:1.1+1280]");
+	ddp_grad_free(g);
+}
+
+static void x_unscale(struct ddp_grad *g)
+{
+	struct ddp_grad_arg u[] = { X(256, 16, 0, 0, RW), X(320, 16, 0, 1, RW) };
+	CHECK_EQ_INT(XL(g, "unscale", DDP_GK_READER, 0, 0, 3, u, 2), DDP_OK);
+}
+
+static void x_scaler_update(struct ddp_grad *g)
+{
+	struct ddp_grad_arg a[] = { A(act, sizeof act, 9, 0, W, F32) };
+	struct ddp_grad_launch l = { .kname = "amp_update_scale", .kid = 4, .kclass = DDP_GK_OTHER, .nargs = 1,
+				     .args = a, .boundary = 1 };
+	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+}
+
+TEST(explicit_skipped_step_ends_at_the_scaler_update)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	x_unscale(g); /* inf: no optimizer */
+	CHECK_STR_CONTAINS(evlog, "AR[unscale:0.0+1024,unscale:0.1+1280]");
+	x_scaler_update(g);
+	evlog[0] = '\0';
+	x_unscale(g); /* the next iteration's gradients, written unseen */
+	CHECK_STR_CONTAINS(evlog, "AR[unscale:0.0+1024,unscale:0.1+1280]");
+	evlog[0] = '\0';
+	x_adamw(g, 256, 320); /* averaged at the unscale: not again */
+	CHECK(!strstr(evlog, "AR["));
+	ddp_grad_free(g);
+	/* negative control: without the boundary the second unscale would
+	 * trust the first average */
+	g = fresh(DDP_DT_UNKNOWN);
+	x_unscale(g);
+	evlog[0] = '\0';
+	x_unscale(g);
+	CHECK(!strstr(evlog, "AR["));
+	ddp_grad_free(g);
+}
+
+TEST(explicit_neutral_consumer_is_no_step)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg norm[] = { X(256, 16, 0, 0, R), X(320, 16, 0, 1, R) };
+	CHECK_EQ_INT(XL(g, "lpnorm", DDP_GK_READER, 0, 0, 5, norm, 2), DDP_OK);
+	CHECK_STR_CONTAINS(evlog, "AR[lpnorm:0.0+1024,lpnorm:0.1+1280]");
+	evlog[0] = '\0';
+	struct ddp_grad_arg clip[] = { X(256, 16, 0, 0, RW), X(320, 16, 0, 1, RW) };
+	CHECK_EQ_INT(XL(g, "clip_mul", DDP_GK_NEUTRAL, NL, 0, 6, clip, 2), DDP_OK);
+	CHECK_EQ_INT(ddp_grad_steps(g), 0);
+	CHECK(!strstr(evlog, "AR[") && !strstr(evlog, "BC["));
+	x_adamw(g, 256, 320); /* the clipped gradients stay averaged */
+	CHECK(!strstr(evlog, "AR["));
+	CHECK_EQ_INT(ddp_grad_steps(g), 1);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+}
+
+TEST(explicit_state_written_this_step_is_no_gradient)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	x_adamw(g, 256, 320);
+	evlog[0] = '\0';
+	/* sqrt(exp_avgs) out of place: list 0 read (written by lerp_ this
+	 * phase: state, not gradients), list 1 written only: no broadcast */
+	struct ddp_grad_arg sq[] = { X(128, 16, 0, 0, R), X(192, 16, 0, 1, R), X(640, 16, 1, 0, W),
+				     X(704, 16, 1, 1, W) };
+	CHECK_EQ_INT(XL(g, "sqrt", DDP_GK_OPT, NL, 0, 7, sq, 4), DDP_OK);
+	CHECK(!strstr(evlog, "AR[") && !strstr(evlog, "BC["));
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

@@ -20,3 +20,7 @@ $(eval $(call unit_test,test_torchlike_names,tests/unit/test_torchlike_names.c $
 $(BUILD)/tests/unit/test_torchlike_names.o: CPPFLAGS += -Itests -Itests/unit
 $(BUILD)/tests/unit/test_torchlike_names: | $(BUILD)/samples/obj/torchlike/kernels.fatbin \
 	$(BUILD)/samples/obj/torchlike/kernels_cuda12.fatbin
+
+# PyTorch's launches as explicit launches of the gradient tracker.
+$(eval $(call unit_test,test_torch_launch,tests/unit/test_torch_launch.c,,grad track))
+$(BUILD)/tests/unit/test_torch_launch.o: CPPFLAGS += -Itests

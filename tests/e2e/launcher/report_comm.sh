@@ -4,7 +4,9 @@
 # report_comm.sh - `ddprun report DIR` prints the gradient communication of
 # rank<k>.sync.json (launcher/report.c): per step over steps 3+ (steps 1
 # and 2, which learn, are left out), collectives, comm_ms, comm_hidden_ms,
-# the hidden percentage and grad_wait_ms, one column per rank; a rank
+# the hidden percentage and grad_wait_ms, one column per rank; where every
+# step 3+ has peer_wait_ms, the part of comm spent waiting for the other
+# ranks and the hidden percentage of the rest (else "-"); a rank
 # without the file shows "-", a malformed file is one error line and exit 1,
 # and a directory without any sync.json prints no such section.
 . "$(dirname "$0")/lib.sh"
@@ -22,8 +24,8 @@ cat >"$D/rank0.sync.json" <<'J'
 {"rank":0,"overlap":"on","per_step":[
  {"step":1,"collectives":50,"comm_ms":900,"comm_hidden_ms":0,"grad_wait_ms":900},
  {"step":2,"collectives":9,"comm_ms":90,"comm_hidden_ms":0,"grad_wait_ms":80},
- {"step":3,"collectives":2,"comm_ms":4.0,"comm_hidden_ms":3.0,"grad_wait_ms":0.5},
- {"step":4,"collectives":2,"comm_ms":4.0,"comm_hidden_ms":3.0,"grad_wait_ms":0.25}]}
+ {"step":3,"collectives":2,"comm_ms":4.0,"comm_hidden_ms":3.0,"grad_wait_ms":0.5,"peer_wait_ms":3.0,"peer_wait_hidden_ms":2.5},
+ {"step":4,"collectives":2,"comm_ms":4.0,"comm_hidden_ms":3.0,"grad_wait_ms":0.25,"peer_wait_ms":2.0,"peer_wait_hidden_ms":2.0}]}
 J
 cat >"$D/rank1.sync.json" <<'J'
 {"rank":1,"overlap":"off","per_step":[
@@ -39,6 +41,9 @@ check "comm ms per step" has "$TMP/out" '^comm ms \(collectives running\) +4\.00
 check "hidden ms per step" has "$TMP/out" '^comm hidden ms \(producer still busy\) +3\.000 +0\.000 +-$'
 check "hidden percentage" has "$TMP/out" '^hidden % +75\.0% +0\.0% +-$'
 check "grad wait per step" has "$TMP/out" '^grad wait ms \(consumer waiting\) +0\.375 +2\.000 +-$'
+# rank 0: 2.5 ms of 4 waiting for rank 1; of the other 3 ms (6 - 4.5 hidden) 1.5 hidden -> 50%
+check "peer wait per step (- without it)" has "$TMP/out" '^of comm: ms waiting for other ranks +2\.500 +- +-$'
+check "hidden % after all ranks arrived" has "$TMP/out" '^hidden % after all ranks arrived +50\.0% +- +-$'
 echo '{"rank":1,"per_step":{"step":3}}' >"$D/rank1.sync.json"
 "$DDPRUN" report "$D" >"$TMP/out" 2>"$TMP/err"
 check "malformed per_step: exit 1" [ $? = 1 ]

@@ -76,7 +76,7 @@ else not_ok "early exit: rc $(rc early): $(grep -m1 'ddprun: rank\|libddp' "$TMP
 
 # negative control of the invariant check on the samples: a gradient range
 # left unaveraged (DDP_DEBUG_SKIP_AVG) stops the job at step 1, 2 or 3
-for s in mlp:mlp charlm:charlm fused:mlp; do
+for s in mlp:mlp charlm:charlm fused:mlp torchlike:mlp; do
 	prog=${s%%:*} data=$BUILD/data/${s#*:}.rec
 	mkdir -p "$TMP/skip_$prog.logs"
 	DDP_DEBUG_SKIP_AVG=0 timeout 60 "$DDPRUN" -n 2 --log-dir "$TMP/skip_$prog.logs" --shard "$data" -- \

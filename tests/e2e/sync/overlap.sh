@@ -19,7 +19,8 @@
 #   - charlm (flat gradient buffer, clipping reader) with 0.01 MiB buckets
 #     and --amp skipped steps, fused bf16 -n 3: equivalent; charlm's
 #     collectives per step = its 5 buckets; `ddprun report` prints the
-#     communication section;
+#     communication section, with the wait for the other rank (peer wait,
+#     within each op's time) apart;
 #   - the GPT-style sample's own test (gpt.sh) with 9 buckets per step;
 #   - DDP_OVERLAP=off is the synchronous path (no early reduction);
 #   - a bad DDP_BUCKET_MB is one line naming it.
@@ -92,6 +93,16 @@ else not_ok "charlm: (collectives per step, re-reductions, early) = $r"; fi
 if grep -Eq '^hidden % +[0-9.]+% +[0-9.]+%$' "$TMP/cl.report" && grep -Eq '^collectives +5\.0 +5\.0$' "$TMP/cl.report"; then
 	ok "report: $(grep '^hidden %' "$TMP/cl.report" | tr -s ' ') over steps 3+, 5 collectives per step"
 else not_ok "report: no communication section: $(tail -3 "$TMP/cl.report")"; fi
+# the wait for the other rank is part of each op's time: 0 <= peer wait <= comm,
+# its hidden part <= the hidden time, on every step 3+ of both ranks
+for k in 0 1; do
+	r=$(syncq cl $k 'all(0 <= ps[s]["peer_wait_ms"] <= ps[s]["comm_ms"] + 1e-3 and 0 <= ps[s]["peer_wait_hidden_ms"] <= ps[s]["comm_hidden_ms"] + 1e-3 for s in ps if s >= 3)')
+	[ "$r" = True ] || not_ok "charlm rank $k: peer_wait_ms outside [0, comm_ms] or its hidden part above comm_hidden_ms: $r"
+done
+if grep -Eq '^of comm: ms waiting for other ranks +[0-9.]+ +[0-9.]+$' "$TMP/cl.report" &&
+	grep -Eq '^hidden % after all ranks arrived +[0-9.]+% +[0-9.]+%$' "$TMP/cl.report"; then
+	ok "report: the wait for the other rank shown apart: $(grep '^of comm' "$TMP/cl.report" | tr -s ' ')"
+else not_ok "report: no peer-wait rows: $(grep -A3 '^grad wait' "$TMP/cl.report" | tr '\n' ' ')"; fi
 
 ref camp charlm --data "$C" --steps $S --batch 8 --amp --loss-scale 2e9
 run camp 2 charlm "$C" --data "$C" --steps $S --batch 4 --amp --loss-scale 1e9
@@ -105,8 +116,8 @@ equiv fu 3 1e-2
 DDP_OVERLAP=off run off 2 mlp "$D" --data "$D" --steps $S --batch 8
 cp "$TMP/o2.ref.bin" "$TMP/off.ref.bin"
 equiv off 2 1e-5
-r=$(syncq off 0 '(j["overlap"], j["early_reductions"], ps[5]["collectives"], ps[5]["comm_hidden_ms"])')
-if [ "$r" = "('off', 0, 5, 0.0)" ]; then ok "DDP_OVERLAP=off: synchronous, one collective per gradient buffer (5), nothing hidden"
+r=$(syncq off 0 '(j["overlap"], j["early_reductions"], ps[5]["collectives"], ps[5]["comm_hidden_ms"], "peer_wait_ms" in ps[5])')
+if [ "$r" = "('off', 0, 5, 0.0, False)" ]; then ok "DDP_OVERLAP=off: synchronous, one collective per gradient buffer (5), nothing hidden"
 else not_ok "DDP_OVERLAP=off: (overlap, early, collectives in step 5, hidden) = $r"; fi
 
 # the GPT-style sample (bf16, flat buffers, AdamW with a non-const gradient
