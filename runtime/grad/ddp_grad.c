@@ -70,6 +70,8 @@ struct ddp_grad {
 	uint64_t opener_ptr;             /*   phase: kernel, first tensor        */
 	uint8_t opener_set;
 	uint64_t xstamp_seq;
+	uint32_t last_reader_kid;        /* the last reader launch's last named  */
+	struct ddp_grad_buf *last_reader_rec; /* gradient (x_reader_again)       */
 	struct ddp_grad_buf **xrec;      /* per argument: its record (scratch)   */
 	struct ddp_grad_buf **xlist;     /* gradients to average (scratch)       */
 	struct ddp_grad_read *xrd;       /* ranges an optimizer reads (scratch)  */
@@ -1356,6 +1358,28 @@ static void x_make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, co
 	b->opt_phase = g->steps;
 }
 
+/* Does reader L name a gradient it already named in this epoch?  Then an
+ * iteration ended without an optimizer step the rules recognised (a
+ * GradScaler's skipped step ends at amp_update_scale, but foreach=False
+ * optimizers, or none at all, leave only the readers).  The tensor a
+ * multi-tensor launch split across two launches (its last tensor, carried
+ * into the next launch of the same kernel) is no sign of it. */
+static int x_reader_again(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t glists)
+{
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (a->tlist >= 32 || !(glists >> a->tlist & 1))
+			continue;
+		arg_range(a, &lo, &hi);
+		struct ddp_grad_buf *b = rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, M(DDP_GR_GRAD));
+		if (b && b->named && b->rkid == L->kid && b->rk_ep == g->epoch + 1 &&
+		    !(i == 0 && g->last_reader_kid == L->kid && g->last_reader_rec == b))
+			return 1;
+	}
+	return 0;
+}
+
 static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	uint32_t n = L->nargs;
@@ -1373,6 +1397,8 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 		DDP_CHECK(begin_update(g, L));
 	}
 	uint32_t glists = x_grad_lists(g, L);
+	if (L->kclass == DDP_GK_READER && x_reader_again(g, L, glists))
+		next_epoch(g);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
 		int in_glist = a->tlist < 32 && (glists >> a->tlist & 1);
@@ -1391,6 +1417,12 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 				b->red_ep = 0;
 			}
 			b->named_ep = g->epoch;
+			if (L->kclass == DDP_GK_READER) {
+				b->rkid = L->kid;
+				b->rk_ep = g->epoch + 1;
+				g->last_reader_kid = L->kid;
+				g->last_reader_rec = b;
+			}
 		} else if (L->kclass == DDP_GK_OPT && (a->access & DDP_GA_WRITE)) {
 			if (!(b = x_record(g, a, stamp)))
 				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");

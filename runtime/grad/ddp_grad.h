@@ -57,7 +57,9 @@
  *   is averaged before the launch unless it was averaged in this epoch and
  *   no bounded write touched it since;
  * - the epoch advances when an update phase ends (also when the launch
- *   that opened it comes again: the next step) and at a boundary launch;
+ *   that opened it comes again: the next step), at a boundary launch, and
+ *   when a reader names a gradient it already named in this epoch (the
+ *   next iteration without an optimizer step recognised in between);
  *   a gradient named in an epoch and not in the next is forgotten (the
  *   caching allocator gives its bytes to other tensors);
  * - ranges an optimizer launch reads and writes are parameters or state
@@ -205,6 +207,8 @@ struct ddp_grad_buf {
 	uint64_t red_ep;         /* 1 + the epoch it was last averaged in (0: never) */
 	uint64_t opt_phase;      /* the step whose update phase last wrote it (0: none) */
 	uint64_t xstamp;         /* the explicit launch that last looked it up */
+	uint32_t rkid;           /* the reader kernel that last named it       */
+	uint64_t rk_ep;          /*   and in which epoch (+1; 0: never)        */
 };
 
 /* A range an optimizer launch reads (the data-parallel invariant check). */

@@ -1292,14 +1292,19 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	if (!dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!dry && !failed && red == 0 && stats.launches > 0) {
+	if (!dry && !failed && (red == 0 || steps == 0) && stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
-		 * and averaged nothing did not train as one model with the others */
-		DDP_ERROR("libddp: this rank launched %" PRIu64 " kernels and averaged no gradient (%s); it did not "
-			  "train as one model with the other ranks: name the optimizer kernel with "
-			  "DDP_OPT_KERNELS=+NAME (the last kernel launched: %.100s), or set DDP_SYNC=off to train "
-			  "unsynchronised", stats.launches,
-			  steps ? "optimizer steps ran but no gradient was found" : "no kernel was recognised as an optimizer",
+		 * and averaged nothing did not train as one model with the others;
+		 * one whose optimizer was never recognised cannot be known to have
+		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
+		DDP_ERROR("libddp: this rank launched %" PRIu64 " kernels and %s; it is not known to have trained as "
+			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
+			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised", stats.launches,
+			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
+				: red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
+				      : "averaged no gradient (no kernel was recognised as an optimizer)",
+			  torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+				       "or fused=True; else " : "",
 			  cur_k && cur_k->demangled ? cur_k->demangled : "?");
 		failed = 1;
 	}

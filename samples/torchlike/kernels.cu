@@ -57,7 +57,7 @@
 #define TL_MAX_BLOCKS 320
 #define TL_MAX_TENSORS(n) ((n) == 1 ? 110 : (n) == 2 ? 64 : (n) == 3 ? 48 : (n) == 4 ? 36 : 30)
 #define TL_MAX_TENSORS_SL(n) ((n) == 1 ? 96 : (n) == 2 ? 64 : (n) == 3 ? 48 : (n) == 4 ? 36 : 30)
-#define TL_MAX_ADDRESSES 110
+#define TL_MAX_ADDRESSES 400
 typedef unsigned char tl_tensor_idx_t;
 #else
 /* DepthToMaxConfig<true> (CUDA 13: large kernel arguments) */
@@ -447,8 +447,8 @@ __global__ void amp_update_scale_cuda_kernel(float *current_scale, int *growth_t
 struct TensorListAddresses {
 	const void *addresses[TL_MAX_ADDRESSES];
 };
-/* CUDA 13: 3200 addresses (the table); CUDA <= 12: 110 (assumed: depth_to_max_tensors[0]) */
-static_assert(sizeof(TensorListAddresses) == TL_SIZE(25600, 880), "TensorListAddresses: layout");
+/* MAX_TENSORS_PER_KERNEL (ForeachReduceOp.cu): 3200 addresses with CUDA >= 13, 400 before */
+static_assert(sizeof(TensorListAddresses) == TL_SIZE(25600, 3200), "TensorListAddresses: layout");
 
 /* Partial sums of squares per chunk: output_per_tensor[chunk_offsets[t] + c]
  * for tensor t = start_tensor_this_launch + the block's tensor (the offsets

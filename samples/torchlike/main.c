@@ -748,8 +748,8 @@ static void clip_grad_norm(float max_norm)
 	static CUdeviceptr norms[MAX_PARAMS];
 	int n = NPARAMS;
 	/* _foreach_norm: per-chunk partial sums, then one cleanup block per
-	 * tensor, TensorListAddresses holding 3200 (CUDA 13) or 110 outputs */
-	int per_cleanup = layout_cuda12 ? 110 : 3200;
+	 * tensor, TensorListAddresses holding 3200 (CUDA 13) or 400 outputs */
+	int per_cleanup = layout_cuda12 ? 400 : 3200;
 	int64_t *off = (int64_t *)pinned_offsets;
 	off[0] = 0;
 	for (int i = 0; i < n; i++)

@@ -13,8 +13,9 @@
  * names as the CUDA 13 fatbin, each in the table with the same parameter
  * count and sizes except the multi-tensor metadata struct (parameter 0)
  * and lpnorm_cleanup's TensorListAddresses (parameter 1), which have the
- * 4 KB sizes of ../shared/PYTORCH.md section 4 (TensorListAddresses: 110
- * addresses, 880 bytes, an assumption: PYTORCH.md does not list it).
+ * 4 KB sizes of ../shared/PYTORCH.md section 4 (TensorListAddresses: 400
+ * addresses, 3200 bytes: MAX_TENSORS_PER_KERNEL of ForeachReduceOp.cu before
+ * CUDA 13, the size ddp_torch_args.c decodes).
  *
  * The fatbin is argv[1] (make passes it), the CUDA 12 one the same path
  * with kernels_cuda12.fatbin; a negative control checks that a name not in
@@ -141,7 +142,7 @@ static uint32_t cuda12_size(const char *demangled, uint32_t param)
 		return 0;
 	}
 	if (strstr(demangled, "lpnorm_cleanup<") && param == 1)
-		return 880;
+		return 3200;
 	return 0;
 }
 

@@ -42,13 +42,19 @@ case_() { caseN 2 "$@"; }
 GB=$(( (128 + 16 + 150 * (256 + 16) + 1536 + 96) * 4 ))
 
 want() { [ ${#CASES[@]} -eq 0 ] && return 0; local c; for c in "${CASES[@]}"; do [ "$c" = "$1" ] && return 0; done; return 1; }
-# pending NAME WHY ARGS...: a case the rules do not handle yet: run when
-# named on the command line, else reported as skipped with WHY
-pending() {
-	local name=$1 why=$2
-	shift 2
-	if [ ${#CASES[@]} -eq 0 ]; then echo "skip - $name: pending the rules: $why"
-	elif want "$name"; then case_ "$name" "$@"; fi
+# refused NAME ARGS...: a configuration the rules do not recognise must not
+# pass silently: ddprun exits non-zero naming foreach/fused
+refused() {
+	local name=$1
+	shift
+	ddp "$name" 2 torchlike "$D" --data "$D" --steps 6 --batch 8 "$@"
+	local rc=$?
+	if [ $rc -ne 0 ] && grep -q 'foreach=False are not recognised: use foreach=True or fused=True' \
+		"$TMP/$name.ddp.err"; then
+		ok "$name: not recognised, and the job says so (exit $rc): use foreach/fused"
+	else
+		not_ok "$name: exit $rc without the foreach/fused line: $(grep -m2 libddp "$TMP/$name.ddp.err" | tr '\n' ' ')"
+	fi
 }
 CASES=("$@")
 # Covering set (pruned from optim x clip x scaler x set_to_none x alloc: each
@@ -85,14 +91,13 @@ want fused_adamw_scaler && case_ fused_adamw_scaler --optim adamw --impl fused -
 want fused_sgd && case_ fused_sgd --optim sgd --lr 0.05 --impl fused
 want bf16 && S=8 TOL=1e-2 case_ bf16 --optim adamw --dtype bf16 --clip 1.0
 want cuda12_fused_scaler && case_ cuda12_fused_scaler --optim adamw --layout cuda12 --impl fused --scaler 1
-# Pending the rules (run only when named; a default run reports them as
-# skipped, with what they do today):
-pending forloop_adamw "foreach=False AdamW + clip: ddprun exits 0 with the ranks apart (relerr 6.6e-2, 0 optimizer steps seen): silent" \
-	--optim adamw --impl forloop --clip 1.0
-pending forloop_sgd "foreach=False SGD: not recognised, the job exits 1 at the end (no optimizer kernel)" \
-	--optim sgd --lr 0.05 --impl forloop --set-to-none 0
-pending cuda12 "CUDA 12 layout + clip: lpnorm_cleanup's 880-byte TensorListAddresses is not decoded, the job stops" \
-	--optim adamw --layout cuda12 --clip 1.0
+want cuda12_clip && case_ cuda12_clip --optim adamw --layout cuda12 --clip 1.0
+# foreach=False (for-loop) optimizers are not recognised (their update is
+# elementwise kernels forward and backward use too): the job must stop,
+# never exit 0 (with clip, the norm's reader averages what it reads, which
+# once let such a job exit 0 with the ranks apart)
+want forloop_adamw_clip && refused forloop_adamw_clip --optim adamw --impl forloop --clip 1.0
+want forloop_sgd && refused forloop_sgd --optim sgd --lr 0.05 --impl forloop --set-to-none 0
 # the same model with 10 blocks (24 tensors)
 want small_adamw_clip && case_ small_adamw_clip --layers 10 --optim adamw --clip 1.0
 want small_adamw && case_ small_adamw --layers 10 --optim adamw
