@@ -92,6 +92,15 @@ want fused_sgd && case_ fused_sgd --optim sgd --lr 0.05 --impl fused
 want bf16 && S=8 TOL=1e-2 case_ bf16 --optim adamw --dtype bf16 --clip 1.0
 want cuda12_fused_scaler && case_ cuda12_fused_scaler --optim adamw --layout cuda12 --impl fused --scaler 1
 want cuda12_clip && case_ cuda12_clip --optim adamw --layout cuda12 --clip 1.0
+# the remaining pairs of factors: fused Adam, fused with set_to_none=False
+# (_foreach_zero_), GradScaler with SGD, with set_to_none=False, with each
+# allocator; -n 3 with fused + GradScaler
+want fused_adam_clip_async && case_ fused_adam_clip_async --optim adam --impl fused --clip 1.0 --alloc async
+want fused_adamw_zero_expandable && case_ fused_adamw_zero_expandable --optim adamw --impl fused --set-to-none 0 \
+	--alloc expandable
+want scaler_sgd_expandable && case_ scaler_sgd_expandable --optim sgd --lr 0.05 --scaler 1 --alloc expandable
+want scaler_adam_zero_async && case_ scaler_adam_zero_async --optim adam --scaler 1 --set-to-none 0 --alloc async
+want fused_scaler_n3 && caseN 3 fused_scaler_n3 --optim adamw --impl fused --scaler 1 --clip 1.0
 # foreach=False (for-loop) optimizers are not recognised (their update is
 # elementwise kernels forward and backward use too): the job must stop,
 # never exit 0 (with clip, the norm's reader averages what it reads, which
@@ -104,11 +113,17 @@ want small_adamw && case_ small_adamw --layers 10 --optim adamw
 want small_sgd && case_ small_sgd --layers 10 --optim sgd --lr 0.05
 want small_adamw_async && case_ small_adamw_async --layers 10 --optim adamw --alloc async
 
-if want negative_control; then
-	ref nc torchlike --data "$D" --steps "$S" --batch 16 --clip 1.0
-	DDP_SYNC=off ddp off 2 torchlike "$D" --data "$D" --steps "$S" --batch 8 --clip 1.0
-	out=$(python3 "$HERE/relerr.py" "$TMP/off.0.bin" "$TMP/nc.ref.bin" "$TOL")
-	if [ $? -eq 1 ]; then ok "negative control: DDP_SYNC=off fails the equivalence ($out > $TOL)"
-	else not_ok "negative control: DDP_SYNC=off passed or broke the comparison ($out)"; fi
-fi
+# negative controls: DDP_SYNC=off fails the same comparison (foreach, and
+# fused + GradScaler)
+nc() {
+	local name=$1
+	shift
+	ref "$name" torchlike --data "$D" --steps "$S" --batch 16 "$@"
+	DDP_SYNC=off ddp "$name.off" 2 torchlike "$D" --data "$D" --steps "$S" --batch 8 "$@"
+	out=$(python3 "$HERE/relerr.py" "$TMP/$name.off.0.bin" "$TMP/$name.ref.bin" "$TOL")
+	if [ $? -eq 1 ]; then ok "negative control $name: DDP_SYNC=off fails the equivalence ($out > $TOL)"
+	else not_ok "negative control $name: DDP_SYNC=off passed or broke the comparison ($out)"; fi
+}
+want negative_control && nc negative_control --clip 1.0
+want negative_control_fused && nc negative_control_fused --impl fused --scaler 1
 exit $FAILED
