@@ -235,6 +235,7 @@ static void buf_reset(struct ddp_grad *g, struct ddp_grad_buf *b)
 	b->alloc_size = keep.alloc_size;
 	b->alloc_id = keep.alloc_id;
 	b->bounded = keep.bounded;
+	b->xsrc = keep.xsrc;
 }
 
 /* The index of the allocation a lives in (NULL when none).  A different
@@ -769,10 +770,26 @@ static int integer_arg(const struct ddp_grad_arg *a)
 }
 
 /* Makes b (a new record of [lo, hi)) a gradient or a candidate. */
+/* Does allocation x hold tensors an explicit launch decoded (PyTorch's
+ * caching-allocator segment)? */
+static int holds_tensors(const struct ddp_grad *g, const struct alloc_ix *x)
+{
+	for (uint32_t i = 0; x && i < x->n; i++)
+		if (g->bufs[x->rec[i]]->xsrc)
+			return 1;
+	return 0;
+}
+
 static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
 			    struct ddp_grad_buf *b, int role, int evidence, const char *paired)
 {
 	enum ddp_dtype t = grad_dtype(g, L, a);
+	if (!b->named && !b->bounded && holds_tensors(g, ix_find(g, b->alloc_base, b->alloc_id)))
+		return fail(g, DDP_ERR_UNSUPPORTED,
+			    "libddp: kernel %s passes a gradient (parameter %u) whose extent no argument bounds, inside "
+			    "allocation #%u that holds PyTorch's tensors: averaged whole it would average the other "
+			    "tensors too, so the job stops; use PyTorch's optimizers (foreach or fused), or train "
+			    "unsynchronised with DDP_SYNC=off", L->kname ? L->kname : "?", a->param, b->alloc_id);
 	size_t es = ddp_dtype_size(t);
 	if (!es)
 		return fail(g, DDP_ERR_UNSUPPORTED,
@@ -1289,6 +1306,7 @@ static struct ddp_grad_buf *x_record(struct ddp_grad *g, const struct ddp_grad_a
 		if (!(b = rec_exact(g, x, lo, hi, M(DDP_GR_NONE))) && !(b = rec_new(g, a, lo, hi)))
 			return NULL;
 		/* a forgotten record keeps only its range */
+		b->xsrc = 1;
 		b->alloc_base = a->base;
 		b->alloc_size = a->size;
 		b->alloc_id = a->alloc_id;

@@ -203,6 +203,7 @@ struct ddp_grad_buf {
 	uint8_t ov_fallback;     /* reduced at the consumer from now on       */
 	/* explicit launches (named gradients) */
 	uint8_t named;           /* G named by a consumer's gradient list     */
+	uint8_t xsrc;            /* learned from an explicit launch (a tensor) */
 	uint64_t named_ep;       /* the epoch it was last named in            */
 	uint64_t red_ep;         /* 1 + the epoch it was last averaged in (0: never) */
 	uint64_t opt_phase;      /* the step whose update phase last wrote it (0: none) */

@@ -956,6 +956,28 @@ TEST(explicit_reader_again_is_the_next_iteration)
 	ddp_grad_free(g);
 }
 
+
+TEST(unbounded_gradient_in_a_tensor_segment_is_refused)
+{
+	/* an old-style optimizer kernel (no element count) reading a buffer of
+	 * PyTorch's caching-allocator segment: averaged whole it would take
+	 * every other tensor of the segment with it */
+	static float big[4096];
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg norm[] = { X(256, 16, 0, 0, R) };
+	CHECK_EQ_INT(XL(g, "lpnorm", DDP_GK_READER, 0, 0, 5, norm, 1), DDP_OK);
+	struct ddp_grad_arg opt[] = { A(big, sizeof big, 99, 0, W, F32), A(seg, sizeof seg, SEG_ID, 1, R, F32) };
+	CHECK_EQ_INT(L(g, "my_adam", DDP_GK_OPT, opt, 2), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(ddp_grad_last_error(g), "PyTorch's tensors") != NULL);
+	ddp_grad_free(g);
+	/* negative control: the same launch on an allocation of its own */
+	static float own[4096];
+	g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg opt2[] = { A(big, sizeof big, 99, 0, W, F32), A(own, sizeof own, 98, 1, R, F32) };
+	CHECK_EQ_INT(L(g, "my_adam", DDP_GK_OPT, opt2, 2), DDP_OK);
+	ddp_grad_free(g);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);
