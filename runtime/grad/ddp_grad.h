@@ -246,6 +246,13 @@ struct ddp_grad_ops {
 	/* Optional: whether reduce is used now (asked at each consumer;
 	 * NULL: whenever reduce is set).  0: the synchronous allreduce path. */
 	int (*reduce_on)(void *ctx);
+	/* Optional: a non-optimizer launch L may write [lo, hi) of the
+	 * G/candidate b (its argument's range, bounded by a count argument or
+	 * to the allocation's end; it may reach beyond b; a truncated launch:
+	 * b's whole allocation).  Called once per (argument, range), after b's
+	 * wseq, wkid and writes were updated (the overlap layer's slices). */
+	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
+			uint64_t hi);
 };
 
 struct ddp_grad;
