@@ -192,15 +192,8 @@ struct ddp_grad_buf {
 	uint64_t wseq;           /* its ddp_grad_launch.seq                   */
 	uint32_t wkid;           /* its kernel id                             */
 	uint64_t writes;         /* such writes so far                        */
-	/* owned by the caller's overlap layer (ddp_sync.c: early reductions);
-	 * the tracker never reads them and clears them with the record */
-	uint64_t ov_ticket;      /* async op that reduced it early (0: none)  */
-	uint64_t ov_writes;      /* `writes` when that op was enqueued        */
-	uint64_t ov_pos;         /* predicted last writer: position in the step */
-	uint32_t ov_kid;         /*   and kernel id                           */
-	uint8_t ov_pred;         /* a prediction exists                       */
-	uint8_t ov_miss;         /* mispredictions in a row                   */
-	uint8_t ov_fallback;     /* reduced at the consumer from now on       */
+	/* (the overlap layer keeps its own state of a range, found by the
+	 * record's address: ddp_overlap.c) */
 	/* explicit launches (named gradients) */
 	uint8_t named;           /* G named by a consumer's gradient list     */
 	uint8_t xsrc;            /* learned from an explicit launch (a tensor) */
@@ -251,6 +244,13 @@ struct ddp_grad_ops {
 	/* Optional: whether reduce is used now (asked at each consumer;
 	 * NULL: whenever reduce is set).  0: the synchronous allreduce path. */
 	int (*reduce_on)(void *ctx);
+	/* Optional: a non-optimizer launch L may write [lo, hi) of the
+	 * G/candidate b (its argument's range, bounded by a count argument or
+	 * to the allocation's end; it may reach beyond b; a truncated launch:
+	 * b's whole allocation).  Called once per (argument, range), after b's
+	 * wseq, wkid and writes were updated (the overlap layer's slices). */
+	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
+			uint64_t hi);
 };
 
 struct ddp_grad;

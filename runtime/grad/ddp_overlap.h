@@ -28,8 +28,10 @@ struct ddp_overlap_env {
 };
 
 /* on: DDP_OVERLAP=on (else only the per-step accounting of the synchronous
- * path is kept); bucket_bytes: DDP_BUCKET_MB in bytes. */
-void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket_bytes);
+ * path is kept); bucket_bytes: DDP_BUCKET_MB in bytes; slices:
+ * DDP_OVERLAP_SLICES (ranges written in slices are reduced slice by
+ * slice). */
+void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket_bytes, int slices);
 int ddp_overlap_on(void);
 
 /* Switches early and stream-ordered reductions off before the first one
@@ -40,6 +42,11 @@ void ddp_overlap_turn_off(void);
 /* The update phase ended at launch `seq`: positions of the next step count
  * from here. */
 void ddp_overlap_step_base(uint64_t seq);
+
+/* The tracker's ops.written: launch L may write [lo, hi) of gradient (or
+ * candidate) b.  Records the written slice and its writer, and marks the
+ * units of b reduced early that it overlaps as written again. */
+void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi);
 
 /* After the tracker processed launch `seq` (kernel kid, its decoded
  * arguments in L) and before the launch goes to the driver: makes its
@@ -53,10 +60,11 @@ int ddp_overlap_before(uint64_t seq, const struct ddp_grad_launch *L);
  * adds their collectives and bytes to *colls and *bytes. */
 void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *colls, uint64_t *bytes);
 
-/* The tracker's ops.reduce at a consumer of step `step`: ranges reduced
- * early and not written since only make `stream` wait; the others are
- * reduced now, in buckets; re-reductions are counted; the prediction of
- * every range's last writer is learned for the next step. */
+/* The tracker's ops.reduce at a consumer of step `step`: units reduced
+ * early and not written since only make `stream` wait; every other byte
+ * of the ranges is reduced now, in buckets; re-reductions are counted; the
+ * units (whole ranges or slices) and their last writers are learned for
+ * the next step. */
 ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream, uint64_t step,
 			      uint64_t *colls /* OUT, added to */, uint64_t *bytes /* OUT, added to */);
 

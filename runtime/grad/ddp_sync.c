@@ -869,6 +869,12 @@ static int ov_alive(const struct ddp_grad_buf *b)
 	return op_alive(NULL, b);
 }
 
+static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi)
+{
+	(void)ctx;
+	ddp_overlap_written(b, L, lo, hi);
+}
+
 /* ---- init and the launch path */
 
 void ddp_sync_init(int rank, int world)
@@ -932,10 +938,11 @@ void ddp_sync_init(int rank, int world)
 		die(msg);
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
-	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1);
+	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1, ddp_param_overlap_slices());
 	if (overlap) {
 		ops.reduce = op_reduce;
 		ops.reduce_on = op_reduce_on;
+		ops.written = op_written;
 	}
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");

@@ -4,3 +4,7 @@
 # Pure unit test of the tracker on synthetic launch sequences (also under ASan).
 $(eval $(call unit_test,test_grad,tests/unit/test_grad.c,,grad))
 $(BUILD)/tests/unit/test_grad.o: CPPFLAGS += -Itests
+
+# The overlap layer's slice bookkeeping (ddp_slices.c).
+$(eval $(call unit_test,test_slices,tests/unit/test_slices.c,,grad))
+$(BUILD)/tests/unit/test_slices.o: CPPFLAGS += -Itests

@@ -80,7 +80,7 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL,
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL,
 };
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)

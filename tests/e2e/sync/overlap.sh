@@ -22,6 +22,10 @@
 #     communication section, with the wait for the other rank (peer wait,
 #     within each op's time) apart;
 #   - the GPT-style sample's own test (gpt.sh) with 9 buckets per step;
+#   - slices: gpt's per-kind ranges written one layer at a time are reduced
+#     slice by slice where the writes' bounded extents tile them: the first
+#     early reduction comes in layer 1's backward (DDP_OVERLAP_SLICES=0:
+#     layer 0's);
 #   - DDP_OVERLAP=off is the synchronous path (no early reduction);
 #   - a bad DDP_BUCKET_MB is one line naming it.
 . "$(dirname "$0")/lib.sh"
@@ -127,6 +131,47 @@ rc=$?
 if [ $rc = 0 ]; then ok "gpt.sh with 0.005 MiB buckets: $(grep -c '^ok' "$TMP/gpt.out") checks pass (-n 2, -n 3 equivalent, every step reduces exactly the gradient bytes)"
 elif [ $rc = 77 ]; then echo "skip - gpt.sh with small buckets: $(tail -1 "$TMP/gpt.out")"
 else not_ok "gpt.sh with 0.005 MiB buckets: $(grep -m2 '^not ok' "$TMP/gpt.out" | tr '\n' ' ')"; fi
+
+# slices: samples/gpt keeps one gradient range per parameter kind across its
+# 2 layers (llm.c's layout), written one layer-slice per backward launch.
+# Where this step's count-bounded writes tile such a range, each slice is
+# reduced right after its own last writer: with 0.0005 MiB buckets the first
+# early reduction comes in layer 1's backward, before layer 0's (with
+# DDP_OVERLAP_SLICES=0, the negative control, it waits for layer 0's first
+# launch, where the first whole kind range is complete).  The 8 ranges
+# written by kernels whose count argument bounds their write (biases,
+# layernorm weights) are sliced; the 4 written by the GEMM are not: its
+# count-bounded extents (the largest count that fits) cover 128 of a
+# slice's 4096 elements, so its writes do not tile the range and the range
+# stays whole.  Both settings equivalent to one process, no re-reduction,
+# exactly the gradient bytes per step.
+need gpt
+G=$BUILD/data/gpt.bin
+if [ -e "$G" ]; then
+	python3 "$HERE/blockref.py" "$G" "$TMP/gref.bin" 2 10 $((2 * 17)) || not_ok "blockref.py failed"
+	ref gsl gpt --data "$TMP/gref.bin" --steps 10 --batch 4
+	cp "$TMP/gsl.ref.bin" "$TMP/gsl0.ref.bin"
+	DDP_BUCKET_MB=0.0005 run gsl 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
+	DDP_BUCKET_MB=0.0005 DDP_OVERLAP_SLICES=0 run gsl0 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
+	equiv gsl 2 1e-2
+	equiv gsl0 2 1e-2
+	q='(j["slices"], j["sliced_ranges"], j["rereductions"], sorted(set(ps[s]["bytes"] for s in ps)), [ps[s]["early_at"][0] for s in ps if s >= 3])'
+	on=$(syncq gsl 0 "$q")
+	off=$(syncq gsl0 0 "$q")
+	r=$(python3 -c 'import sys
+on, off = eval(sys.argv[1]), eval(sys.argv[2])
+first_off = min(off[4])
+print(on[:4] == ("on", 8, 0, [60160]) and off[:4] == ("off", 0, 0, [60160]) and len(on[4]) == 8 and
+      all(p < first_off for p in on[4]) and len(set(off[4])) == 1)' "$on" "$off" 2>&1)
+	if [ "$r" = True ]; then ok "gpt, slices: 8 kind ranges sliced, every step's first early reduction at launch $(syncq gsl 0 'ps[5]["early_at"][0]') (layer 1's backward) against $(syncq gsl0 0 'ps[5]["early_at"][0]') with DDP_OVERLAP_SLICES=0 (layer 0's); exactly the gradient bytes, no re-reduction"
+	else not_ok "gpt, slices: (slices, sliced ranges, re-reductions, bytes per step, first early positions) on $on, off $off"; fi
+	r=$(syncq gsl 0 'j["early_ranges"]')
+	r0=$(syncq gsl0 0 'j["early_ranges"]')
+	if [ "$r" -gt "$r0" ] 2>/dev/null; then ok "gpt, slices: $r units reduced early against $r0 whole ranges without slices"
+	else not_ok "gpt, slices: early units $r, without slices $r0"; fi
+else
+	echo "skip - gpt slices: $G is not built (make all)"
+fi
 
 DDP_BUCKET_MB=-3 ddp bad 2 mlp "$D" --data "$D" --steps 2 --batch 8
 if grep -q 'libddp: DDP_BUCKET_MB=-3: must be a number of MiB above 0' "$TMP/bad.ddp.err"; then ok "a bad DDP_BUCKET_MB is one line naming it"
