@@ -228,6 +228,23 @@ SN_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 
 /* ---- communicators */
 
+static void write_stats(struct sn_comm *c, int aborted);
+
+/* Communicators never destroyed (most programs let exit do it): their
+ * counts at exit.  Registered at init; never shrinks (a comm is never freed). */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct sn_comm *all_comms[256];
+static int all_n;
+
+static void all_add(struct sn_comm *c)
+{
+	pthread_mutex_lock(&all_mu);
+	if (all_n < (int)(sizeof all_comms / sizeof all_comms[0]))
+		all_comms[all_n++] = c;
+	pthread_mutex_unlock(&all_mu);
+}
+
+
 void sn_unref(struct sn_comm *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) == 1 && c->seg) {
@@ -422,6 +439,7 @@ static ncclResult_t comm_init(ncclComm_t *out, int nranks, ncclUniqueId id, int 
 		return r;
 	}
 	atomic_store(&c->magic, SN_LIVE);
+	all_add(c);
 	if (blocking) {
 		ncclResult_t r = comm_setup(c);
 		if (r != ncclSuccess) {
@@ -509,6 +527,15 @@ static void write_stats(struct sn_comm *c, int aborted)
 		(unsigned long long)atomic_load(&c->n_broadcast), (unsigned long long)atomic_load(&c->bytes), aborted,
 		atomic_load(&sn_misuse));
 	fclose(f);
+}
+
+__attribute__((destructor)) static void stats_at_exit(void)
+{
+	pthread_mutex_lock(&all_mu);
+	for (int i = 0; i < all_n; i++)
+		if (atomic_load(&all_comms[i]->magic) == SN_LIVE)
+			write_stats(all_comms[i], 0);
+	pthread_mutex_unlock(&all_mu);
 }
 
 static void stop_thread(struct sn_comm *c)
