@@ -140,6 +140,13 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 
 	if (o->backend != LAUNCH_BACKEND_AUTO)
 		DDP_CHECK(env_set(&e, "DDP_BACKEND", o->backend == LAUNCH_BACKEND_NCCL ? "nccl" : "host"));
+	/* NCCL asked for on the CPU device: its NCCL stand-in (next to its
+	 * libcuda.so.1, in nccl/; docs/cpu-device.md), unless DDP_NCCL_LIB
+	 * says otherwise.  Never chosen by auto (the host backend). */
+	v = getenv("DDP_BACKEND");
+	if (!job->dev.use_gpu && !getenv("DDP_NCCL_LIB") &&
+	    (o->backend == LAUNCH_BACKEND_NCCL || (o->backend == LAUNCH_BACKEND_AUTO && v && !strcmp(v, "nccl"))))
+		DDP_CHECK(env_setf(&e, "DDP_NCCL_LIB", "%s/nccl/libnccl.so.2", job->dev.simcuda_dir));
 	if (o->shard.n) {
 		size_t len = 1;
 		for (int i = 0; i < o->shard.n; i++)

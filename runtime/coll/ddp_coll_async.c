@@ -236,6 +236,14 @@ static void *async_watchdog(void *arg)
 		for (unsigned i = 0;; i++) {
 			uint64_t issued = __atomic_load_n(&a->issued, __ATOMIC_ACQUIRE);
 			CUresult q = d->eventQuery(a->done[t % ASYNC_SLOTS]);
+			/* NCCL's error first: a failed collective may still let its
+			 * stream pass (its results are undefined), so "done" alone
+			 * is no success */
+			if (coll_nccl_async_failed(c, msg, sizeof msg)) {
+				watchdog_fail(a, DDP_ERR_NCCL, "async allreduce #%" PRIu64 " failed on rank %d: %s", t, c->rank,
+					      msg);
+				break;
+			}
 			if (q == CUDA_SUCCESS) {
 				a->watched = t; /* (a later op may have reused the slot: then it is done too) */
 				last = now_ns();
@@ -247,11 +255,6 @@ static void *async_watchdog(void *arg)
 			if (q != CUDA_ERROR_NOT_READY) {
 				watchdog_fail(a, DDP_ERR_CUDA, "async allreduce #%" PRIu64 " on rank %d: stream error %s", t,
 					      c->rank, coll_cu_name(c, q));
-				break;
-			}
-			if (coll_nccl_async_failed(c, msg, sizeof msg)) {
-				watchdog_fail(a, DDP_ERR_NCCL, "async allreduce #%" PRIu64 " failed on rank %d: %s", t, c->rank,
-					      msg);
 				break;
 			}
 			if ((double)(now_ns() - last) * 1e-9 > c->cfg.timeout_s) {
@@ -578,9 +581,14 @@ ddp_result ddp_coll_wait(struct ddp_comm *c, uint64_t ticket)
 	if (!ticket || ticket > a->issued)
 		ticket = a->issued;
 	CUevent ev = a->done[ticket % ASYNC_SLOTS];
-	if (c->backend == DDP_COLL_NCCL && c->world > 1)
-		DDP_CHECK(coll_nccl_watch_event(c, ev));
-	else
+	if (c->backend == DDP_COLL_NCCL && c->world > 1) {
+		ddp_result rc = coll_nccl_watch_event(c, ev);
+		if (rc != DDP_OK) {
+			/* the watchdog may have seen it first (and aborted): its line */
+			ddp_result arc = ddp_coll_async_error(c);
+			return arc != DDP_OK ? arc : rc;
+		}
+	} else
 		DDP_CHECK(async_cu(c, c->cfg.driver->eventSynchronize(ev), "cuEventSynchronize"));
 	return ddp_coll_async_error(c);
 }

@@ -27,13 +27,20 @@
  * versions accept them when each rank has its own NCCL_HOSTID (they then
  * talk over sockets).  docs/collectives.md says more.
  *
- * Contract: one thread per comm (ddp_coll.h).  The NCCL library handle is
+ * Contract: one thread per comm (ddp_coll.h), plus the watchdog thread of the
+ * stream-ordered calls (ddp_coll_async.c), which polls the communicator and
+ * may abort it: n->mu guards the handle n->comm, every NCCL call that takes
+ * it is made under n->mu (the calls are non-blocking; only ncclCommAbort
+ * waits), and nccl_abort aborts it once and sets it NULL, so neither thread
+ * can reach an aborted (freed) communicator or abort it twice.  The NCCL
+ * library handle is
  * never closed once a communicator was made from it (NCCL keeps threads).
  * NCCL's own driver calls reach the interposer; the library marks them as
  * its own with its "inside ddp" flag around these calls.
  */
 #include <dlfcn.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,7 +103,8 @@ struct coll_nccl {
 	void *handle;           /* dlopen handle (never closed after init)  */
 	struct nccl_syms s;
 	int version;
-	ncclComm_t comm;        /* NULL until ready; aborted on failure      */
+	pthread_mutex_t mu;     /* guards comm (the caller and the watchdog) */
+	ncclComm_t comm;        /* NULL until ready; aborted on failure (mu) */
 };
 
 /* Opens path and fills syms.  On failure: DDP_ERR_UNSUPPORTED, msg set. */
@@ -150,12 +158,31 @@ ddp_result ddp_coll_nccl_probe(const char *path, int *version, char *msg, size_t
 	return rc;
 }
 
+/* NCCL's text for r, with its last error (n->mu NOT held). */
 static const char *nccl_err(struct coll_nccl *n, ncclResult_t r)
 {
 	static __thread char buf[320];
+	pthread_mutex_lock(&n->mu);
 	const char *last = n->s.GetLastError ? n->s.GetLastError(n->comm) : NULL;
 	snprintf(buf, sizeof buf, "%s%s%s", n->s.GetErrorString(r), last && *last ? ": " : "", last ? last : "");
+	pthread_mutex_unlock(&n->mu);
 	return buf;
+}
+
+/* ncclCommGetAsyncError under n->mu; an aborted communicator (n->comm NULL)
+ * answers ncclInvalidUsage in *st and 1. */
+static int nccl_state(struct coll_nccl *n, ncclResult_t *st)
+{
+	int gone = 0;
+	pthread_mutex_lock(&n->mu);
+	if (!n->comm) {
+		*st = ncclInvalidUsage;
+		gone = 1;
+	} else if (n->s.CommGetAsyncError(n->comm, st) != ncclSuccess) {
+		*st = ncclInProgress; /* the query itself failed: no news */
+	}
+	pthread_mutex_unlock(&n->mu);
+	return gone;
 }
 
 static void nccl_sleep(unsigned iter)
@@ -176,9 +203,8 @@ static ncclResult_t nccl_wait_ready(struct coll_nccl *n, double timeout_s, int *
 	ncclResult_t st = ncclInProgress;
 	*timed_out = 0;
 	for (unsigned i = 0;; i++) {
-		ncclResult_t r = n->s.CommGetAsyncError(n->comm, &st);
-		if (r != ncclSuccess)
-			return r;
+		if (nccl_state(n, &st))
+			return ncclInvalidUsage; /* aborted meanwhile (the watchdog) */
 		if (st != ncclInProgress)
 			return st;
 		if (coll_now() > deadline) {
@@ -189,12 +215,17 @@ static ncclResult_t nccl_wait_ready(struct coll_nccl *n, double timeout_s, int *
 	}
 }
 
+/* Aborts the communicator once, whichever thread comes first. */
 static void nccl_abort(struct coll_nccl *n)
 {
-	if (n && n->comm) {
+	if (!n)
+		return;
+	pthread_mutex_lock(&n->mu);
+	if (n->comm) {
 		n->s.CommAbort(n->comm);
 		n->comm = NULL;
 	}
+	pthread_mutex_unlock(&n->mu);
 }
 
 void coll_nccl_abort(struct ddp_comm *c)
@@ -206,12 +237,9 @@ int coll_nccl_async_failed(struct ddp_comm *c, char *msg, size_t len)
 {
 	struct coll_nccl *n = c->nccl;
 	ncclResult_t st = ncclSuccess;
-	ncclComm_t comm = n ? n->comm : NULL;
-	if (!comm)
-		return 0;
-	if (n->s.CommGetAsyncError(comm, &st) != ncclSuccess || st == ncclSuccess || st == ncclInProgress)
-		return 0;
-	snprintf(msg, len, "%s", n->s.GetErrorString ? n->s.GetErrorString(st) : "NCCL error");
+	if (!n || nccl_state(n, &st) || st == ncclSuccess || st == ncclInProgress)
+		return 0; /* (aborted: whoever aborted reported it) */
+	snprintf(msg, len, "%s", nccl_err(n, st));
 	return 1;
 }
 
@@ -222,6 +250,7 @@ ddp_result coll_nccl_init(struct ddp_comm *c)
 	struct coll_nccl *n = calloc(1, sizeof *n);
 	if (!n)
 		return DDP_ERR_NOMEM;
+	pthread_mutex_init(&n->mu, NULL);
 	c->nccl = n;
 	if (nccl_load(c->cfg.nccl_lib, &n->handle, &n->s, &n->version, msg, sizeof msg) != DDP_OK) {
 		rc = coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "%s", msg);
@@ -294,6 +323,7 @@ out_close:
 	if (!n->comm && n->handle && rc == DDP_ERR_UNSUPPORTED)
 		dlclose(n->handle);
 out_free:
+	pthread_mutex_destroy(&n->mu);
 	free(n);
 	c->nccl = NULL;
 	return rc;
@@ -310,6 +340,7 @@ void coll_nccl_destroy(struct ddp_comm *c)
 		else
 			n->s.CommDestroy(n->comm);
 	}
+	pthread_mutex_destroy(&n->mu);
 	free(n);
 	c->nccl = NULL;
 }
@@ -361,18 +392,27 @@ static ddp_result nccl_watch_q(struct ddp_comm *c, const char *what, ncclResult_
 	double deadline = coll_now() + c->cfg.timeout_s;
 	for (unsigned i = 0; !timed_out; i++) {
 		CUresult q = ev ? c->cfg.driver->eventQuery(ev) : c->cfg.driver->streamQuery(s);
+		ncclResult_t st = ncclSuccess;
+		if (nccl_state(n, &st)) {
+			/* aborted by the watchdog thread: its line says why */
+			ddp_result arc = ddp_coll_async_error(c);
+			return arc != DDP_OK ? arc
+					     : coll_fail(c, DDP_ERR_REMOTE, 1, "%s on rank %d: the NCCL communicator was aborted",
+							 what, c->rank);
+		}
+		if (st != ncclSuccess && st != ncclInProgress) {
+			/* also when the stream went on: a failed collective's
+			 * results are undefined (NCCL lets the stream pass it) */
+			ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what, c->rank,
+						  nccl_err(n, st));
+			nccl_abort(n);
+			return rc;
+		}
 		if (q == CUDA_SUCCESS)
 			return DDP_OK;
 		if (q != CUDA_ERROR_NOT_READY) {
 			ddp_result rc = coll_fail(c, DDP_ERR_CUDA, 1, "%s on rank %d: stream error %s", what, c->rank,
 						  coll_cu_name(c, q));
-			nccl_abort(n);
-			return rc;
-		}
-		ncclResult_t st = ncclSuccess;
-		if (n->s.CommGetAsyncError(n->comm, &st) == ncclSuccess && st != ncclSuccess && st != ncclInProgress) {
-			ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what, c->rank,
-						  nccl_err(n, st));
 			nccl_abort(n);
 			return rc;
 		}
@@ -402,7 +442,13 @@ static ncclDataType_t nccl_dtype(enum ddp_dtype t)
 
 static ddp_result nccl_check_ready(struct ddp_comm *c)
 {
-	if (!c->nccl || !c->nccl->comm)
+	int gone = !c->nccl;
+	if (!gone) {
+		pthread_mutex_lock(&c->nccl->mu);
+		gone = !c->nccl->comm;
+		pthread_mutex_unlock(&c->nccl->mu);
+	}
+	if (gone)
 		return coll_fail(c, DDP_ERR_REMOTE, 0, "NCCL communicator was aborted");
 	if (!c->cfg.driver || !c->cfg.driver->streamQuery)
 		return coll_fail(c, DDP_ERR_INVALID, 1, "NCCL backend needs the driver's cuStreamQuery (internal error)");
@@ -414,8 +460,11 @@ ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 	DDP_CHECK(nccl_check_ready(c));
 	char what[96];
 	snprintf(what, sizeof what, "allreduce #%" PRIu64 " (%s, count=%zu)", c->seq, ddp_dtype_name(t), count);
-	ncclResult_t r = c->nccl->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, c->nccl->comm,
-					      (cudaStream_t)s);
+	struct coll_nccl *n = c->nccl;
+	pthread_mutex_lock(&n->mu);
+	ncclResult_t r = n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
+				 : ncclInvalidUsage;
+	pthread_mutex_unlock(&n->mu);
 	return nccl_watch(c, what, r, s);
 }
 
@@ -425,7 +474,10 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 	int timed_out = 0;
 	DDP_CHECK(nccl_check_ready(c));
 	n = c->nccl;
-	ncclResult_t r = n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s);
+	pthread_mutex_lock(&n->mu);
+	ncclResult_t r = n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
+				 : ncclInvalidUsage;
+	pthread_mutex_unlock(&n->mu);
 	if (r == ncclInProgress) /* non-blocking communicator: enqueued once ready */
 		r = nccl_wait_ready(n, c->cfg.timeout_s, &timed_out);
 	if (r != ncclSuccess || timed_out) {
@@ -446,13 +498,17 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 	DDP_CHECK(nccl_check_ready(c));
 	n_ = c->nccl;
 	const size_t es = ddp_dtype_size(t);
-	ncclResult_t r = n_->s.GroupStart();
-	for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++)
-		r = n_->s.AllReduce((void *)(uintptr_t)seg[i].addr, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / es,
-				    nccl_dtype(t), ncclAvg, n_->comm, (cudaStream_t)s);
-	ncclResult_t re = n_->s.GroupEnd();
-	if (r == ncclSuccess || r == ncclInProgress)
-		r = re;
+	pthread_mutex_lock(&n_->mu);
+	ncclResult_t r = n_->comm ? n_->s.GroupStart() : ncclInvalidUsage;
+	if (n_->comm) {
+		for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++)
+			r = n_->s.AllReduce((void *)(uintptr_t)seg[i].addr, (void *)(uintptr_t)seg[i].addr,
+					    seg[i].bytes / es, nccl_dtype(t), ncclAvg, n_->comm, (cudaStream_t)s);
+		ncclResult_t re = n_->s.GroupEnd(); /* always: the group must close */
+		if (r == ncclSuccess || r == ncclInProgress)
+			r = re;
+	}
+	pthread_mutex_unlock(&n_->mu);
 	if (r == ncclInProgress)
 		r = nccl_wait_ready(n_, c->cfg.timeout_s, &timed_out);
 	if (r != ncclSuccess || timed_out) {
@@ -469,7 +525,8 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
 {
 	char what[64];
-	DDP_CHECK(nccl_check_ready(c));
+	if (!c->nccl) /* (no nccl_check_ready: an abort by the watchdog is its to report) */
+		return coll_fail(c, DDP_ERR_REMOTE, 0, "NCCL communicator was aborted");
 	snprintf(what, sizeof what, "async allreduce before #%" PRIu64, c->seq);
 	return nccl_watch_q(c, what, ncclSuccess, NULL, ev);
 }
@@ -479,7 +536,11 @@ ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int 
 	DDP_CHECK(nccl_check_ready(c));
 	char what[96];
 	snprintf(what, sizeof what, "broadcast #%" PRIu64 " (bytes=%zu, root %d)", c->seq, bytes, root);
-	ncclResult_t r = c->nccl->s.Broadcast(buf, buf, bytes, ncclUint8, root, c->nccl->comm, (cudaStream_t)s);
+	struct coll_nccl *n = c->nccl;
+	pthread_mutex_lock(&n->mu);
+	ncclResult_t r = n->comm ? n->s.Broadcast(buf, buf, bytes, ncclUint8, root, n->comm, (cudaStream_t)s)
+				 : ncclInvalidUsage;
+	pthread_mutex_unlock(&n->mu);
 	return nccl_watch(c, what, r, s);
 }
 

@@ -391,7 +391,9 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 	cfg.busy = job_coll_busy;
 	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
-	cfg.own_context = cfg.real_gpu && ddp_port_own_context();
+	/* asked on the CPU device too: its NCCL stand-in, like NCCL, works in the
+	 * primary context, so --backend nccl is refused the same way */
+	cfg.own_context = ddp_port_own_context();
 	/* a marker per rank, so that a failed creation can name who never came */
 	char key[64];
 	snprintf(key, sizeof key, "ddp/join/%d", info.rank);
