@@ -239,6 +239,30 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 	return DDP_OK;
 }
 
+ddp_result ddp_allreduce_avg_segs(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				  enum ddp_dtype dtype, int buf_is_device, CUstream stream)
+{
+	if (n <= 1 || c->world == 1 || c->backend != DDP_COLL_NCCL) {
+		for (size_t i = 0; i < n; i++)
+			DDP_CHECK(ddp_allreduce_avg(c, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / ddp_dtype_size(dtype),
+						    dtype, buf_is_device, stream));
+		return DDP_OK;
+	}
+	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
+	uint64_t bytes = 0;
+	for (size_t i = 0; i < n; i++) {
+		DDP_CHECK(coll_check_allreduce(c, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / ddp_dtype_size(dtype),
+					       dtype, buf_is_device));
+		bytes += seg[i].bytes;
+	}
+	double t0 = coll_now();
+	DDP_CHECK(coll_nccl_allreduce_group(c, seg, n, dtype, stream));
+	coll_account(c, DDP_COLL_ALLREDUCE, bytes, t0);
+	DDP_DEBUG(COLL, "grouped allreduce #%" PRIu64 " %s, %zu ranges, %" PRIu64 " bytes: %.3f ms", c->seq - 1,
+		  ddp_dtype_name(dtype), n, bytes, (coll_now() - t0) * 1e3);
+	return DDP_OK;
+}
+
 ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int buf_is_device,
 			 CUstream stream)
 {

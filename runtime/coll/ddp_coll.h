@@ -137,13 +137,19 @@ ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local
 ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
 			     int buf_is_device, CUstream stream);
 
-/* ---- stream-ordered calls (see the header comment) */
-
-/* A piece of device (or host) memory reduced by one async op. */
+/* A piece of device (or host) memory reduced by one op. */
 struct ddp_coll_seg {
 	uint64_t addr;
 	uint64_t bytes;          /* whole elements of the op's dtype */
 };
+
+/* As ddp_allreduce_avg, for n segments of one dtype at once: NCCL runs
+ * them as one group (one launch, then the host waits); the host backend
+ * one after the other.  Every rank passes the same sizes. */
+ddp_result ddp_allreduce_avg_segs(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				  enum ddp_dtype dtype, int buf_is_device, CUstream stream);
+
+/* ---- stream-ordered calls (see the header comment) */
 
 /* How an op of several segments is reduced.  AUTO: one segment in place;
  * several: host backend, device buffers: gathered into the pinned staging

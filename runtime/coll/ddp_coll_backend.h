@@ -87,6 +87,10 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 /* Enqueues one ncclAllReduce(ncclAvg) per segment inside one NCCL group. */
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
 					     enum ddp_dtype t, CUstream s);
+/* The same group, then the host waits for it as coll_nccl_allreduce does
+ * (watchdog, timeout, NCCL's async error). */
+ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				     enum ddp_dtype t, CUstream s);
 /* Waits on the host for ev, watching NCCL's asynchronous errors and the
  * timeout (as the synchronous calls watch their stream). */
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev);

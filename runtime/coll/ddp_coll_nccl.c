@@ -522,6 +522,15 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 	return DDP_OK;
 }
 
+ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				     enum ddp_dtype t, CUstream s)
+{
+	char what[96];
+	snprintf(what, sizeof what, "grouped allreduce #%" PRIu64 " (%s, %zu ranges)", c->seq, ddp_dtype_name(t), n);
+	DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, t, s));
+	return nccl_watch(c, what, ncclSuccess, s);
+}
+
 ddp_result coll_nccl_watch_event(struct ddp_comm *c, CUevent ev)
 {
 	char what[64];
@@ -581,6 +590,12 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
 					     enum ddp_dtype t, CUstream s)
+{
+	(void)seg, (void)n, (void)t, (void)s;
+	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
+}
+ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				     enum ddp_dtype t, CUstream s)
 {
 	(void)seg, (void)n, (void)t, (void)s;
 	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");

@@ -267,6 +267,30 @@ static uint64_t reduce_step(void)
 	return phase_open ? cur_step : cur_step + 1;
 }
 
+#define GROUP_MAX 256 /* ncclAllReduce calls in one NCCL group */
+
+/* bufs[0..n) averaged as NCCL groups: runs of one dtype, at most GROUP_MAX
+ * each; *bytes and *colls (groups) are set. */
+static ddp_result grouped_allreduce(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n, void *stream,
+				    uint64_t *bytes, size_t *colls)
+{
+	struct ddp_coll_seg seg[GROUP_MAX];
+	*bytes = 0;
+	*colls = 0;
+	for (size_t i = 0; i < n;) {
+		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
+		size_t m = 0;
+		for (; i < n && m < GROUP_MAX && bufs[i]->dtype == dt; i++, m++) {
+			seg[m].addr = bufs[i]->base;
+			seg[m].bytes = bufs[i]->count * ddp_dtype_size(dt);
+			*bytes += seg[m].bytes;
+		}
+		DDP_CHECK(ddp_allreduce_avg_segs(c, seg, m, dt, 1, the_stream(stream)));
+		(*colls)++;
+	}
+	return DDP_OK;
+}
+
 static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
 				 void *stream)
 {
@@ -281,6 +305,16 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 			coll_fail(rc, "creating the communicator");
 		ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
 		check_sig(c, k->name, sig, h);
+	}
+	size_t colls = n;
+	if (k->is_allreduce && !dry && skip_avg < 0 && n > 1 && ddp_comm_backend(c) == DDP_COLL_NCCL) {
+		/* NCCL: runs of one dtype as groups (one launch each, not one per
+		 * tensor: PyTorch's caching allocator leaves gaps between its
+		 * tensors, so they do not merge into spans) */
+		rc = grouped_allreduce(c, bufs, n, stream, &bytes, &colls);
+		if (rc != DDP_OK)
+			coll_fail(rc, "grouped allreduce of gradients");
+		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
 		void *base = (void *)(uintptr_t)bufs[i]->base;
@@ -306,6 +340,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		}
 		bytes += b;
 	}
+done:
 	if (!dry)
 		ddp_status_coll_leave();
 	uint64_t dt = ddp_now_ns() - t0;
@@ -314,7 +349,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	if (k->is_allreduce) {
 		account_step_bytes(reduce_step(), bytes);
 		if (!dry)
-			ddp_overlap_account_sync(reduce_step(), n, dt);
+			ddp_overlap_account_sync(reduce_step(), colls, dt);
 	}
 	*k->ns += dt;
 	trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
