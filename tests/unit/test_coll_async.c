@@ -41,6 +41,7 @@
 #include "ddp_coll.h"
 #include "ddp_store.h"
 #include "test_coll_harness.h"
+#include "coll_values.h"
 
 static const struct ddp_driver sim_driver = COLL_TEST_DRIVER_INIT;
 
@@ -89,60 +90,7 @@ static void gate_open(struct gate *g)
 
 /* ---- values and references */
 
-/* Input of rank r at i: multiples of 1/8 in [-3, 4.5], exact in every dtype. */
-static double val(int r, size_t i)
-{
-	return (double)((i * 7 + (size_t)r * 13) % 61) / 8.0 - 3.0;
-}
-
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return (uint16_t)(u >> 16); /* exact for the inputs above */
-}
-
-static float from_bf16(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static uint16_t to_f16(float f)
-{
-	_Float16 h = (_Float16)f;
-	uint16_t b;
-	memcpy(&b, &h, 2);
-	return b;
-}
-
-static float from_f16(uint16_t b)
-{
-	_Float16 h;
-	memcpy(&h, &b, 2);
-	return (float)h;
-}
-
-static size_t esize(enum ddp_dtype t)
-{
-	return t == DDP_DT_F32 ? 4 : 2;
-}
-
-static void fill(void *h, enum ddp_dtype t, int r, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		float f = (float)val(r, i);
-		if (t == DDP_DT_F32)
-			((float *)h)[i] = f;
-		else if (t == DDP_DT_F16)
-			((uint16_t *)h)[i] = to_f16(f);
-		else
-			((uint16_t *)h)[i] = to_bf16(f);
-	}
-}
-
+/* rank r's inputs: val(), fill() (coll_values.h) */
 /* 0 when every element is the mean (f32 exactly as rounded from double;
  * f16/bf16 within one ulp); else the failing index + 1. */
 static size_t check_mean(const void *h, enum ddp_dtype t, int W, size_t n, double *got, double *want)

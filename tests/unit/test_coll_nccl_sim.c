@@ -40,6 +40,7 @@
 #include "ddp_coll.h"
 #include "ddp_store.h"
 #include "test_coll_harness.h"
+#include "coll_values.h"
 
 #ifndef SIMNCCL_LIB
 #define SIMNCCL_LIB ""
@@ -102,59 +103,6 @@ static void gate_open(struct gate *g)
 }
 
 /* ---- values: multiples of 1/8 in [-3, 4.5], exact in every dtype */
-static double val(int r, size_t i)
-{
-	return (double)((i * 7 + (size_t)r * 13) % 61) / 8.0 - 3.0;
-}
-
-static uint16_t to_bf16(float f)
-{
-	uint32_t u;
-	memcpy(&u, &f, 4);
-	return (uint16_t)(u >> 16);
-}
-
-static float from_bf16(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-	memcpy(&f, &u, 4);
-	return f;
-}
-
-static uint16_t to_f16(float f)
-{
-	_Float16 h = (_Float16)f;
-	uint16_t b;
-	memcpy(&b, &h, 2);
-	return b;
-}
-
-static float from_f16(uint16_t b)
-{
-	_Float16 h;
-	memcpy(&h, &b, 2);
-	return (float)h;
-}
-
-static size_t esize(enum ddp_dtype t)
-{
-	return t == DDP_DT_F32 ? 4 : 2;
-}
-
-static void fill(void *h, enum ddp_dtype t, int r, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		float f = (float)val(r, i);
-		if (t == DDP_DT_F32)
-			((float *)h)[i] = f;
-		else if (t == DDP_DT_F16)
-			((uint16_t *)h)[i] = to_f16(f);
-		else
-			((uint16_t *)h)[i] = to_bf16(f);
-	}
-}
-
 /* 0 when every element is the mean within one unit in the last place of
  * its type (NCCL's average multiplies each input by 1/n, then sums);
  * else the failing index + 1. */
