@@ -245,16 +245,34 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 	}
 }
 
+static void check_left(struct launch_job *job, struct sup_state *st);
+
+/* Every rank that has exited, the clean exits (code 0) first: a rank that
+ * left while the others needed it makes them fail soon after, and when both
+ * exits are seen in one pass the one that left is the cause to name. */
 static void reap(struct launch_job *job, struct sup_state *st)
 {
-	int status;
+	int status, n = 0, clean = 0;
 	pid_t pid;
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	struct { int i, status; } ex[64];
+	while (n < 64 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (int i = 0; i < job->nranks; i++)
-			if (job->ranks[i].pid == pid && job->ranks[i].running)
-				rank_exited(job, st, i, status);
+			if (job->ranks[i].pid == pid && job->ranks[i].running) {
+				ex[n].i = i;
+				ex[n++].status = status;
+			}
 		/* anything else: a reparented orphan, now reaped */
 	}
+	for (int k = 0; k < n; k++)
+		if (WIFEXITED(ex[k].status) && WEXITSTATUS(ex[k].status) == 0) {
+			rank_exited(job, st, ex[k].i, ex[k].status);
+			clean++;
+		}
+	if (clean && clean < n)
+		check_left(job, st);
+	for (int k = 0; k < n; k++)
+		if (!(WIFEXITED(ex[k].status) && WEXITSTATUS(ex[k].status) == 0))
+			rank_exited(job, st, ex[k].i, ex[k].status);
 }
 
 static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
