@@ -522,6 +522,21 @@ uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g)
 	return n;
 }
 
+int ddp_grad_buf_current(const struct ddp_grad *g, const struct ddp_grad_buf *b)
+{
+	uint64_t last = 0;
+	if (!b->xsrc)
+		return 1;
+	if (b->role == DDP_GR_PARAM)
+		return b->opt_phase == g->steps;
+	if (b->role != DDP_GR_GRAD || !b->named)
+		return 1;
+	for (size_t i = 0; i < g->nbufs; i++)
+		if (g->bufs[i]->role == DDP_GR_GRAD && g->bufs[i]->named && g->bufs[i]->named_ep > last)
+			last = g->bufs[i]->named_ep;
+	return b->named_ep == last;
+}
+
 const char *ddp_grad_role_name(enum ddp_grad_role r)
 {
 	switch (r) {

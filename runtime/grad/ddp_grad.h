@@ -294,6 +294,11 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 size_t ddp_grad_nbufs(const struct ddp_grad *g);
 struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);
 uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g);  /* bytes of all G ranges */
+/* Does b still describe its bytes?  Ranges learned from explicit launches
+ * hold for the epoch or update phase that last named or wrote them (the
+ * caching allocator gives their bytes to other tensors later); others
+ * always (a freed allocation's records are forgotten). */
+int ddp_grad_buf_current(const struct ddp_grad *g, const struct ddp_grad_buf *b);
 const char *ddp_grad_role_name(enum ddp_grad_role r);
 const char *ddp_grad_evidence_name(enum ddp_grad_evidence e);
 uint64_t ddp_grad_steps(const struct ddp_grad *g);       /* steps begun   */

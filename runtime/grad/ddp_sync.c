@@ -1392,7 +1392,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 			int first = 1;
 			for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
 				const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
-				if (b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM)
+				if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM) ||
+				    !ddp_grad_buf_current(tracker, b))
 					continue;
 				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
@@ -1430,13 +1431,15 @@ void ddp_sync_explain(const char *path)
 	size_t shown = 0;
 	for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
 		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
-		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER)
+		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(tracker, b))
 			continue;
 		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s", ddp_grad_role_name((enum ddp_grad_role)b->role),
 			b->label, b->base - b->alloc_base, b->size,
 			b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "-",
 			ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
-		if (b->role == DDP_GR_GRAD)
+		if (b->role == DDP_GR_GRAD && b->named)
+			fprintf(f, "; named by its consumer, whatever its address (PyTorch: docs/pytorch.md)");
+		else if (b->role == DDP_GR_GRAD)
 			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
 				b->reader, b->paired[0] ? b->paired : "?");
 		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
