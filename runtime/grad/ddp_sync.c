@@ -50,6 +50,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "ddp_array.h"
 #include "ddp_coll.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -593,11 +594,20 @@ static struct inv_item *inv_add(void)
 	return it;
 }
 
+#define INV_GAP (64u << 10) /* ranges this close are copied to the host in one go */
+
+static const struct ddp_grad_read *sort_reads;
+static int cmp_read(const void *a, const void *b)
+{
+	uint64_t x = sort_reads[*(const size_t *)a].ptr, y = sort_reads[*(const size_t *)b].ptr;
+	return (x > y) - (x < y);
+}
+
 static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
 			       const struct ddp_grad_read *r, size_t n)
 {
 	static unsigned char *host;
-	static size_t hostcap;
+	static size_t hostcap, *ord, ordcap;
 	uint64_t t0 = ddp_now_ns();
 	(void)ctx;
 	if (dry || !step_checked(step))
@@ -606,20 +616,12 @@ static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint6
 		ninv = 0;
 		inv_step = step;
 	}
+	/* one item per range, in the launch's order (the ranks compare them
+	 * item by item) */
+	size_t first = ninv;
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_alloc_ent e;
 		struct inv_item *it = inv_add();
-		if (r[i].bytes > hostcap) {
-			free(host);
-			hostcap = r[i].bytes;
-			if (!(host = malloc(hostcap))) {
-				hostcap = 0;
-				die("libddp: out of memory (invariant check)");
-			}
-		}
-		if (op_read(NULL, r[i].ptr, host, r[i].bytes, L->stream) != DDP_OK)
-			die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
-		it->hash = hash_bytes(0xcbf29ce484222325ULL, host, r[i].bytes);
 		it->bytes = r[i].bytes;
 		if (ddp_alloc_find(r[i].ptr, &e)) {
 			it->off = r[i].ptr - e.base;
@@ -633,6 +635,41 @@ static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint6
 			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
 						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
 		stats.inv_bytes += r[i].bytes;
+	}
+	/* copied to the host by address: ranges a short gap apart in tracked
+	 * memory in one copy (a PyTorch optimizer launch reads hundreds of
+	 * small tensors of one segment) */
+	size_t *o = ddp_array_grow(ord, &ordcap, n ? n : 1, sizeof *ord, 64);
+	if (!o)
+		die("libddp: out of memory (invariant check)");
+	ord = o;
+	for (size_t i = 0; i < n; i++)
+		ord[i] = i;
+	sort_reads = r;
+	qsort(ord, n, sizeof *ord, cmp_read);
+	for (size_t a = 0; a < n;) {
+		uint64_t lo = r[ord[a]].ptr, hi = lo + r[ord[a]].bytes;
+		size_t b = a + 1;
+		for (; b < n; b++) {
+			uint64_t p = r[ord[b]].ptr, e = p + r[ord[b]].bytes;
+			uint64_t nhi = e > hi ? e : hi;
+			if (p > hi + INV_GAP || !ddp_alloc_covers(lo, nhi - lo, NULL))
+				break;
+			hi = nhi;
+		}
+		if (hi - lo > hostcap) {
+			free(host);
+			hostcap = hi - lo;
+			if (!(host = malloc(hostcap))) {
+				hostcap = 0;
+				die("libddp: out of memory (invariant check)");
+			}
+		}
+		if (op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
+			die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
+		for (; a < b; a++)
+			inv[first + ord[a]].hash =
+				hash_bytes(0xcbf29ce484222325ULL, host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed
 	 * scalars only (an untyped 8-byte value may be an address, which
