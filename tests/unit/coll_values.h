@@ -2,7 +2,10 @@
  *
  * coll_values.h - the test values of the collective tests: rank r's i-th
  * element (exact in f32, f16 and bf16) and the conversions to and from the
- * 2-byte types.  Static functions for the test files that include it.
+ * 2-byte types, written independently of the library's (ddp_dtype.h: the
+ * compiler's _Float16, bit truncation for bf16) so that a wrong library
+ * conversion cannot cancel out in a test.  Static functions for the test
+ * files that include it.
  */
 #ifndef COLL_VALUES_H
 #define COLL_VALUES_H
