@@ -69,6 +69,7 @@ struct ddp_grad {
 	uint32_t opener_kid;             /* the launch that opened the update    */
 	uint64_t opener_ptr;             /*   phase: kernel, first tensor        */
 	uint8_t opener_set;
+	uint64_t last_named_ep;          /* the last epoch that named a gradient */
 	uint64_t xstamp_seq;
 	uint32_t last_reader_kid;        /* the last reader launch's last named  */
 	struct ddp_grad_buf *last_reader_rec; /* gradient (x_reader_again)       */
@@ -511,30 +512,23 @@ const char *ddp_grad_last_error(const struct ddp_grad *g) { return g->err; }
 
 uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g)
 {
-	uint64_t n = 0, last = 0;
-	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD && g->bufs[i]->named && g->bufs[i]->named_ep > last)
-			last = g->bufs[i]->named_ep;
+	uint64_t n = 0;
 	/* named gradients: those of the last epoch that named any */
 	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD && (!g->bufs[i]->named || g->bufs[i]->named_ep == last))
+		if (g->bufs[i]->role == DDP_GR_GRAD && (!g->bufs[i]->named || g->bufs[i]->named_ep == g->last_named_ep))
 			n += g->bufs[i]->count * ddp_dtype_size((enum ddp_dtype)g->bufs[i]->dtype);
 	return n;
 }
 
 int ddp_grad_buf_current(const struct ddp_grad *g, const struct ddp_grad_buf *b)
 {
-	uint64_t last = 0;
 	if (!b->xsrc)
 		return 1;
 	if (b->role == DDP_GR_PARAM)
 		return b->opt_phase == g->steps;
 	if (b->role != DDP_GR_GRAD || !b->named)
 		return 1;
-	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD && g->bufs[i]->named && g->bufs[i]->named_ep > last)
-			last = g->bufs[i]->named_ep;
-	return b->named_ep == last;
+	return b->named_ep == g->last_named_ep;
 }
 
 const char *ddp_grad_role_name(enum ddp_grad_role r)
@@ -1304,6 +1298,15 @@ static ddp_result x_scratch(struct ddp_grad *g, size_t n)
 
 #define LIVE_ROLES (M(DDP_GR_GRAD) | M(DDP_GR_PARAM) | M(DDP_GR_OTHER) | M(DDP_GR_CAND) | M(DDP_GR_DERIVED))
 
+/* The record of exactly a's range with a role in mask, or NULL (never
+ * creates one). */
+static struct ddp_grad_buf *x_find(struct ddp_grad *g, const struct ddp_grad_arg *a, unsigned mask)
+{
+	uint64_t lo, hi;
+	arg_range(a, &lo, &hi);
+	return rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, mask);
+}
+
 /* The record of exactly a's range (created with role NONE when new).
  * Records it overlaps describe what these bytes held before (the caching
  * allocator gives freed bytes to new tensors): they are forgotten, unless
@@ -1343,7 +1346,7 @@ static int x_needs(const struct ddp_grad *g, const struct ddp_grad_buf *b)
 }
 
 /* The lists of L that hold gradients, as a bit mask (lists 0..31). */
-static uint32_t x_grad_lists(const struct ddp_grad *g, const struct ddp_grad_launch *L)
+static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	uint32_t present = 0, written = 0, opt_wrote = 0, untyped = 0;
 	if (L->grad_list != DDP_GRAD_NO_LIST)
@@ -1362,10 +1365,7 @@ static uint32_t x_grad_lists(const struct ddp_grad *g, const struct ddp_grad_lau
 			written |= bit;
 		if (!ddp_dtype_reducible(grad_dtype(g, L, a)))
 			untyped |= bit;
-		uint64_t lo, hi;
-		arg_range(a, &lo, &hi);
-		const struct ddp_grad_buf *b = rec_exact(g, ix_find((struct ddp_grad *)g, a->base, a->alloc_id), lo,
-							 hi, LIVE_ROLES);
+		const struct ddp_grad_buf *b = x_find(g, a, LIVE_ROLES);
 		if (b && b->opt_phase == g->steps)
 			opt_wrote |= bit;
 	}
@@ -1407,11 +1407,9 @@ static int x_reader_again(struct ddp_grad *g, const struct ddp_grad_launch *L, u
 {
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
-		uint64_t lo, hi;
 		if (a->tlist >= 32 || !(glists >> a->tlist & 1))
 			continue;
-		arg_range(a, &lo, &hi);
-		struct ddp_grad_buf *b = rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, M(DDP_GR_GRAD));
+		const struct ddp_grad_buf *b = x_find(g, a, M(DDP_GR_GRAD));
 		if (b && b->named && b->rkid == L->kid && b->rk_ep == g->epoch + 1 &&
 		    !(i == 0 && g->last_reader_kid == L->kid && g->last_reader_rec == b))
 			return 1;
@@ -1455,7 +1453,7 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 				DDP_CHECK(make_grad(g, L, a, b, DDP_GR_GRAD, DDP_GE_LIST, NULL));
 				b->red_ep = 0;
 			}
-			b->named_ep = g->epoch;
+			b->named_ep = g->last_named_ep = g->epoch;
 			if (L->kclass == DDP_GK_READER) {
 				b->rkid = L->kid;
 				b->rk_ep = g->epoch + 1;
@@ -1471,9 +1469,7 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 		} else if (a->access & DDP_GA_READ) {
 			/* a named gradient read outside a gradient list (a neutral
 			 * consumer's input, an optimizer's extra read) */
-			uint64_t lo, hi;
-			arg_range(a, &lo, &hi);
-			b = rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, M(DDP_GR_GRAD));
+			b = x_find(g, a, M(DDP_GR_GRAD));
 			if (b && !b->named)
 				b = NULL;
 		}
