@@ -1067,6 +1067,16 @@ static void short_name(const struct ddp_kfunc *k, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* The launch's stream, the per-thread default stream for the _ptsz entry
+ * points' stream 0. */
+static CUstream call_stream(const struct ddp_launch_call *c)
+{
+	if (!c->stream && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ ||
+			   c->kind == DDP_LAUNCH_EX_PTSZ))
+		return CU_STREAM_PER_THREAD;
+	return c->stream;
+}
+
 static int is_count_type(uint8_t dt)
 {
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
@@ -1207,6 +1217,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	if (!opt_seen)
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
+		short_name(k, k->sync_kname, sizeof k->sync_kname);
 		ddp_torch_launch_learn(k);
 		torch_seen |= k->sync_torch_state == DDP_XT_OK;
 		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
@@ -1285,14 +1296,9 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		}
 		bound_ranges(k, &p, n);
 	}
-	char kname[64];
-	short_name(k, kname, sizeof kname);
-	CUstream s = c->stream;
-	if (!s && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ ||
-		   c->kind == DDP_LAUNCH_EX_PTSZ))
-		s = CU_STREAM_PER_THREAD;
+	CUstream s = call_stream(c);
 	struct ddp_grad_launch gl = {
-		.kname = kname, .kid = k->id, .kclass = (uint8_t)cls,
+		.kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
 		.nargs = n, .args = args, .stream = (void *)s, .launch_ctx = (void *)c,
 		.truncated = truncated, .const_correct = (uint8_t)const_correct(k),
@@ -1322,9 +1328,7 @@ out_unlock:
 void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c)
 {
 	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns();
-	CUstream s = c->stream;
-	if (!s && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ || c->kind == DDP_LAUNCH_EX_PTSZ))
-		s = CU_STREAM_PER_THREAD;
+	CUstream s = call_stream(c);
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_lock);
 	if (ddp_sync_on_) {

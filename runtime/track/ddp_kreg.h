@@ -69,6 +69,7 @@ struct ddp_kfunc {
 	uint8_t sync_torch_state;    /* ddp_torch_launch: 0 not learned, else enum ddp_xt */
 	uint8_t sync_boundary;       /* ddp_sync: ends an iteration (ddp_grad_is_boundary) */
 	void *sync_torch;            /* ddp_torch_launch: struct ddp_torch_kernel */
+	char sync_kname[64];         /* ddp_sync: the function's own name (labels) */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
 	/* launches is written by every launch (atomic add, any thread): alone
 	 * on its cache line, so that the fields above, read on every launch
