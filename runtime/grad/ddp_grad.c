@@ -943,16 +943,17 @@ out_free:
 
 /* A non-optimizer launch may write [lo, hi) (which may reach beyond b) of
  * b: dirty, and it is the last writer; the overlap layer learns the
- * written extent (ops.written). */
+ * written extent and how it is known (ops.written; bound: enum
+ * ddp_grad_bound). */
 static void mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-			 uint64_t hi)
+			 uint64_t hi, uint8_t bound)
 {
 	b->dirty = 1;
 	b->wseq = L->seq;
 	b->wkid = L->kid;
 	b->writes++;
 	if (g->ops.written)
-		g->ops.written(g->ops.ctx, b, L, lo, hi);
+		g->ops.written(g->ops.ctx, b, L, lo, hi, bound);
 }
 
 static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
@@ -964,7 +965,7 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		for (size_t i = 0; i < g->nbufs; i++)
 			if (g->bufs[i]->role == DDP_GR_GRAD || g->bufs[i]->role == DDP_GR_CAND)
 				mark_written(g, g->bufs[i], L, g->bufs[i]->alloc_base,
-					     g->bufs[i]->alloc_base + g->bufs[i]->alloc_size);
+					     g->bufs[i]->alloc_base + g->bufs[i]->alloc_size, DDP_GB_EXACT);
 		wrote_g = 1;
 	}
 	for (uint32_t i = 0; i < L->nargs; i++) {
@@ -993,7 +994,7 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			 * covers every tensor after it), but it still counts as
 			 * a write for the early reductions (ddp_overlap.c) */
 			uint8_t was_dirty = b->dirty;
-			mark_written(g, b, L, lo, hi); /* the last writer, and early reductions before it are stale */
+			mark_written(g, b, L, lo, hi, a->bounded); /* the last writer, and early reductions before it are stale */
 			if (b->named && !a->bounded && !L->explicit_ranges)
 				b->dirty = was_dirty;
 			wrote_g |= b->role == DDP_GR_GRAD;

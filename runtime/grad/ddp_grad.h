@@ -111,12 +111,22 @@ struct ddp_grad_arg {
 	uint8_t access;          /* enum ddp_grad_access                      */
 	uint8_t in_struct;
 	uint8_t dtype;           /* enum ddp_dtype of the pointee             */
-	uint8_t bounded;         /* ext comes from a count argument           */
+	uint8_t bounded;         /* enum ddp_grad_bound: how ext is known     */
 	uint8_t tlist;           /* explicit launches: the tensor list it
 				  * belongs to (DDP_GRAD_NO_LIST: none)       */
 };
 
 #define DDP_GRAD_NO_LIST 0xff
+
+/* How an argument's extent (ext) is known. */
+enum ddp_grad_bound {
+	DDP_GB_NONE = 0,  /* not: to the allocation's end                    */
+	DDP_GB_COUNT = 1, /* the launch's largest count argument that fits:
+			   * a guess (a 2-D or scatter kernel writes past it) */
+	DDP_GB_EXACT = 2, /* the tensor's own extent (PyTorch's tensor lists)
+			   * or the output a library call declares (cuBLAS's
+			   * C/D matrix): nothing outside it is touched        */
+};
 
 struct ddp_grad_launch {
 	const char *kname;       /* short name, for labels and messages       */
@@ -245,12 +255,13 @@ struct ddp_grad_ops {
 	 * NULL: whenever reduce is set).  0: the synchronous allreduce path. */
 	int (*reduce_on)(void *ctx);
 	/* Optional: a non-optimizer launch L may write [lo, hi) of the
-	 * G/candidate b (its argument's range, bounded by a count argument or
-	 * to the allocation's end; it may reach beyond b; a truncated launch:
-	 * b's whole allocation).  Called once per (argument, range), after b's
-	 * wseq, wkid and writes were updated (the overlap layer's slices). */
+	 * G/candidate b (its argument's range: `bound` (enum ddp_grad_bound)
+	 * says how hi is known; to the allocation's end when not; it may reach
+	 * beyond b; a truncated launch: b's whole allocation, DDP_GB_EXACT).
+	 * Called once per (argument, range), after b's wseq, wkid and writes
+	 * were updated (the overlap layer's slices). */
 	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-			uint64_t hi);
+			uint64_t hi, uint8_t bound);
 };
 
 struct ddp_grad;

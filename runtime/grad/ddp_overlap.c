@@ -343,11 +343,14 @@ static size_t elem_size(const struct ddp_grad_buf *b)
 	return es ? es : 1;
 }
 
-void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi)
+void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi,
+			 uint8_t bound)
 {
 	if (!ov.on || (b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND))
 		return;
 	uint64_t end = b->base + b->size;
+	if (bound != DDP_GB_EXACT && hi < end)
+		hi = end;
 	lo = lo > b->base ? lo : b->base;
 	hi = hi < end ? hi : end;
 	if (lo >= hi)

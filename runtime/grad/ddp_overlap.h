@@ -44,9 +44,14 @@ void ddp_overlap_turn_off(void);
 void ddp_overlap_step_base(uint64_t seq);
 
 /* The tracker's ops.written: launch L may write [lo, hi) of gradient (or
- * candidate) b.  Records the written slice and its writer, and marks the
- * units of b reduced early that it overlaps as written again. */
-void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi);
+ * candidate) b; bound (enum ddp_grad_bound) says how hi is known.  Records
+ * the written slice and its writer, and marks the units of b reduced early
+ * that it overlaps as written again.  Only an exact extent ends where it
+ * says: a count-bounded one is taken to b's end (a count argument is a
+ * guess: a 2-D or scatter kernel writes past it, and a slice claimed too
+ * narrow would be reduced before its last write). */
+void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi,
+			 uint8_t bound);
 
 /* After the tracker processed launch `seq` (kernel kid, its decoded
  * arguments in L) and before the launch goes to the driver: makes its

@@ -949,10 +949,11 @@ static int ov_alive(const struct ddp_grad_buf *b)
 	return op_alive(NULL, b);
 }
 
-static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi)
+static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi,
+		       uint8_t bound)
 {
 	(void)ctx;
-	ddp_overlap_written(b, L, lo, hi);
+	ddp_overlap_written(b, L, lo, hi, bound);
 }
 
 /* ---- init and the launch path */
@@ -1067,6 +1068,44 @@ static void short_name(const struct ddp_kfunc *k, char *out, size_t cap)
 	out[n] = '\0';
 }
 
+/* ---- outputs declared by library calls (ddp_sync_libcall_enter) */
+
+static __thread struct ddp_sync_libcall libcall __attribute__((tls_model("initial-exec")));
+
+void ddp_sync_libcall_enter(const char *fn, uint64_t lo, uint64_t hi, struct ddp_sync_libcall *saved)
+{
+	*saved = libcall;
+	libcall.lo = lo;
+	libcall.hi = hi > lo ? hi : lo;
+	libcall.fn = fn;
+}
+
+void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
+{
+	libcall = *saved;
+}
+
+/* Inside a library call that declared its output: an argument pointing
+ * into it (one allocation holds it all) covers exactly that output. */
+static void libcall_bound(const struct ddp_kfunc *k, uint32_t n)
+{
+	uint64_t lo = libcall.lo, hi = libcall.hi;
+
+	if (lo >= hi)
+		return;
+	for (uint32_t j = 0; j < n; j++) {
+		struct ddp_grad_arg *g = &args_buf[j];
+		if (g->ptr < lo || g->ptr >= hi || lo < g->base || hi - g->base > g->size)
+			continue;
+		DDP_TRACE(GRAD, "%s inside %s: argument %u writes at most [+%" PRIu64 ",+%" PRIu64
+			  ") of allocation #%u (the call's output)", k->sync_kname, libcall.fn, j,
+			  lo - g->base, hi - g->base, g->alloc_id);
+		g->ptr = lo;
+		g->ext = hi - lo;
+		g->bounded = DDP_GB_EXACT;
+	}
+}
+
 /* The launch's stream, the per-thread default stream for the _ptsz entry
  * points' stream 0. */
 static CUstream call_stream(const struct ddp_launch_call *c)
@@ -1135,7 +1174,7 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 		uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
 		if (best <= room / es) {
 			args_buf[j].ext = best * es;
-			args_buf[j].bounded = 1;
+			args_buf[j].bounded = DDP_GB_COUNT;
 		}
 	}
 }
@@ -1295,6 +1334,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 				g->dtype = k->params[a->param].dtype;
 		}
 		bound_ranges(k, &p, n);
+		libcall_bound(k, n);
 	}
 	CUstream s = call_stream(c);
 	struct ddp_grad_launch gl = {

@@ -37,6 +37,23 @@ uint64_t ddp_sync_launch(struct ddp_kfunc *k, const struct ddp_launch_call *c)
 	__attribute__((visibility("hidden")));
 void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
 
+/* A library call of the calling thread (cuBLAS: interpose/hook_blas.c)
+ * declares the one output it writes, [lo, hi): by its contract a launch it
+ * makes writes through a pointer into [lo, hi) nothing outside it (cuBLAS
+ * writes the C or D matrix its arguments lay out).  Such a pointer's
+ * extent is then exact (DDP_GB_EXACT, ddp_grad.h) instead of a count
+ * argument's guess; pointers outside it keep the generic rule.  enter
+ * saves the enclosing call's declaration (one library call made inside
+ * another) into *saved; leave puts it back.  lo == hi declares nothing.
+ * Any thread, no lock, no allocation. */
+struct ddp_sync_libcall {
+	uint64_t lo, hi;
+	const char *fn;
+};
+void ddp_sync_libcall_enter(const char *fn, uint64_t lo, uint64_t hi, struct ddp_sync_libcall *saved)
+	__attribute__((visibility("hidden")));
+void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__((visibility("hidden")));
+
 /* The program is already data-parallel (it runs collectives of its own,
  * e.g. it launched NCCL kernels libddp did not make): gradient
  * synchronisation stops for good, with one line naming why (rank 0 at

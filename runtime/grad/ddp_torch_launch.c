@@ -115,7 +115,7 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 		a->alloc_id = e.id;
 		a->ptr = r->addr;
 		a->ext = bytes;
-		a->bounded = 1;
+		a->bounded = DDP_GB_EXACT;
 		a->in_struct = 1;
 		a->param = r->list;
 		a->word = r->tensor > 0xffff ? 0xffff : (uint16_t)r->tensor;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# tests/arch/check_exports.sh - libddp.so exports exactly what its two hook
+# tests/arch/check_exports.sh - libddp.so exports exactly what its hook
 # tables declare: the cu* rows of interpose/hooks.def, the libc rows of
-# interpose/hook_libc.def, and dlsym.  A hook written outside the tables,
+# interpose/hook_libc.def, the cuBLAS rows of interpose/hook_blas.def, and
+# dlsym.  A hook written outside the tables,
 # or a table row without its function, fails here.
 #
 # Cases: exports_match_tables, table_check_catches_extra (negative control:
@@ -19,6 +20,7 @@ nm -D --defined-only "$LIB" | awk '{ print $NF }' | sed -E 's/@.*//' | sort -u >
 {
 	sed -nE 's/^HOOK\(([A-Za-z0-9_]+), *([A-Za-z0-9_]*),.*/\1\2/p' interpose/hooks.def
 	sed -nE 's/^HOOK_LIBC\([A-Z]+, [^,]+, ([A-Za-z0-9_]+), .*/\1/p' interpose/hook_libc.def
+	sed -nE 's/^BLAS_[A-Z_]+\(([A-Za-z0-9_]+)[,)].*/\1/p' interpose/hook_blas.def
 	echo dlsym
 } | sort -u > "$T/declared"
 

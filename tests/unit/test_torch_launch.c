@@ -130,7 +130,7 @@ TEST(tensors_placed_straddling_pages_and_outside)
 	CHECK_EQ_INT(x.v[1].dtype, DDP_DT_F32);
 	CHECK_EQ_INT(x.v[2].base, VA + 8 * PAGE);
 	CHECK_EQ_INT(x.v[2].size, PAGE);
-	CHECK_EQ_INT(x.v[2].bounded, 1);
+	CHECK_EQ_INT(x.v[2].bounded, DDP_GB_EXACT);
 	/* a consumer: the untracked tensor is an error, with one line */
 	CHECK_EQ_INT(ddp_torch_launch_args(&kf, &c, 1, &x, msg, sizeof msg), DDP_ERR_INVALID);
 	CHECK(strstr(msg, "tensor 2 of list 1") != NULL);
