@@ -8,9 +8,10 @@
  * count that fits every pointer is the matrix's row count, a fraction of
  * what it writes).  The call itself says it exactly: cuBLAS writes C (D for
  * cuBLASLt), the matrix its arguments lay out, and nothing else through a
- * pointer into it.  libddp.so exports the entry points of hook_blas.def and
- * (LD_PRELOAD puts them before libcublas's, versioned or not); each wrapper computes its output's byte extent, declares it to
- * runtime/grad/ddp_sync.c for the calling thread (ddp_sync_libcall_enter),
+ * pointer into it.  libddp.so exports the entry points of hook_blas.def
+ * (LD_PRELOAD puts them before libcublas's, versioned or not); each wrapper
+ * computes its output's byte extent (runtime/grad/ddp_matrix.c), declares it
+ * to runtime/grad/ddp_sync.c for the calling thread (ddp_sync_libcall_enter),
  * calls the real function and ends the declaration.  The kernels cuBLAS
  * launches meanwhile, on this thread, reach libddp's launch hooks; an
  * argument pointing into the declared output gets that output as its exact
@@ -36,6 +37,7 @@
 #include <cublas_v2.h>
 
 #include "ddp_log.h"
+#include "ddp_matrix.h"
 #include "ddp_sync.h"
 #include "hook_resolve.h"
 
@@ -93,55 +95,6 @@ static void *blas_real(enum blas_row r)
 	return NULL;
 }
 
-/* Bytes from the first element of `batch` matrices, `stride` elements
- * apart, each `inner` x `outer` elements of es bytes with `ld` elements
- * between the starts of consecutive outer lines (column-major: inner =
- * rows); 0 when empty, invalid or overflowing (no bound). */
-static uint64_t matrix_bytes(int64_t inner, int64_t outer, int64_t ld, size_t es, int64_t batch, int64_t stride)
-{
-	uint64_t span, skip = 0;
-
-	if (inner <= 0 || outer <= 0 || batch <= 0 || ld < inner || stride < 0 || !es)
-		return 0;
-	if (__builtin_mul_overflow((uint64_t)(outer - 1), (uint64_t)ld, &span) ||
-	    __builtin_add_overflow(span, (uint64_t)inner, &span) ||
-	    __builtin_mul_overflow((uint64_t)(batch - 1), (uint64_t)stride, &skip) ||
-	    __builtin_add_overflow(span, skip, &span) || __builtin_mul_overflow(span, (uint64_t)es, &span))
-		return 0;
-	return span;
-}
-
-/* Element size of a cudaDataType; 0 when libddp does not know it. */
-static size_t dtype_bytes(cudaDataType t)
-{
-	switch (t) {
-	case CUDA_R_8I:
-	case CUDA_R_8U:
-	case CUDA_R_8F_E4M3:
-	case CUDA_R_8F_E5M2:
-		return 1;
-	case CUDA_R_16F:
-	case CUDA_R_16BF:
-	case CUDA_C_8I:
-	case CUDA_C_8U:
-		return 2;
-	case CUDA_R_32F:
-	case CUDA_R_32I:
-	case CUDA_R_32U:
-	case CUDA_C_16F:
-	case CUDA_C_16BF:
-		return 4;
-	case CUDA_R_64F:
-	case CUDA_R_64I:
-	case CUDA_C_32F:
-		return 8;
-	case CUDA_C_64F:
-		return 16;
-	default:
-		return 0;
-	}
-}
-
 /* One attribute of a cuBLASLt layout, of exactly `size` bytes; -1 when it
  * cannot be read. */
 static int layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a, void *out, size_t size)
@@ -173,11 +126,11 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
 	    layout_attr(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride) ||
 	    rows > INT64_MAX || cols > INT64_MAX)
 		return 0;
-	size_t es = dtype_bytes((cudaDataType)type);
+	size_t es = ddp_cuda_dtype_bytes((int)type);
 	if (order == CUBLASLT_ORDER_COL)
-		return matrix_bytes((int64_t)rows, (int64_t)cols, ld, es, batch, stride);
+		return ddp_matrix_bytes((int64_t)rows, (int64_t)cols, ld, es, batch, stride);
 	if (order == CUBLASLT_ORDER_ROW)
-		return matrix_bytes((int64_t)cols, (int64_t)rows, ld, es, batch, stride);
+		return ddp_matrix_bytes((int64_t)cols, (int64_t)rows, ld, es, batch, stride);
 	return 0;
 }
 
@@ -201,7 +154,7 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
 				       I k, const T *alpha, const T *A, I lda, const T *B, I ldb,              \
 				       const T *beta, T *C, I ldc)                                             \
 	{                                                                                              \
-		BLAS_FORWARD(name, C, matrix_bytes(m, n, ldc, sizeof(T), 1, 0),                        \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), 1, 0),                    \
 			     (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));               \
 	}
 #define BLAS_GEMM_EX(name, I)                                                                          \
@@ -211,7 +164,7 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
 				       cudaDataType ct, I ldc, cublasComputeType_t comp,                       \
 				       cublasGemmAlgo_t algo)                                                  \
 	{                                                                                              \
-		BLAS_FORWARD(name, C, matrix_bytes(m, n, ldc, dtype_bytes(ct), 1, 0),                  \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), 1, 0),     \
 			     (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp,  \
 			      algo));                                                                  \
 	}
@@ -221,7 +174,7 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
 				       I ldb, long long sb, const T *beta, T *C, I ldc, long long sc,          \
 				       I batch)                                                                \
 	{                                                                                              \
-		BLAS_FORWARD(name, C, matrix_bytes(m, n, ldc, sizeof(T), batch, sc),                   \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), batch, sc),               \
 			     (h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,        \
 			      batch));                                                                 \
 	}
@@ -232,7 +185,8 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
 				       const void *beta, void *C, cudaDataType ct, I ldc, long long sc,        \
 				       I batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)               \
 	{                                                                                              \
-		BLAS_FORWARD(name, C, matrix_bytes(m, n, ldc, dtype_bytes(ct), batch, sc),             \
+		BLAS_FORWARD(name, C,                                                                  \
+			     ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), batch, sc),             \
 			     (h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct,     \
 			      ldc, sc, batch, comp, algo));                                            \
 	}

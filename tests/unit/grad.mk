@@ -8,3 +8,7 @@ $(BUILD)/tests/unit/test_grad.o: CPPFLAGS += -Itests
 # The overlap layer's slice bookkeeping (ddp_slices.c).
 $(eval $(call unit_test,test_slices,tests/unit/test_slices.c,,grad))
 $(BUILD)/tests/unit/test_slices.o: CPPFLAGS += -Itests
+
+# The byte extent of a cuBLAS call's output matrix (ddp_matrix.c).
+$(eval $(call unit_test,test_matrix,tests/unit/test_matrix.c,,grad))
+$(BUILD)/tests/unit/test_matrix.o: CPPFLAGS += -Itests
