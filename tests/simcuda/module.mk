@@ -101,4 +101,4 @@ $(BUILD)/tests/simcuda/test_launch: $(SIMCUDA_LAUNCH_OBJS) $(SIMCUDA_DIR)/libcud
 # Their kernel libraries are made in exec.mk: the top Makefile includes this
 # fragment before exec.mk, so sim_kernel_lib is not defined yet here.
 
-TESTS += $(BUILD)/tests/simcuda/test_launch
+TESTS += $(BUILD)/tests/simcuda/test_launch tests/simcuda/timeline.sh

@@ -92,6 +92,7 @@ static CUresult sim_issue(enum sim_ds ds, CUstream h, struct sim_copy_work *cw, 
 		return rc;
 	}
 	cw->w.run = sim_copy_run;
+	cw->w.what = "copy";
 	uint64_t seq;
 	rc = sim_stream_enqueue(s, &cw->w, &seq);
 	if (rc != CUDA_SUCCESS || !sync)

@@ -99,6 +99,7 @@ CUresult sim_event_record(enum sim_ds ds, CUevent h, CUstream hs, unsigned flags
 	if (!rw)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	rw->w.run = sim_record_run;
+	rw->w.what = "event record";
 	rw->e = e;
 	pthread_mutex_lock(&sim_done_mu);
 	rw->gen = ++e->rec_gen;
@@ -201,6 +202,7 @@ CUresult sim_stream_wait_event(enum sim_ds ds, CUstream hs, CUevent h, unsigned 
 	if (!ew)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	ew->w.run = sim_evwait_run;
+	ew->w.what = "event wait";
 	ew->e = e;
 	ew->gen = gen;
 	return sim_stream_enqueue(s, &ew->w, NULL);

@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stddef.h>
+#include <time.h>
 
 #ifndef SIM_EXPORT
 #define SIM_EXPORT __attribute__((visibility("default")))
@@ -120,8 +121,19 @@ struct sim_work {
 	struct sim_work *next;
 	uint64_t seq;                   /* set by sim_stream_enqueue           */
 	struct CUstream_st *stream;     /* the stream it runs on               */
+	const char *what;               /* for SIMCUDA_TIMELINE: a kernel's
+					 * name or the kind of item           */
 	/* item-specific data follows in the containing struct */
 };
+
+/* SIMCUDA_TIMELINE (sim_timeline.c): whether it is on (first call reads
+ * it); a mark before an item runs; the item's line after it ran. */
+struct sim_timeline_mark {
+	struct timespec wall, cpu;
+};
+int sim_timeline_on(void);
+void sim_timeline_now(struct sim_timeline_mark *m);
+void sim_timeline_item(unsigned long long stream, const char *what, const struct sim_timeline_mark *start);
 
 struct CUstream_st {
 	uint32_t magic;

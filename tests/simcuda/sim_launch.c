@@ -125,6 +125,7 @@ CUresult sim_launch_kernel(enum sim_ds ds, CUfunction hf, unsigned gx, unsigned 
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	memset(lw, 0, head);
 	lw->w.run = sim_launch_run;
+	lw->w.what = k->name;
 	lw->w.release = sim_launch_release;
 	lw->host = f->host;
 	lw->grid = (struct sim_dim3){ gx, gy, gz };

@@ -89,6 +89,7 @@ void sim_set_sticky(CUresult rc)
 static void *sim_worker(void *arg)
 {
 	struct CUstream_st *s = arg;
+	int timeline = sim_timeline_on();
 	pthread_mutex_lock(&s->mu);
 	for (;;) {
 		while (!s->head && !s->quit)
@@ -101,7 +102,13 @@ static void *sim_worker(void *arg)
 			s->tail = NULL;
 		pthread_mutex_unlock(&s->mu);
 
+		struct sim_timeline_mark mark;
+		const char *what = w->what;
+		if (timeline)
+			sim_timeline_now(&mark);
 		CUresult rc = w->run(w);
+		if (timeline)
+			sim_timeline_item(s->id, what, &mark);
 		if (rc != CUDA_SUCCESS)
 			sim_set_sticky(rc);
 		uint64_t seq = w->seq;
@@ -234,6 +241,7 @@ CUresult sim_stream_enqueue(struct CUstream_st *s, struct sim_work *w, uint64_t 
 	}
 	if (ww && ww->n) {
 		ww->w.run = sim_wait_run;
+	ww->w.what = "stream wait";
 		sim_push(s, &ww->w);
 	} else {
 		free(ww);
@@ -608,6 +616,7 @@ static CUresult sim_host_enqueue(enum sim_ds ds, CUstream h, CUhostFn fn, CUstre
 	if (!hw)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	hw->w.run = sim_host_run;
+	hw->w.what = "host function";
 	hw->fn = fn;
 	hw->cb = cb;
 	hw->handle = h;

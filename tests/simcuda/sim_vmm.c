@@ -551,6 +551,7 @@ CUresult sim_pool_free_async(struct CUstream_st *s, const struct sim_range *r)
 	if (!fw)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	fw->w.run = sim_pool_free_run;
+	fw->w.what = "pool free";
 	fw->pool = r->pool;
 	fw->base = r->base;
 	return sim_stream_enqueue(s, &fw->w, NULL);
