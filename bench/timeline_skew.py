@@ -3,8 +3,8 @@
 """timeline_skew.py - how far apart the ranks' devices ran, from the CPU
 device's execution timelines (SIMCUDA_TIMELINE=DIR, tests/simcuda/sim_timeline.c).
 
-    SIMCUDA_TIMELINE=/tmp/tl ddprun -n 2 ... ./trainer
-    bench/timeline_skew.py /tmp/tl STEP_KERNEL
+    SIMCUDA_TIMELINE=/tmp/tl ddprun -n 2 --trace /tmp/tr ... ./trainer
+    bench/timeline_skew.py /tmp/tl STEP_KERNEL [/tmp/tr ...]
 
 Every rank runs the same kernels in the same order; a step starts at each
 launch of STEP_KERNEL (a kernel launched once per step, e.g.
@@ -14,7 +14,15 @@ plus time waiting for a core); then the mean and largest difference of the
 ranks' CPU times.  Equal work at equal speed gives equal CPU times: a
 difference is the machine running one rank slower (another tenant, a
 shared core), which the collectives then show as one rank waiting.
+
+With the runs' trace directories (`timeline_skew.py TL1 STEP_KERNEL TR1
+[TL2 TR2 ...]`: each run's timeline and --trace directory), the steps 3+
+of all runs are binned by that spread, and each bin gets the share of the
+communication hidden behind backward (comm_hidden_ms / comm_ms of every
+rank's rank<k>.sync.json, summed): what overlap achieves when the ranks
+run at equal speed, apart from the machine's skew.
 """
+import json
 import glob
 import os
 import sys
@@ -47,22 +55,58 @@ def steps(items, step_kernel):
     return out
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: timeline_skew.py DIR STEP_KERNEL")
-    files = sorted(glob.glob(os.path.join(sys.argv[1], "simcuda.*.timeline")),
-                   key=lambda p: int(p.split(".")[-2]))
+def rank_steps(tdir, step_kernel):
+    files = sorted(glob.glob(os.path.join(tdir, "simcuda.*.timeline")), key=lambda p: int(p.split(".")[-2]))
     if len(files) < 2:
-        sys.exit("timeline_skew.py: fewer than 2 timelines in %s (run with SIMCUDA_TIMELINE=DIR)" % sys.argv[1])
-    # a mangled name matches too: the timeline has the symbol
+        sys.exit("timeline_skew.py: fewer than 2 timelines in %s (run with SIMCUDA_TIMELINE=DIR)" % tdir)
     ranks = []
     for f in files:
         items = load(f)
         names = {w for _, _, _, _, w in items}
-        match = [n for n in names if n == sys.argv[2] or sys.argv[2] in n]
+        # a mangled name matches too: the timeline has the symbol
+        match = [n for n in names if n == step_kernel or step_kernel in n]
         if len(match) != 1:
-            sys.exit("timeline_skew.py: %d kernels in %s match %r" % (len(match), f, sys.argv[2]))
+            sys.exit("timeline_skew.py: %d kernels in %s match %r" % (len(match), f, step_kernel))
         ranks.append(steps(items, match[0]))
+    return ranks
+
+
+def binned(pairs, step_kernel):
+    rows = []
+    for tdir, trace in pairs:
+        ranks = rank_steps(tdir, step_kernel)
+        per = []
+        for f in sorted(glob.glob(os.path.join(trace, "rank*.sync.json"))):
+            per.append({s["step"]: s for s in json.load(open(f))["per_step"]})
+        if not per:
+            sys.exit("timeline_skew.py: no rank<k>.sync.json in %s (run with --trace DIR)" % trace)
+        n = min(len(r) for r in ranks)
+        for st in range(3, n + 1):
+            if not all(st in p for p in per):
+                continue
+            cpus = [r[st - 1][0] * 1e3 for r in ranks]
+            rows.append((max(cpus) - min(cpus), sum(p[st]["comm_ms"] for p in per),
+                         sum(p[st]["comm_hidden_ms"] for p in per)))
+    if not rows:
+        sys.exit("timeline_skew.py: no step 3+ in both the timelines and the sync files")
+    print("%d steps 3+ of %d run(s): hidden %.0f%% of the communication" %
+          (len(rows), len(pairs), 100 * sum(r[2] for r in rows) / max(1e-9, sum(r[1] for r in rows))))
+    for lo, hi in ((0, 5), (5, 10), (10, 20), (20, float("inf"))):
+        sel = [r for r in rows if lo <= r[0] < hi]
+        if sel:
+            print("  ranks' cpu spread %s ms: %3d steps, hidden %.0f%%" %
+                  ("%d-%d" % (lo, hi) if hi != float("inf") else ">= %d" % lo, len(sel),
+                   100 * sum(r[2] for r in sel) / max(1e-9, sum(r[1] for r in sel))))
+
+
+def main():
+    if len(sys.argv) < 3 or (len(sys.argv) > 3 and len(sys.argv) % 2):
+        sys.exit("usage: timeline_skew.py TIMELINE_DIR STEP_KERNEL [TRACE_DIR [TIMELINE_DIR TRACE_DIR]...]")
+    if len(sys.argv) > 3:
+        extra = sys.argv[3:]
+        pairs = [(sys.argv[1], extra[0])] + [(extra[i], extra[i + 1]) for i in range(1, len(extra) - 1, 2)]
+        return binned(pairs, sys.argv[2])
+    ranks = rank_steps(sys.argv[1], sys.argv[2])
     n = min(len(r) for r in ranks)
     print("step  " + "  ".join("rank%d cpu/wall ms" % i for i in range(len(ranks))) + "  cpu spread ms")
     spreads = []

@@ -10,12 +10,13 @@
 #
 # --layout llmc: llm.c's memory layout, ONE gradient range per parameter
 # kind across all layers, where only the kinds whose slices ddprun can
-# tell apart are reduced layer by layer (biases and layernorm weights,
-# written by kernels whose count argument bounds their write).  The four
-# weight-matrix kinds (qkvw, attprojw, fcw, fcprojw) are written by cuBLAS,
-# whose kernels bound nothing ddprun can read: such a range is complete only
-# at layer 0's backward, so its reduction can hide behind the last 1/L of
-# the layers' backward at most.
+# tell apart are reduced layer by layer: the four weight-matrix kinds
+# (qkvw, attprojw, fcw, fcprojw: 85 M of the 124 M parameters), written by
+# cuBLAS GEMMs whose output the call declares (interpose/hook_blas.c).  The
+# biases and layernorm weights are written by kernels whose only bound is a
+# count argument, a guess ddprun does not slice on: such a range is
+# complete only at layer 0's backward, so its reduction can hide behind the
+# last 1/L of the layers' backward at most.
 import argparse
 import math
 
@@ -65,14 +66,15 @@ for B in (64, 8):
             c_wte = comm(wte * es, bw, lat, 1)              # last writer = last backward kernel: never hidden
             exposed = c_wte + max(0.0, c_rest - bwd)
             if a.layout == "llmc":
-                # the weight-matrix kinds: ready at layer 0's backward, hidden
-                # behind its 1/L of backward at most; the rest behind all of it
+                # the weight-matrix kinds: sliced per layer, hidden behind all
+                # of backward; the small kinds: ready at layer 0's backward,
+                # hidden behind its 1/L of backward at most
                 nm = math.ceil(mats * es / cap)
                 c_mats = comm(mats * es, bw, lat, nm)
                 c_small = comm((rest - mats) * es, bw, lat, 1)
                 c_rest = c_mats + c_small
                 nb = nm + 1
-                exposed = c_wte + max(0.0, c_mats - bwd / L) + max(0.0, c_small - bwd)
+                exposed = c_wte + max(0.0, c_mats - bwd) + max(0.0, c_small - bwd / L)
             s_off, s_on = comp + off, comp + exposed
             print(f"| {B} | {name} | {dt} | {comp * 1e3:.1f} ({fwd * 1e3:.1f}+{bwd * 1e3:.1f}) | {off * 1e3:.2f} | "
                   f"{s_off * 1e3:.1f} | {(c_rest + c_wte) * 1e3:.2f} ({nb + 1}) | {exposed * 1e3:.2f} | "
