@@ -101,10 +101,15 @@ struct ddp_coll_config {
 	/* Optional: called with entering 1 when an asynchronous collective
 	 * starts waiting for the other ranks (the host backend's progress
 	 * thread runs it; with NCCL while ops are outstanding on the
-	 * communication stream) and 0 when it stops; seq numbers the op.  From
+	 * communication stream), 0 when it finished and -1 when it failed
+	 * (the comm is broken: it never finished); seq numbers the op.  From
 	 * the comm's own thread; must not call back into the comm.  libddp
 	 * shows it on ddprun's status board. */
 	void (*busy)(int entering, uint64_t seq);
+	/* Optional: called on the enqueuing thread when asynchronous op seq is
+	 * numbered, before any thread can run it (busy then names the same
+	 * seq).  Must not call back into the comm. */
+	void (*enqueued)(uint64_t seq);
 };
 
 /* Statistics per kind of collective (index enum ddp_coll_kind). */

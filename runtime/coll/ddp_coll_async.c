@@ -169,7 +169,7 @@ static void *async_progress(void *arg)
 			arrive = c->arrived_ns;
 			c->bg_wait = 0;
 			if (c->cfg.busy)
-				c->cfg.busy(0, j->ticket);
+				c->cfg.busy(rc == DDP_OK ? 0 : -1, j->ticket);
 			if (rc == DDP_OK)
 				coll_account(c, DDP_COLL_ALLREDUCE, j->count * ddp_dtype_size(j->t), (double)t0 * 1e-9);
 		}
@@ -269,7 +269,7 @@ static void *async_watchdog(void *arg)
 			nanosleep(&ts, NULL);
 		}
 		if (c->cfg.busy)
-			c->cfg.busy(0, t);
+			c->cfg.busy(__atomic_load_n(&a->failed, __ATOMIC_ACQUIRE) ? -1 : 0, t);
 		pthread_mutex_lock(&a->mu);
 	}
 	pthread_mutex_unlock(&a->mu);
@@ -502,6 +502,8 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 	const size_t es = ddp_dtype_size(dtype);
 	uint64_t t = a->issued + 1;
 	unsigned slot = (unsigned)(t % ASYNC_SLOTS);
+	if (c->cfg.enqueued)
+		c->cfg.enqueued(t);
 
 	DDP_CHECK(async_cu(c, d->eventRecord(a->prod[slot], producer), "cuEventRecord (producer)"));
 	DDP_CHECK(async_cu(c, d->streamWaitEvent(a->cs, a->prod[slot], 0), "cuStreamWaitEvent (communication stream)"));

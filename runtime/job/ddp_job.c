@@ -364,12 +364,27 @@ const char *ddp_job_comm_error(void)
 	return join_msg;
 }
 
+/* The board's number of each asynchronous op, taken when it is enqueued
+ * (program order, the same on every rank, in one sequence with the
+ * synchronous collectives), by its ticket; more than the ops that can be
+ * in flight at once. */
+#define JOB_BOARD_RING 256
+static uint64_t job_board_seq[JOB_BOARD_RING];
+
+static void job_coll_enqueued(uint64_t ticket)
+{
+	__atomic_store_n(&job_board_seq[ticket % JOB_BOARD_RING], ddp_status_coll_next(), __ATOMIC_RELEASE);
+}
+
 /* The communicator's asynchronous collectives waiting for the other ranks
  * (a progress or watchdog thread): ddprun's status board shows it. */
-static void job_coll_busy(int entering, uint64_t seq)
+static void job_coll_busy(int entering, uint64_t ticket)
 {
-	if (entering)
-		ddp_status_coll_enter(seq + 1, "allreduce");
+	if (entering > 0)
+		ddp_status_coll_enter(__atomic_load_n(&job_board_seq[ticket % JOB_BOARD_RING], __ATOMIC_ACQUIRE),
+				      "allreduce");
+	else if (entering < 0)
+		ddp_status_coll_failed();
 	else
 		ddp_status_coll_leave();
 }
@@ -389,6 +404,7 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 	ddp_coll_config_default(&cfg);
 	cfg.driver = &ddp_driver_;
 	cfg.busy = job_coll_busy;
+	cfg.enqueued = job_coll_enqueued;
 	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
 	/* asked on the CPU device too: its NCCL stand-in, like NCCL, works in the

@@ -86,6 +86,8 @@ void ddp_status_step(uint64_t step)
  * collectives' progress thread may both be): the board says "inside" until
  * the last one leaves. */
 static int coll_depth;
+static uint64_t coll_numbered; /* ddp_status_coll_next */
+static int coll_broken; /* a collective failed: the board stays "inside" */
 
 void ddp_status_coll_enter(uint64_t seq, const char *name)
 {
@@ -105,6 +107,16 @@ void ddp_status_coll_enter(uint64_t seq, const char *name)
 	DDP_STATUS_STORE(s->coll_in, seq);
 }
 
+uint64_t ddp_status_coll_next(void)
+{
+	return __atomic_add_fetch(&coll_numbered, 1, __ATOMIC_RELAXED);
+}
+
+void ddp_status_coll_failed(void)
+{
+	__atomic_store_n(&coll_broken, 1, __ATOMIC_RELEASE);
+}
+
 void ddp_status_coll_leave(void)
 {
 	struct ddp_status_slot *s = slot;
@@ -112,6 +124,8 @@ void ddp_status_coll_leave(void)
 		return;
 	if (__atomic_sub_fetch(&coll_depth, 1, __ATOMIC_ACQ_REL) > 0)
 		return; /* another one is still inside */
+	if (__atomic_load_n(&coll_broken, __ATOMIC_ACQUIRE))
+		return; /* it never finished: the rank stops inside it */
 	uint64_t seq = DDP_STATUS_LOAD(s->coll_in), t = now_ns();
 	if (seq)
 		DDP_STATUS_STORE(s->coll_ns, DDP_STATUS_LOAD(s->coll_ns) +

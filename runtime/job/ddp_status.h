@@ -59,8 +59,19 @@ void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
 /* Training progress happened now. */
 void ddp_status_progress(void) __attribute__((visibility("hidden")));
 void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
-/* Entering collective number seq (from 1) named name; leaving it. */
+/* The next collective's number on the board (from 1): one sequence for
+ * every collective this process runs, synchronous or not, taken in program
+ * order, so that the same collective has the same number on every rank. */
+uint64_t ddp_status_coll_next(void) __attribute__((visibility("hidden")));
+/* Entering collective number seq (ddp_status_coll_next) named name;
+ * leaving it. */
 void ddp_status_coll_enter(uint64_t seq, const char *name) __attribute__((visibility("hidden")));
 void ddp_status_coll_leave(void) __attribute__((visibility("hidden")));
+/* The collective this process is inside failed (a peer left, a timeout):
+ * it never finished, and the board keeps saying so (collective seq still
+ * "inside", not "done") whatever leaves follow, until the process exits,
+ * which it is about to.  So ddprun, seeing a rank exit 0 and this one fail
+ * in the same instant, names the one that left as the cause. */
+void ddp_status_coll_failed(void) __attribute__((visibility("hidden")));
 
 #endif /* DDP_STATUS_H */

@@ -181,6 +181,38 @@ static int gated_device_op(struct async_case *ac, int rank, int W, struct ddp_co
 	return 0;
 }
 
+/* The board callbacks (cfg.enqueued, cfg.busy) as this rank's process saw
+ * them: libddp numbers an op when it is enqueued and shows that number
+ * while it waits, so enqueued(t) must come before busy(1, t), and busy's
+ * end says whether the op failed (-1). */
+static struct {
+	pthread_mutex_t mu;
+	uint64_t enq[512], n_enq;
+	int busy_state[512];     /* last busy() per ticket: 1, 0, -1; 2 never */
+	int early;               /* busy(1, t) before enqueued(t) */
+} board = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+static void board_enqueued(uint64_t t)
+{
+	pthread_mutex_lock(&board.mu);
+	if (board.n_enq < 512)
+		board.enq[board.n_enq++] = t;
+	pthread_mutex_unlock(&board.mu);
+}
+
+static void board_busy(int state, uint64_t t)
+{
+	pthread_mutex_lock(&board.mu);
+	int seen = 0;
+	for (uint64_t i = 0; i < board.n_enq; i++)
+		seen |= board.enq[i] == t;
+	if (state > 0 && !seen)
+		board.early = 1;
+	if (t < 512)
+		board.busy_state[t] = state;
+	pthread_mutex_unlock(&board.mu);
+}
+
 static int async_rank(struct coll_job *job, int rank, void *arg)
 {
 	struct async_case *ac = arg;
@@ -200,6 +232,10 @@ static int async_rank(struct coll_job *job, int rank, void *arg)
 	cfg.stage_bytes = ac->stage;
 	cfg.slot_bytes = 16 << 10;
 	cfg.driver = &sim_driver;
+	cfg.enqueued = board_enqueued;
+	cfg.busy = board_busy;
+	for (int i = 0; i < 512; i++)
+		board.busy_state[i] = 2;
 	struct ddp_store *st;
 	struct ddp_comm *c;
 	if (coll_job_comm(job, rank, &cfg, &st, &c) != DDP_OK)
@@ -226,6 +262,9 @@ static int async_rank(struct coll_job *job, int rank, void *arg)
 			FAILR("rank %d: the error does not name rank 1: %s", rank, ddp_coll_last_error(c));
 		if (ddp_allreduce_avg_async(c, (void *)(uintptr_t)d, 1000, DDP_DT_F32, 1, prod, &t) == DDP_OK)
 			FAILR("rank %d: the broken comm accepted another op", rank);
+		if (board.busy_state[1] != -1 || board.early)
+			FAILR("rank %d: the failed op's board end was %d (want -1: it never finished)", rank,
+			      board.busy_state[1]);
 		ddp_comm_destroy(c);
 		ddp_store_close(st);
 		return 0;
@@ -286,6 +325,16 @@ static int async_rank(struct coll_job *job, int rank, void *arg)
 		FAILR("rank %d: host-buffer async op wrong (%g, expected %g)", rank, got, want);
 	if (cuMemcpyDtoH(h, d, 5000 * 4) || check_mean(h, DDP_DT_F32, W, 5000, &got, &want))
 		FAILR("rank %d: second in-flight op wrong (%g, expected %g)", rank, got, want);
+	if (board.early)
+		FAILR("rank %d: an op was shown waiting before it was numbered (busy before enqueued)", rank);
+	for (uint64_t i = 0; i < board.n_enq; i++)
+		if (board.enq[i] != i + 1 || (W > 1 && board.busy_state[i + 1] != 0))
+			FAILR("rank %d: op %llu: numbered as ticket %llu, board end %d (want %llu, 0)", rank,
+			      (unsigned long long)(i + 1), (unsigned long long)board.enq[i], board.busy_state[i + 1],
+			      (unsigned long long)(i + 1));
+	if (board.n_enq != ddp_coll_async_issued(c))
+		FAILR("rank %d: %llu ops numbered, %llu issued", rank, (unsigned long long)board.n_enq,
+		      (unsigned long long)ddp_coll_async_issued(c));
 	struct ddp_coll_time tr[300];
 	size_t nt = ddp_coll_async_times(c, tr, 300);
 	if (nt != ddp_coll_async_issued(c))

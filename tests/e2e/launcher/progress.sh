@@ -69,6 +69,31 @@ check "exit 0 mid-training: the rank that left is named" \
 check "exit 0 mid-training: stopped within 2 s (${t} ms)" [ $t -lt 2000 ]
 check "exit 0 mid-training: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
 
+# the same, with ddprun held (SIGSTOP by the leaving rank, which then
+# _exits 0) until rank 0 has failed on the dead peer too (an allreduce of
+# step 7: past the invariant checks of steps 1-3, which would wait for
+# ddprun's store): ddprun then sees both exits at once.  A failed
+# collective is not "done" on the status board, and the board numbers
+# asynchronous ops in the same sequence as the others, so rank 1 is still
+# the one named (before, rank 0 was: a load-dependent flake of the case
+# above, made certain here).
+LD_PRELOAD=$INJ HANG_RANK=1 HANG_MODE=exit0-stop-parent HANG_AFTER=8 \
+	run_bg -n 2 "$MLP" --data "$DATA" --steps 100000 --batch 8
+# (rank 1's stderr line waits in ddprun's pipe: watch the process table)
+ddp=
+for _ in $(seq 100); do ddp=$(pgrep -P $pid | head -1); [ -n "$ddp" ] && break; sleep 0.1; done
+zombies() { ps --ppid "$ddp" -o stat= | grep -c '^Z'; }
+for _ in $(seq 300); do [ "$(zombies)" -ge 2 ] && break; sleep 0.1; done
+check "held ddprun: both ranks exited while ddprun was stopped" \
+	[ "$(zombies)" -ge 2 -a "$(ps -o stat= -p "$ddp" | cut -c1)" = T ]
+kill -CONT "$ddp"
+wait $pid
+rc=$?
+check "held ddprun: the job fails (exit 1, got $rc)" [ $rc = 1 ]
+check "held ddprun: the rank that left is named" \
+	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)\); stopping the job$'
+check "held ddprun: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
+
 # a rank that exits 0 before the first rendezvous
 run_bg -n 3 sh -c '[ "$RANK" = 2 ] && exit 0; exec "$@"' sh "$MLP" --data "$DATA" --steps 100000 --batch 8
 t0=$(now_ms)

@@ -7,6 +7,10 @@
  *   read   block in read(2) on a pipe that nobody writes
  *   stop   raise(SIGSTOP): every thread of the process stops
  *   exit0  exit(0) at once, as a rank that thinks it is done
+ *   exit0-stop-parent  SIGSTOP the parent (ddprun), then _exit(0) (no exit
+ *          handlers: they would talk to ddprun's store): the test continues
+ *          ddprun once the other ranks have given up on this one, so ddprun
+ *          finds them already out of the collective (progress.sh)
  * Just before, it writes "hang-inject: rank R MODE now" on stderr.  Other
  * ranks, and every read before, pass through (dlsym RTLD_NEXT: libddp's
  * hook when it is preloaded after this shim).
@@ -54,6 +58,9 @@ ssize_t read(int fd, void *buf, size_t n)
 			raise(SIGSTOP);
 		} else if (strcmp(mode, "exit0") == 0) {
 			exit(0);
+		} else if (strcmp(mode, "exit0-stop-parent") == 0) {
+			kill(getppid(), SIGSTOP);
+			_exit(0);
 		}
 	}
 	return real(fd, buf, n);
