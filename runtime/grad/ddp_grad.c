@@ -1335,7 +1335,7 @@ static struct ddp_grad_buf *x_record(struct ddp_grad *g, const struct ddp_grad_a
 		b->alloc_base = a->base;
 		b->alloc_size = a->size;
 		b->alloc_id = a->alloc_id;
-		b->bounded = 1;
+		b->bounded = DDP_GB_EXACT; /* a tensor's own extent */
 	}
 	return b;
 }

@@ -190,7 +190,7 @@ struct ddp_grad_buf {
 	uint8_t from_reader;     /* G: a reader revealed it first             */
 	uint8_t confirmed;       /* G: seen read-only by an optimizer launch  */
 	uint8_t evidence;        /* enum ddp_grad_evidence                    */
-	uint8_t bounded;         /* the extent came from a count argument     */
+	uint8_t bounded;         /* enum ddp_grad_bound of its extent         */
 	uint32_t order;          /* G/P: order of first appearance            */
 	uint64_t count;          /* G: elements                               */
 	char label[80];          /* "adamw_update:1+6144" (kernel:param+offset) */

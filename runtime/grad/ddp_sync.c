@@ -1525,7 +1525,9 @@ void ddp_sync_explain(const char *path)
 			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
 				b->reader, b->paired[0] ? b->paired : "?");
 		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
-			b->bounded ? ", range bounded by a count argument" : "");
+			b->bounded == DDP_GB_COUNT   ? ", range bounded by a count argument"
+			: b->bounded == DDP_GB_EXACT ? ", range exact (its tensor's extent)"
+						     : "");
 		shown++;
 	}
 	if (!shown)
