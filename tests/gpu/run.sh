@@ -11,7 +11,8 @@
 #   gpu suite skipped: no GPU (nvidia-smi found no device)
 # and exits 77, touching nothing.  With one it builds everything for the
 # GPU's compute capability into $GPU_BUILD (default $BUILD/gpu; --no-build
-# uses what is there), then for each program (samples mlp, charlm, fused,
+# uses what is there), checks gpt's weight-matrix slices from cuBLAS's
+# declared extents, then for each program (samples mlp, charlm, fused,
 # cublas_mlp, and samples/torch_train.py default/--foreach/--fused/--amp-bf16):
 #   - a plain run at batch 2B (the reference) and at batch B (the baseline);
 #   - ddprun -n 1 --backend nccl at B: parameters bit-identical to the
@@ -361,6 +362,33 @@ for p in nvidia.__path__:
 		else check "cublas_mlp matches samples/mlp" FAIL "$out > 1e-3 after $STEPS steps at batch 16"; fi
 	fi
 fi
+
+# ---- llm.c's layout with real cuBLASLt: the GEMMs declare their output
+# (interpose/hook_blas.c), so gpt's four weight-matrix gradient kinds are
+# reduced layer by layer (sliced_ranges 4 in sync.json, docs/overlap.md);
+# the job exits 0, so the invariant check (steps 1-3, 10) found every byte
+# the optimizer reads identical on both ranks
+gpt_slices() {
+	local dir=$RUNS/gpt_slices G=$B/data/gpt.bin rc n
+	mkdir -p "$dir"
+	if [ ! -x "$B/samples/gpt" ] || [ ! -e "$G" ]; then
+		check "gpt: weight-matrix slices from cuBLAS's declared extents" FAIL "$B/samples/gpt or $G is not built"
+		return
+	fi
+	timeout "$(run_timeout)" env DDP_BUCKET_MB=0.0005 "$DDPRUN" -n 2 "${DDP_DEV[@]}" --backend host \
+		--trace "$dir/trace" --shard "$G:mode=block" -- "$B/samples/gpt" --data "$G" --steps 12 --batch 4 \
+		>"$dir/out" 2>"$dir/err"
+	rc=$?
+	n=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["sliced_ranges"])' \
+		"$dir/trace/rank0.sync.json" 2>/dev/null)
+	if [ $rc -eq 0 ] && [ "$n" = 4 ]; then
+		check "gpt: weight-matrix slices from cuBLAS's declared extents" PASS "4 kind ranges sliced, invariant check passed"
+	else
+		check "gpt: weight-matrix slices from cuBLAS's declared extents" FAIL "exit $rc, sliced_ranges '$n': $(why "$dir/err")"
+	fi
+	"$DDPRUN" report "$dir/trace" >"$dir/report.txt" 2>&1 || true
+}
+if budget_left 30; then gpt_slices; else check "gpt slices" SKIP "suite time budget (${BUDGET}s) spent"; fi
 
 # ---- launch rate: host time per launch with and without libddp
 median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)] }'; }
