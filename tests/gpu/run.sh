@@ -11,8 +11,7 @@
 #   gpu suite skipped: no GPU (nvidia-smi found no device)
 # and exits 77, touching nothing.  With one it builds everything for the
 # GPU's compute capability into $GPU_BUILD (default $BUILD/gpu; --no-build
-# uses what is there), checks gpt's weight-matrix slices from cuBLAS's
-# declared extents, then for each program (samples mlp, charlm, fused,
+# uses what is there), then for each program (samples mlp, charlm, fused,
 # cublas_mlp, and samples/torch_train.py default/--foreach/--fused/--amp-bf16):
 #   - a plain run at batch 2B (the reference) and at batch B (the baseline);
 #   - ddprun -n 1 --backend nccl at B: parameters bit-identical to the
@@ -24,7 +23,8 @@
 #     bit-identical, the communicator used the asked backend;
 #   - a trace per ddprun run (--trace), `ddprun report` of it, and the rank
 #     logs' summaries (-v);
-# and measures the launch rate with and without libddp (bench/launch_rate
+# checks that gpt's weight-matrix gradients are sliced from cuBLAS's declared
+# extents, and measures the launch rate with and without libddp (bench/launch_rate
 # on the GPU) and allreduce bandwidth through libddp vs a direct NCCL call
 # (tests/gpu/coll_gpu_bench).  Writes REPORT_DIR/report.md (date, GPU,
 # driver, CUDA, NCCL, PyTorch; a table of checks with numbers) and the
