@@ -35,7 +35,10 @@ struct ddp_comm {
 					 last allreduce (its descriptor barrier) */
 	int bg_wait;                  /* the caller is the async progress thread: a
 					 barrier sleeps at once instead of spinning
-					 (the kernels it overlaps need the cores) */
+					 (the kernels it overlaps need the cores)... */
+	int bg_in_op;                 /* ...except inside an op every rank has
+					 reached: the next barrier is microseconds
+					 away, a futex sleep and wake costs more */
 	struct ddp_coll_stats stats;
 	char err[COLL_ERR_LEN];       /* last error line ("" none)                 */
 };

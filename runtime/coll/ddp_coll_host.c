@@ -290,15 +290,20 @@ static ddp_result host_barrier(struct ddp_comm *c)
 	 * (runs other ranks when they outnumber the cores, else a cheap spin),
 	 * then FUTEX_WAIT: waking a sleeping vCPU costs 50-200 us on a VM, far
 	 * more than a chunk of work.  The async progress thread (c->bg_wait)
-	 * sleeps at once: it runs beside the kernels it overlaps, and spinning
-	 * would take their cores. */
+	 * sleeps at once at an op's first barrier, where it may wait for a rank
+	 * still computing: it runs beside the kernels it overlaps, and spinning
+	 * would take their cores.  Inside an op every rank has reached
+	 * (c->bg_in_op) it spins like the others: the next barrier is a chunk
+	 * away, and a futex sleep and wake at each of an op's barriers made
+	 * the ops of a rank that arrived last cost 0.3-0.6 ms each, most of the
+	 * communication left after backward (docs/overlap.md). */
 	double start = 0, next_pid = 0, t0 = coll_now();
 	for (unsigned spin = 0;; spin++) {
 		if (__atomic_load_n(&hd->abort, __ATOMIC_ACQUIRE))
 			return host_seen_abort(c);
 		if (host_all_arrived(h, c->world))
 			return DDP_OK;
-		if (start == 0 && !c->bg_wait) {
+		if (start == 0 && (!c->bg_wait || c->bg_in_op)) {
 			double el = (spin & 31) == 0 || spin > HOST_SPIN ? coll_now() - t0 : 0;
 			if (el < HOST_SPIN_S && spin <= HOST_SPIN) {
 				cpu_relax();
@@ -912,16 +917,19 @@ ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 	host_post_buf(c, buf, count * ddp_dtype_size(t), dev);
 	DDP_CHECK(host_begin(c, DDP_COLL_ALLREDUCE, count, (int)t, 0, what));
 	c->arrived_ns = ddp_now_ns(); /* every rank is here (stream-ordered ops' figures) */
+	ddp_result rc = DDP_OK;
+	c->bg_in_op = c->bg_wait;
 	if (count && host_all_cma(c))
-		DDP_CHECK(host_ar_cma(c, buf, count, t));
+		rc = host_ar_cma(c, buf, count, t);
 	else if (dev)
-		DDP_CHECK(host_ar_device(c, (CUdeviceptr)(uintptr_t)buf, count, t, s));
+		rc = host_ar_device(c, (CUdeviceptr)(uintptr_t)buf, count, t, s);
 	else
-		DDP_CHECK(host_ar_run(c, buf, count, t));
-	if (count == 0) /* keep descriptors until everyone compared them */
-		DDP_CHECK(host_barrier(c));
+		rc = host_ar_run(c, buf, count, t);
+	if (rc == DDP_OK && count == 0) /* keep descriptors until everyone compared them */
+		rc = host_barrier(c);
+	c->bg_in_op = 0;
 	c->host->what = "(between collectives)";
-	return DDP_OK;
+	return rc;
 }
 
 ddp_result coll_host_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int dev, CUstream s)
