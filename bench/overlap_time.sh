@@ -45,11 +45,16 @@ print("%.1f %.0f%%" % (sum(p["collectives"] for p in ps) / len(ps), 100 * h / c 
 }
 echo "| sample | batch/rank | off ms/step | on, 25 MiB ms/step | on, 0.01 MiB ms/step | collectives/step (0.01) | hidden (0.01) |"
 echo "|---|---:|---:|---:|---:|---:|---:|"
-for s in mlp charlm fused; do
-	data=$BUILD/data/mlp.rec
-	[ "$s" = charlm ] && data=$BUILD/data/charlm.rec
-	B=16
-	args=(--shard "$data" -- "$BUILD/samples/$s" --data "$data" --steps "$STEPS" --batch "$B")
+for s in mlp charlm fused cublas_mlp torchlike patterns gpt; do
+	data=$BUILD/data/mlp.rec shard= B=16
+	extra=()
+	case $s in
+	charlm) data=$BUILD/data/charlm.rec ;;
+	patterns) extra=(--pattern 1) ;;
+	gpt) data=$BUILD/data/gpt.bin shard=:mode=block B=4 ;;
+	esac
+	[ -x "$BUILD/samples/$s" ] || { echo "| $s | - | not built | | | | |"; continue; }
+	args=(--shard "$data$shard" -- "$BUILD/samples/$s" --data "$data" "${extra[@]}" --steps "$STEPS" --batch "$B")
 	off=$(best DDP_OVERLAP=off -- "${args[@]}")
 	on=$(best DDP_OVERLAP=on -- "${args[@]}")
 	small=$(best DDP_OVERLAP=on DDP_BUCKET_MB=0.01 -- "${args[@]}")

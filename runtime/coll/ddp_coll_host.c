@@ -90,6 +90,7 @@
 #define HOST_SPIN 100000          /* pause-spin iterations at most       */
 #define HOST_SPIN_S 20e-6         /* pause-spin this long, then yield    */
 #define HOST_YIELD_S 1e-3         /* yield this long, then sleep (futex) */
+#define HOST_BG_YIELD_S 2e-4      /* the async progress thread, inside an op */
 #define HOST_PID_CHECK_S 0.2
 #define HOST_MSG_LEN COLL_ERR_LEN
 #define HOST_CMA_MAX (1ul << 30)      /* bytes per process_vm_readv call      */
@@ -293,10 +294,13 @@ static ddp_result host_barrier(struct ddp_comm *c)
 	 * sleeps at once at an op's first barrier, where it may wait for a rank
 	 * still computing: it runs beside the kernels it overlaps, and spinning
 	 * would take their cores.  Inside an op every rank has reached
-	 * (c->bg_in_op) it spins like the others: the next barrier is a chunk
-	 * away, and a futex sleep and wake at each of an op's barriers made
-	 * the ops of a rank that arrived last cost 0.3-0.6 ms each, most of the
-	 * communication left after backward (docs/overlap.md). */
+	 * (c->bg_in_op) it spins, then yields for HOST_BG_YIELD_S, then
+	 * sleeps: the next barrier is a chunk away, and a futex sleep and wake
+	 * at each of an op's barriers made the ops of a rank that arrived last
+	 * cost 0.3-0.6 ms each, most of the communication left after backward.
+	 * (The yields are what it takes on a loaded 2-core machine, where the
+	 * peer's progress thread waits for a core; they cost the CPU device's
+	 * kernels a few percent with many tiny buckets: docs/overlap.md.) */
 	double start = 0, next_pid = 0, t0 = coll_now();
 	for (unsigned spin = 0;; spin++) {
 		if (__atomic_load_n(&hd->abort, __ATOMIC_ACQUIRE))
@@ -309,7 +313,7 @@ static ddp_result host_barrier(struct ddp_comm *c)
 				cpu_relax();
 				continue;
 			}
-			if (el < HOST_YIELD_S) {
+			if (el < (c->bg_wait ? HOST_BG_YIELD_S : HOST_YIELD_S)) {
 				spin = HOST_SPIN + 1;
 				sched_yield();
 				continue;
