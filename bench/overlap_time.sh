@@ -20,7 +20,7 @@ REPEATS=${2:-3}
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-secs_of() { sed -n 's/.* ran [0-9]* steps .* in \([0-9.]*\) s$/\1/p' "$1" | sort -g | tail -n 1; }
+secs_of() { sed -n 's/.* ran [0-9]* steps .* in \([0-9.]*\) s\( (.*\)\{0,1\}$/\1/p' "$1" | sort -g | tail -n 1; }
 # best ENV... -- ARGS: best of REPEATS ddprun -n 2 runs (seconds); the last
 # run's trace stays in $tmp/trace
 best() {
