@@ -36,7 +36,8 @@ extern const struct sim_runtime sim_exec_runtime;
  * (pthread_once): "<realpath of /proc/self/exe>.kern.so" when that file
  * exists, then every file of SIMCUDA_KERNELS (colon-separated).  A library
  * that fails to load is reported once on stderr (`simcuda: ...`) and skipped.
- * Thread-safe.  Returns NULL when no library defines the name.
+ * Thread-safe.  Returns its first definition (by library order), NULL when
+ * no library defines the name.
  */
 const struct sim_kernel_entry *sim_kernels_find(const char *mangled);
 

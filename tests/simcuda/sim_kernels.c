@@ -253,46 +253,44 @@ static void index_dedupe(void)
 	}
 }
 
-const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
-{
-	const struct sim_kernel_entry *found = NULL;
-	size_t lo = 0, hi;
+/* ---- lookups (index_mu held): the first position whose name is >= key */
 
-	pthread_once(&load_once, load_all);
-	pthread_mutex_lock(&index_mu);
-	hi = nindex;
+static const char *kernel_name_at(size_t i)
+{
+	return index_[i].e->mangled;
+}
+
+static const char *global_name_at(size_t i)
+{
+	return gindex[i].g->mangled;
+}
+
+static size_t lower_name(size_t n, const char *key, const char *(*name_at)(size_t))
+{
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(mangled, index_[mid].e->mangled);
-		if (!c) {
-			found = index_[mid].e;
-			break;
-		}
-		if (c < 0)
-			hi = mid;
-		else
+		if (strcmp(name_at(mid), key) < 0)
 			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	pthread_mutex_unlock(&index_mu);
-	return found;
+	return lo;
+}
+
+const struct sim_kernel_entry *sim_kernels_find(const char *mangled)
+{
+	return sim_kernels_find_sized(mangled, UINT32_MAX, NULL); /* no size matches: the first */
 }
 
 const struct sim_kernel_entry *sim_kernels_find_sized(const char *mangled, uint32_t nparams, const uint32_t *sizes)
 {
 	const struct sim_kernel_entry *found = NULL;
-	size_t lo = 0, hi;
 
 	pthread_once(&load_once, load_all);
 	pthread_mutex_lock(&index_mu);
-	hi = nindex;
-	while (lo < hi) { /* the first entry of the name */
-		size_t mid = lo + (hi - lo) / 2;
-		if (strcmp(index_[mid].e->mangled, mangled) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (size_t i = lo; i < nindex && !strcmp(index_[i].e->mangled, mangled); i++) {
+	for (size_t i = lower_name(nindex, mangled, kernel_name_at); i < nindex && !strcmp(kernel_name_at(i), mangled);
+	     i++) {
 		const struct sim_kernel_entry *e = index_[i].e;
 		if (!found)
 			found = e;
@@ -308,23 +306,12 @@ const struct sim_kernel_entry *sim_kernels_find_sized(const char *mangled, uint3
 const struct sim_global_entry *sim_kernels_find_global(const char *mangled)
 {
 	const struct sim_global_entry *found = NULL;
-	size_t lo = 0, hi;
 
 	pthread_once(&load_once, load_all);
 	pthread_mutex_lock(&index_mu);
-	hi = ngindex;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int c = strcmp(mangled, gindex[mid].g->mangled);
-		if (!c) {
-			found = gindex[mid].g;
-			break;
-		}
-		if (c < 0)
-			hi = mid;
-		else
-			lo = mid + 1;
-	}
+	size_t i = lower_name(ngindex, mangled, global_name_at);
+	if (i < ngindex && !strcmp(global_name_at(i), mangled))
+		found = gindex[i].g;
 	pthread_mutex_unlock(&index_mu);
 	return found;
 }
