@@ -300,7 +300,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	ddp_result rc;
 
 	if (!dry) {
-		ddp_status_coll_enter(ddp_status_coll_next(), k->name); /* ddprun sees who waits where */
+		ddp_status_coll_begin(k->name); /* ddprun sees who waits where */
 		if ((rc = ddp_job_comm(&c)) != DDP_OK)
 			coll_fail(rc, "creating the communicator");
 		ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
@@ -394,7 +394,7 @@ static ddp_result op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t 
 {
 	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns(), st = reduce_step();
 	(void)ctx;
-	ddp_status_coll_enter(ddp_status_coll_next(), "allreduce"); /* ddprun sees who waits where */
+	ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
 	ddp_result rc = ddp_overlap_reduce(bufs, n, stream, st, &colls, &bytes);
 	if (rc != DDP_OK)
 		ddp_status_coll_failed(); /* the tracker stops the rank on it */
@@ -719,7 +719,7 @@ static void inv_compare(uint64_t step)
 		h[i] = inv[i].hash;
 		bytes += inv[i].bytes;
 	}
-	ddp_status_coll_enter(ddp_status_coll_next(), "invariant hash exchange");
+	ddp_status_coll_begin("invariant hash exchange");
 	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, my_rank);
 	if (ddp_store_set(st, key, h, ninv * sizeof *h) != DDP_OK)
 		die("libddp: invariant check: cannot post the hashes to the store");
@@ -818,7 +818,7 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	ddp_alloc_step_reset();
 	/* (the parameter check compares steps that another step follows) */
 	if (check_every > 0 && step % (uint64_t)check_every == 0 && !dry && !at_exit) {
-		ddp_status_coll_enter(ddp_status_coll_next(), "--check hash exchange");
+		ddp_status_coll_begin("--check hash exchange");
 		ddp_result rc = check_hashes(step, check_stream);
 		ddp_status_coll_leave();
 		return rc;
@@ -1374,7 +1374,7 @@ void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c)
 	pthread_mutex_lock(&sync_lock);
 	if (ddp_sync_on_) {
 		uint64_t st = reduce_step();
-		ddp_status_coll_enter(ddp_status_coll_next(), "allreduce"); /* ddprun sees who waits where */
+		ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
 		ddp_overlap_after(token, (void *)s, st, &colls, &bytes);
 		ddp_status_coll_leave();
 		stats.allreduce_calls += colls;

@@ -112,6 +112,11 @@ uint64_t ddp_status_coll_next(void)
 	return __atomic_add_fetch(&coll_numbered, 1, __ATOMIC_RELAXED);
 }
 
+void ddp_status_coll_begin(const char *name)
+{
+	ddp_status_coll_enter(ddp_status_coll_next(), name);
+}
+
 void ddp_status_coll_failed(void)
 {
 	__atomic_store_n(&coll_broken, 1, __ATOMIC_RELEASE);

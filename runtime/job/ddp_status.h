@@ -64,8 +64,10 @@ void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
  * order, so that the same collective has the same number on every rank. */
 uint64_t ddp_status_coll_next(void) __attribute__((visibility("hidden")));
 /* Entering collective number seq (ddp_status_coll_next) named name;
- * leaving it. */
+ * leaving it.  begin: entering the next one (enter(next(), name)), for a
+ * collective numbered when it starts. */
 void ddp_status_coll_enter(uint64_t seq, const char *name) __attribute__((visibility("hidden")));
+void ddp_status_coll_begin(const char *name) __attribute__((visibility("hidden")));
 void ddp_status_coll_leave(void) __attribute__((visibility("hidden")));
 /* The collective this process is inside failed (a peer left, a timeout):
  * it never finished, and the board keeps saying so (collective seq still
