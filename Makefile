@@ -25,6 +25,9 @@ CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(realpath $(NVCC)))
 CUDA_INC := $(CUDA_HOME)/include
 # NCCL headers: next to CUDA's or in the system include path.
 NCCL_INC := $(firstword $(dir $(wildcard $(CUDA_INC)/nccl.h /usr/local/include/nccl.h /usr/include/nccl.h)))
+# cuBLAS's libraries (empty without them: what needs them is left out).
+CUBLAS_LIBDIR := $(firstword $(patsubst %/,%,$(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib/libcublas.so \
+	$(CUDA_HOME)/targets/x86_64-linux/lib/libcublas.so))))
 # GPU architectures embedded in the samples' fatbins (SASS for each; PTX of the last).
 CUDA_ARCHS ?= 80 90 100
 
@@ -92,9 +95,9 @@ $(BUILD)/%.fatbin.o: $(BUILD)/%.fatbin
 # Fragments: one per area, found by name so a new area needs no edit here.
 # The shared ones first: they define functions (unit_test, fuzz_target,
 # sim_kernel_lib) that the others call.
-FIRST_FRAGMENTS := runtime/module.mk tests/module.mk tests/simcuda/exec.mk tests/simcuda/module.mk
+FIRST_FRAGMENTS := runtime/module.mk tests/module.mk cpudev/exec.mk cpudev/module.mk
 include $(FIRST_FRAGMENTS)
-include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk */*.mk tests/*/module.mk tests/*/*.mk)))
+include $(sort $(filter-out $(FIRST_FRAGMENTS),$(wildcard */module.mk */*.mk tests/*/module.mk tests/*/*.mk cpudev/*/module.mk)))
 
 build-all: $(BINS) $(TESTS)
 

@@ -6,7 +6,7 @@
 #   null driver (bench/nulldrv.c: every call returns at once): the hooks' own
 #     cost, without LD_PRELOAD, with it (logging off: DDP_LOG=warn), and at
 #     DDP_LOG=info;
-#   the CPU device (build/simcuda), for scale (its launch enqueues work);
+#   the CPU device (build/cpudev/lib), for scale (its launch enqueues work);
 #   RSS per 1000 live tracked allocations (null driver);
 #   sync on (gradient synchronisation, `ddprun -n 2 --backend host`, null
 #     driver through DDP_CUDA_LIB): ns per launch of a non-optimizer kernel
@@ -35,12 +35,12 @@ info=$(LD_LIBRARY_PATH=$nd LD_PRELOAD=$LIB DDP_LOG=info rate "$LR" launches "$M"
 echo "null driver, $M launches: ${base} ns/launch without libddp"
 echo "  with libddp, logging off (DDP_LOG=warn): ${off} ns/launch, added $(awk -v a="$off" -v b="$base" 'BEGIN { printf "%.1f", a - b }') ns"
 echo "  with libddp, DDP_LOG=info:               ${info} ns/launch, added $(awk -v a="$info" -v b="$base" 'BEGIN { printf "%.1f", a - b }') ns"
-if [ -e "$B/simcuda/libcuda.so.1" ] && [ -e "$B/tests/e2e/interpose/progs/kernels.fatbin" ]; then
+if [ -e "$B/cpudev/lib/libcuda.so.1" ] && [ -e "$B/tests/e2e/interpose/progs/kernels.fatbin" ]; then
 	fb=$B/tests/e2e/interpose/progs/kernels.fatbin
 	export SIMCUDA_KERNELS=$B/tests/e2e/interpose/progs/kernels.kern.so
 	ms=$((M / 20))
-	sbase=$(LD_LIBRARY_PATH=$B/simcuda rate "$LR" launches "$ms" "$fb")
-	soff=$(LD_LIBRARY_PATH=$B/simcuda LD_PRELOAD=$LIB rate "$LR" launches "$ms" "$fb")
+	sbase=$(LD_LIBRARY_PATH=$B/cpudev/lib rate "$LR" launches "$ms" "$fb")
+	soff=$(LD_LIBRARY_PATH=$B/cpudev/lib LD_PRELOAD=$LIB rate "$LR" launches "$ms" "$fb")
 	echo "CPU device, $ms launches: ${sbase} ns/launch without libddp, ${soff} with (its own cost dominates)"
 fi
 a0=$(LD_LIBRARY_PATH=$nd "$LR" allocs 200000 | awk '{ print $2 }')

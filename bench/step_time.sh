@@ -41,7 +41,7 @@ for s in mlp charlm fused; do
 	[ "$s" = charlm ] && data=$BUILD/data/charlm.rec
 	B=16
 	args=(--data "$data" --steps "$STEPS" --batch "$B")
-	plain=$(best env LD_LIBRARY_PATH="$BUILD/simcuda" "$BUILD/samples/$s" "${args[@]}")
+	plain=$(best env LD_LIBRARY_PATH="$BUILD/cpudev/lib" "$BUILD/samples/$s" "${args[@]}")
 	n1=$(best "$BUILD/bin/ddprun" -n 1 --shard "$data" -- "$BUILD/samples/$s" "${args[@]}")
 	n2=$(best "$BUILD/bin/ddprun" -n 2 --shard "$data" -- "$BUILD/samples/$s" "${args[@]}")
 	awk -v s="$s" -v b="$B" -v p="$plain" -v a="$n1" -v c="$n2" -v n="$STEPS" 'BEGIN {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """timeline_skew.py - how far apart the ranks' devices ran, from the CPU
-device's execution timelines (SIMCUDA_TIMELINE=DIR, tests/simcuda/sim_timeline.c).
+device's execution timelines (SIMCUDA_TIMELINE=DIR, cpudev/sim_timeline.c).
 
     SIMCUDA_TIMELINE=/tmp/tl ddprun -n 2 --trace /tmp/tr ... ./trainer
     bench/timeline_skew.py /tmp/tl STEP_KERNEL [/tmp/tr ...]

@@ -21,7 +21,7 @@ secs() { local t0 t1; t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 for alloc in caching expandable async; do
 	for r in $(seq "$R"); do
-		LD_LIBRARY_PATH="$B/simcuda" secs "$B/samples/torchlike" "${prog[@]}" --alloc "$alloc" >>"$T/plain.$alloc"
+		LD_LIBRARY_PATH="$B/cpudev/lib" secs "$B/samples/torchlike" "${prog[@]}" --alloc "$alloc" >>"$T/plain.$alloc"
 		DDP_SYNC=off secs "$B/bin/ddprun" -n 2 --shard "$D" -- "$B/samples/torchlike" "${prog[@]}" \
 			--alloc "$alloc" >>"$T/off.$alloc"
 		secs "$B/bin/ddprun" -n 2 --shard "$D" -- "$B/samples/torchlike" "${prog[@]}" --alloc "$alloc" \

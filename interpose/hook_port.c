@@ -6,7 +6,7 @@
  * Entry points hooks.def lists come from hook_real_ (the real symbols, never
  * our hooks); the others from the driver library by name, here and nowhere
  * else.  Whether the driver is the CPU device is asked of the driver itself:
- * tests/simcuda exports the marker `simcuda_cpu_device`, which no real
+ * cpudev exports the marker `simcuda_cpu_device`, which no real
  * libcuda has.  own_begin/own_end set the calling thread's inside-ddp flag,
  * so driver calls that come back through the hooks on the library's behalf
  * (NCCL's) are forwarded untracked.

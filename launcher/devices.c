@@ -9,8 +9,8 @@
  * launcher on machines without a GPU).  The GPU ids handed out are, in order:
  * --gpus, else the entries of an inherited CUDA_VISIBLE_DEVICES, else 0..N-1;
  * local rank k gets entry k mod N (with a warning when ranks share GPUs).
- * Without GPUs the ranks run on the CPU device: build/simcuda/libcuda.so.1,
- * found next to the ddprun binary (<bin>/../simcuda).
+ * Without GPUs the ranks run on the CPU device: build/cpudev/lib/libcuda.so.1,
+ * found next to the ddprun binary (<bin>/../cpudev/lib).
  *
  * Contract: main thread, before the store starts any thread (fork here).
  */
@@ -227,7 +227,7 @@ ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir
 
 	/* the CPU device */
 	char *dir = NULL;
-	if (asprintf(&dir, "%s/../simcuda", self_dir) < 0)
+	if (asprintf(&dir, "%s/../cpudev/lib", self_dir) < 0)
 		return DDP_ERR_NOMEM;
 	char *real = realpath(dir, NULL);
 	if (real) {
@@ -248,6 +248,6 @@ ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir
 			return DDP_ERR_INVALID;
 	}
 	if (o->device == LAUNCH_DEVICE_AUTO)
-		launch_msg("no GPU found; ranks run on the CPU device (tests/simcuda)");
+		launch_msg("no GPU found; ranks run on the CPU device (cpudev)");
 	return DDP_OK;
 }

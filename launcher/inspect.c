@@ -11,7 +11,7 @@
  * libddp.so is found next to ddprun (<bindir>/../lib/libddp.so) unless
  * DDP_LIBDDP names it.  The device is picked as `ddprun -n 1` picks it
  * (devices.c; --device or DDPRUN_DEVICE, default auto): the first GPU, or
- * without one the CPU device (<bindir>/../simcuda on LD_LIBRARY_PATH), said
+ * without one the CPU device (<bindir>/../cpudev/lib on LD_LIBRARY_PATH), said
  * in one line.
  *
  * Contract: a command of ddprun; one child process, waited for.

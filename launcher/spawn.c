@@ -212,7 +212,7 @@ void launch_print_plan(const struct launch_job *job)
 	for (int i = 0; i < job->nranks; i++) {
 		const struct launch_rank *r = &job->ranks[i];
 		printf("rank %d: local rank %d, device %s%s\n", r->rank, r->local_rank,
-		       job->dev.use_gpu ? "GPU " : "cpu (tests/simcuda)",
+		       job->dev.use_gpu ? "GPU " : "cpu (cpudev)",
 		       job->dev.use_gpu ? job->dev.gpu_ids[r->local_rank % job->dev.ngpus] : "");
 		for (char **p = r->envp + r->env_first_set; *p; p++) {
 			if (strncmp(*p, "DDP_STORE_SECRET=", 17) == 0)

@@ -1,7 +1,7 @@
 # samples/cublas.mk - samples/cublas_mlp: the mlp model written with the CUDA
 # runtime API and cuBLAS (docs/samples.md, docs/gpu.md).  Built by `make all`
 # when the toolkit has cuBLAS.  On a GPU, tests/gpu runs it; on the CPU device
-# it runs on the cuBLAS stand-ins (tests/simcuda/cublas.mk) and
+# it runs on the cuBLAS stand-ins (cpudev/cublas.mk) and
 # tests/e2e/sync/cublas_mlp.sh trains it under ddprun.
 #
 #   $(BUILD)/samples/cublas_mlp          the trainer (cudart shared, -lcublas)
@@ -12,8 +12,6 @@
 
 CUBLAS_MLP := $(BUILD)/samples/cublas_mlp
 CUBLAS_MLP_OBJ := $(BUILD)/samples/obj/cublas_mlp
-CUBLAS_LIBDIR := $(firstword $(patsubst %/,%,$(dir $(wildcard $(CUDA_HOME)/lib64/libcublas.so $(CUDA_HOME)/lib/libcublas.so \
-	$(CUDA_HOME)/targets/x86_64-linux/lib/libcublas.so))))
 # Host code through nvcc's host compiler with the project's warnings.
 CUBLAS_NVCC_FLAGS := $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -Xcompiler -Wall,-Wextra,-Werror -I$(CUDA_INC)
 

@@ -66,7 +66,7 @@ $(BUILD)/data/%.rec: $(MKDATA)
 	$(Q)$(MKDATA) --kind $* --out $@
 
 # The CPU device's kernel libraries, made by the simcuda build's function
-# sim_kernel_lib (tests/simcuda/exec.mk, included before this fragment).
+# sim_kernel_lib (cpudev/exec.mk, included before this fragment).
 BINS += $(SAMPLE_KERN_SOS)
 $(foreach s,$(SAMPLE_NAMES),$(eval $(call sim_kernel_lib,$(BUILD)/samples/$(s).kern.so,samples/$(s)/kernels.cu,$(BUILD)/samples/obj/$(s)/kernels.fatbin)))
 $(eval $(call sim_kernel_lib,$(TORCHLIKE12_SO).kern.so,samples/torchlike/kernels_cuda12.cu,$(TORCHLIKE12_FATBIN)))

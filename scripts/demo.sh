@@ -5,7 +5,7 @@
 # sets, then trains samples/charlm (a small character language model: flat
 # parameter buffer, global-norm clipping, AdamW per tensor) as a 2-rank
 # data-parallel job with `ddprun -n 2`, input sharded by stride.  Ranks run on
-# the real GPU when ddprun finds one, else on the CPU device (tests/simcuda).
+# the real GPU when ddprun finds one, else on the CPU device (cpudev).
 # Shows the per-rank loss lines, the exit summary, and where the trace is.
 #
 # Environment: BUILD (default build), STEPS (default 200), NPROC (default 2).
@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 
 make --no-print-directory BUILD="$BUILD" "$BUILD/bin/ddprun" "$BUILD/lib/libddp.so" \
 	"$BUILD/data/charlm.rec" "$BUILD/samples/charlm" "$BUILD/samples/charlm.kern.so" \
-	"$BUILD/simcuda/libcuda.so.1" >/dev/null
+	"$BUILD/cpudev/lib/libcuda.so.1" >/dev/null
 
 out=$BUILD/demo
 rm -rf "$out"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * check.h - a tiny unit-test harness for tests/unit and tests/simcuda.
+ * check.h - a tiny unit-test harness for tests/unit and cpudev.
  *
  * Usage:
  *     TEST(parse_empty) { CHECK(parse("") == DDP_ERR_INVALID); }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * bucket_bench.c - how to reduce a model's gradient ranges on the CPU
- * device (build/simcuda), host backend, forked ranks: one collective per
+ * device (build/cpudev/lib), host backend, forked ranks: one collective per
  * range against buckets (ddp_coll_bucket_plan, DDP_BUCKET_MB) reduced as
  * one span or through the staging buffer.
  *

@@ -2,7 +2,7 @@
  *
  * ddp_fatbin.h - the one reader of CUDA module images (fatbin containers,
  * cudart fatbin wrappers, cubin ELF files, PTX text), shared by the
- * interposer (kernel registry) and the CPU device (tests/simcuda).
+ * interposer (kernel registry) and the CPU device (cpudev).
  *
  * An image is what a program hands to cuModuleLoadData / cuModuleLoadFatBinary
  * / cuLibraryLoadData: often without a length.  The reader finds the length

@@ -405,7 +405,7 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 	cfg.driver = &ddp_driver_;
 	cfg.busy = job_coll_busy;
 	cfg.enqueued = job_coll_enqueued;
-	/* the CPU device (tests/simcuda) is not a real GPU: NCCL cannot use it */
+	/* the CPU device (cpudev) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
 	/* asked on the CPU device too: its NCCL stand-in, like NCCL, works in the
 	 * primary context, so --backend nccl is refused the same way */

@@ -96,7 +96,7 @@ struct ddp_launch_call {
 };
 
 struct ddp_driver {
-	int cpu_device;  /* the driver is the CPU device (tests/simcuda)   */
+	int cpu_device;  /* the driver is the CPU device (cpudev)   */
 	CUresult (*memcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
 	CUresult (*memcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
 	CUresult (*streamSynchronize)(CUstream s);

@@ -9,7 +9,7 @@
 set -u
 BUILD=${BUILD:-build}
 command -v valgrind >/dev/null || { echo "valgrind is not installed"; exit 77; }
-for f in "$BUILD/lib/libddp.so" "$BUILD/simcuda/libcuda.so.1" "$BUILD/samples/mlp" \
+for f in "$BUILD/lib/libddp.so" "$BUILD/cpudev/lib/libcuda.so.1" "$BUILD/samples/mlp" \
 	"$BUILD/samples/charlm" "$BUILD/bin/ddprun" "$BUILD/data/mlp.rec" "$BUILD/data/charlm.rec"; do
 	[ -e "$f" ] || { echo "$f is not built"; exit 77; }
 done
@@ -29,10 +29,10 @@ check() { # name, then the command
 }
 
 check "mlp under libddp (trace on) is memcheck-clean" \
-	env LD_LIBRARY_PATH="$BUILD/simcuda" LD_PRELOAD="$BUILD/lib/libddp.so" DDP_TRACE="$tmp/trace" \
+	env LD_LIBRARY_PATH="$BUILD/cpudev/lib" LD_PRELOAD="$BUILD/lib/libddp.so" DDP_TRACE="$tmp/trace" \
 	"${vg[@]}" "$BUILD/samples/mlp" --data "$BUILD/data/mlp.rec" --steps 3 --batch 8 --save "$tmp/mlp.bin"
 check "charlm --amp under libddp is memcheck-clean" \
-	env LD_LIBRARY_PATH="$BUILD/simcuda" LD_PRELOAD="$BUILD/lib/libddp.so" \
+	env LD_LIBRARY_PATH="$BUILD/cpudev/lib" LD_PRELOAD="$BUILD/lib/libddp.so" \
 	"${vg[@]}" "$BUILD/samples/charlm" --data "$BUILD/data/charlm.rec" --steps 2 --batch 4 --amp
 check "ddprun with two ranks (output, store, supervision) is memcheck-clean" \
 	env DDPRUN_NO_PRELOAD=1 "${vg[@]}" "$BUILD/bin/ddprun" -n 2 --log-dir "$tmp/logs" -- sh -c 'echo rank $RANK; echo err >&2'

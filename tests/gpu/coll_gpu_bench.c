@@ -21,7 +21,7 @@
  *   coll bytes=N lib_us=X lib_algbw_gbps=Y direct_us=X direct_algbw_gbps=Y
  *
  * (direct_* absent with --no-direct), and `nccl_version V` first when NCCL
- * was loaded.  On the CPU device (tests/simcuda) it runs with --backend host
+ * was loaded.  On the CPU device (cpudev) it runs with --backend host
  * --no-direct, which exercises everything except NCCL.  Not a test: the
  * GPU suite (tests/gpu/run.sh) reads its output.
  *

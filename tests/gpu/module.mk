@@ -32,7 +32,7 @@ GPU_SUITE_DEPS := $(BUILD)/bin/ddprun $(BUILD)/lib/libddp.so \
 	$(BUILD)/bench/launch_rate $(BUILD)/tests/e2e/interpose/progs/kernels.fatbin \
 	$(if $(CUBLAS_LIBDIR),$(CUBLAS_MLP) $(BUILD)/samples/gpt $(BUILD)/data/gpt.bin) \
 	$(if $(NCCL_INC),$(GPU_COLL_BENCH))
-GPU_SUITE_SIM_DEPS := $(BUILD)/simcuda/libcuda.so.1 $(BUILD)/samples/mlp.kern.so \
+GPU_SUITE_SIM_DEPS := $(BUILD)/cpudev/lib/libcuda.so.1 $(BUILD)/samples/mlp.kern.so \
 	$(if $(CUBLAS_LIBDIR),$(BUILD)/samples/gpt.kern.so) \
 	$(BUILD)/samples/charlm.kern.so $(BUILD)/samples/fused.kern.so \
 	$(BUILD)/tests/e2e/interpose/progs/kernels.kern.so

@@ -40,7 +40,7 @@
 # NVIDIA_SMI (nvidia-smi).
 #
 # --cpu-device (development only, not for users): runs the driver-API
-# samples on the CPU device (build/simcuda) with the host backend, so the
+# samples on the CPU device (build/cpudev/lib) with the host backend, so the
 # checks and the report can be exercised without a GPU; NCCL, cuBLAS and
 # PyTorch rows are reported as skipped.
 set -u
@@ -109,7 +109,7 @@ note() { echo "$*" | tee -a "$LOG"; }
 
 # ---- environment facts
 if [ $CPU -eq 1 ]; then
-	GPU_NAME="none (--cpu-device: the CPU device, tests/simcuda)" DRIVER=- CAP=- ARCH=
+	GPU_NAME="none (--cpu-device: the CPU device, cpudev)" DRIVER=- CAP=- ARCH=
 	B=${GPU_BUILD:-$BUILD}
 else
 	IFS=, read -r GPU_NAME DRIVER CAP GPU_MEM <<<"$("$SMI" --query-gpu=name,driver_version,compute_cap,memory.total \
@@ -182,7 +182,7 @@ done
 
 # ---- how programs run
 if [ $CPU -eq 1 ]; then
-	PLAIN_ENV=(env "LD_LIBRARY_PATH=$B/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+	PLAIN_ENV=(env "LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 	DDP_DEV=(--device cpu)
 else
 	PLAIN_ENV=(env)
@@ -401,7 +401,7 @@ launch_rate() {
 	fi
 	if [ $CPU -eq 1 ]; then
 		m=20000
-		env=(env "LD_LIBRARY_PATH=$B/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "SIMCUDA_KERNELS=$B/tests/e2e/interpose/progs/kernels.kern.so")
+		env=(env "LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "SIMCUDA_KERNELS=$B/tests/e2e/interpose/progs/kernels.kern.so")
 	else
 		m=$([ $QUICK -eq 1 ] && echo 50000 || echo 200000)
 	fi
@@ -428,7 +428,7 @@ coll_bench() {
 	fi
 	if [ $CPU -eq 1 ]; then
 		args=(--backend host --no-direct -s 64K,1M)
-		envs=("LD_LIBRARY_PATH=$B/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+		envs=("LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 	else
 		sizes=$([ $QUICK -eq 1 ] && echo 1M,16M || echo 64K,1M,16M,64M)
 		args=(--backend nccl --nccl-lib "$NCCL_LIB" -s "$sizes")

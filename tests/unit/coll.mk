@@ -50,7 +50,7 @@ $(eval $(call unit_test,test_coll_bucket,tests/unit/test_coll_bucket.c,,coll))
 $(BUILD)/tests/unit/test_coll_bucket.o: CPPFLAGS += -Itests
 
 # libddp's NCCL backend (sync, async, watchdog) on the CPU device with its
-# NCCL stand-in (tests/simcuda/nccl.mk); skips, saying so, without nccl.h.
+# NCCL stand-in (cpudev/nccl.mk); skips, saying so, without nccl.h.
 $(COLL_TEST_DIR)/test_coll_nccl_sim: $(BUILD)/tests/unit/test_coll_nccl_sim.o $(BUILD)/tests/unit/test_coll_harness.o \
 		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES)) $(SIMCUDA_DIR)/libcuda.so $(SIMNCCL_LIB)
 	@mkdir -p $(dir $@)

@@ -2,7 +2,7 @@
  *
  * test_coll_async.c - stream-ordered collectives (ddp_allreduce_avg_async,
  * ddp_coll_stream_wait, ddp_coll_wait) on the CPU device
- * (build/simcuda/libcuda.so.1): forked ranks, host backend, device and
+ * (build/cpudev/lib/libcuda.so.1): forked ranks, host backend, device and
  * host buffers.
  *
  * Each case holds the producing stream behind a "gate" (a host function

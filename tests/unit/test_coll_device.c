@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * test_coll_device.c - host-backend collectives on device buffers of the
- * CPU device (build/simcuda/libcuda.so.1, linked with an rpath): each
+ * CPU device (build/cpudev/lib/libcuda.so.1, linked with an rpath): each
  * forked rank makes a context, a stream and a device buffer, and the
  * collectives stage it through pinned memory on that stream.  Small staging
  * and slot sizes force many stage chunks and many segment chunks per stage.

@@ -3,7 +3,7 @@
  * test_coll_nccl_sim.c - libddp's NCCL backend, synchronous and
  * stream-ordered (runtime/coll/ddp_coll_nccl.c, ddp_coll_async.c: NCCL on
  * the communication stream, groups, the watchdog thread), run end to end on
- * the CPU device with its NCCL stand-in ($(BUILD)/simcuda/nccl/libnccl.so.2,
+ * the CPU device with its NCCL stand-in ($(BUILD)/cpudev/lib/nccl/libnccl.so.2,
  * docs/cpu-device.md "NCCL"): forked ranks, the device's primary context.
  *
  *   - ordering, as test_coll_async.c checks the host backend: each op's

@@ -14,12 +14,12 @@
 set -u
 B=${BUILD:-build}
 LIB=$B/lib/libddp.so
-SIM=$B/simcuda/libcuda.so.1
+SIM=$B/cpudev/lib/libcuda.so.1
 E=$B/tests/e2e/interpose/edges
 for f in "$LIB" "$SIM" "$E/drv_fork" "$E/dlsym_scope" "$E/libscope_lib.so"; do
 	[ -e "$f" ] || { echo "not built: $f (make all)"; exit 77; }
 done
-export LD_LIBRARY_PATH=$B/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 unset DDP_LOG DDP_TRACE DDP_INSPECT RANK WORLD_SIZE
 T=$(mktemp -d "${TMPDIR:-/tmp}/ddp-ipe.XXXXXX")
 trap 'rm -rf "$T"' EXIT

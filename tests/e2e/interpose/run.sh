@@ -7,13 +7,13 @@
 set -u
 B=${BUILD:-build}
 LIB=$B/lib/libddp.so
-SIM=$B/simcuda/libcuda.so.1
+SIM=$B/cpudev/lib/libcuda.so.1
 D=$B/tests/e2e/interpose
 FAT=$D/progs/kernels.fatbin
 for f in "$LIB" "$SIM" "$D/drv_direct" "$D/drv_loader" "$FAT" "$D/progs/kernels.kern.so"; do
 	[ -e "$f" ] || { echo "not built: $f (make all)"; exit 77; }
 done
-export LD_LIBRARY_PATH=$B/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export SIMCUDA_KERNELS=$D/progs/kernels.kern.so
 unset DDP_LOG DDP_TRACE DDP_INSPECT RANK WORLD_SIZE
 T=$(mktemp -d "${TMPDIR:-/tmp}/ddp-ip.XXXXXX")

@@ -5,12 +5,12 @@
 # identity, store, secret, LD_PRELOAD of libddp.so, devices, DDP_* settings.
 . "$(dirname "$0")/lib.sh"
 
-# an install layout: bin/ddprun, lib/libddp.so (a stub), simcuda/libcuda.so.1
+# an install layout: bin/ddprun, lib/libddp.so (a stub), cpudev/lib/libcuda.so.1
 inst=$TMP/inst
-mkdir -p "$inst/bin" "$inst/lib" "$inst/simcuda" "$TMP/other"
+mkdir -p "$inst/bin" "$inst/lib" "$inst/cpudev/lib" "$TMP/other"
 cp "$DDPRUN" "$inst/bin/ddprun"
 cp "$STUB" "$inst/lib/libddp.so"
-cp "$STUB" "$inst/simcuda/libcuda.so.1"
+cp "$STUB" "$inst/cpudev/lib/libcuda.so.1"
 cp "$STUB" "$TMP/other/libother.so"
 D=$inst/bin/ddprun
 VARS="RANK WORLD_SIZE LOCAL_RANK LOCAL_WORLD_SIZE GROUP_RANK MASTER_ADDR MASTER_PORT LD_PRELOAD
@@ -35,7 +35,7 @@ check "secret: 64 hex digits, not in any argv" [ "$(grep -c '\] SECRET_OK=yes$' 
 check "LD_PRELOAD: existing entry kept, libddp.so appended" \
 	[ "$(grep -c "\] LD_PRELOAD=$TMP/other/libother.so:$inst/lib/libddp.so$" "$out")" = 3 ]
 check "CPU device: simcuda dir prepended to LD_LIBRARY_PATH" \
-	[ "$(grep -c "\] LD_LIBRARY_PATH=$inst/simcuda:/opt/x$" "$out")" = 3 ]
+	[ "$(grep -c "\] LD_LIBRARY_PATH=$inst/cpudev/lib:/opt/x$" "$out")" = 3 ]
 check "CPU device: said once" [ "$(grep -c '^ddprun: no GPU found; ranks run on the CPU device' "$TMP/err")" = 1 ]
 check "no CUDA_VISIBLE_DEVICES on the CPU device" [ "$(grep -c '\] CUDA_VISIBLE_DEVICES<unset>$' "$out")" = 3 ]
 check "framework allocator settings: PyTorch's caching allocator left on, the user's XLA value kept" \
@@ -87,5 +87,5 @@ DDPRUN_FAKE_GPUS=0 "$DDPRUN" -n 2 --device gpu "$PROG" env >"$out" 2>"$TMP/err"
 check "--device gpu without a GPU: exit 2" [ $? = 2 ]
 check "--device gpu without a GPU: message" has "$TMP/err" "^ddprun: --device gpu: no GPU was found"
 DDPRUN_FAKE_GPUS=2 "$DDPRUN" -n 1 --device cpu "$PROG" env CUDA_VISIBLE_DEVICES LD_LIBRARY_PATH >"$out" 2>&1
-check "--device cpu with GPUs present: CPU device" has "$out" '\] LD_LIBRARY_PATH=.*/simcuda' 
+check "--device cpu with GPUs present: CPU device" has "$out" '\] LD_LIBRARY_PATH=.*/cpudev/lib' 
 finish

@@ -13,7 +13,7 @@
 unset DDPRUN_NO_PRELOAD
 OWN=$build_dir/tests/e2e/progs/libown_nccl.so
 MLP=$build_dir/samples/mlp DATA=$build_dir/data/mlp.rec
-for f in "$build_dir/lib/libddp.so" "$build_dir/simcuda/libcuda.so.1" "$MLP" "$DATA" "$OWN" "$OWN.kern.so"; do
+for f in "$build_dir/lib/libddp.so" "$build_dir/cpudev/lib/libcuda.so.1" "$MLP" "$DATA" "$OWN" "$OWN.kern.so"; do
 	[ -e "$f" ] || { echo "$f is not built (make all): the trainer runs need it"; exit 77; }
 done
 out=$TMP/out err=$TMP/err

@@ -10,7 +10,7 @@
 unset DDPRUN_NO_PRELOAD
 export DDPRUN_GRACE=0.5
 MLP=$build_dir/samples/mlp DATA=$build_dir/data/mlp.rec
-for f in "$build_dir/lib/libddp.so" "$build_dir/simcuda/libcuda.so.1" "$MLP" "$DATA"; do
+for f in "$build_dir/lib/libddp.so" "$build_dir/cpudev/lib/libcuda.so.1" "$MLP" "$DATA"; do
 	[ -e "$f" ] || { echo "$f is not built (make all): the trainer runs need it"; exit 77; }
 done
 out=$TMP/out err=$TMP/err

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/lib.sh"
 unset DDPRUN_NO_PRELOAD
 readme=$(dirname "$0")/../../../README.md
-for f in "$build_dir/lib/libddp.so" "$build_dir/simcuda/libcuda.so.1" "$build_dir/samples/mlp" "$build_dir/data/mlp.rec"; do
+for f in "$build_dir/lib/libddp.so" "$build_dir/cpudev/lib/libcuda.so.1" "$build_dir/samples/mlp" "$build_dir/data/mlp.rec"; do
 	[ -e "$f" ] || { echo "$f is not built (make all): the README's commands need it"; exit 77; }
 done
 # the sh block of "## Everyday commands", continuation lines joined

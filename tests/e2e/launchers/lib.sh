@@ -42,7 +42,7 @@ not_ok() { echo "not ok - $*"; FAILED=1; }
 
 need() {
 	local f
-	for f in "$BUILD/simcuda/libcuda.so.1" "$BUILD/lib/libddp.so" "$DATA" "$BUILD/samples/mlp"; do
+	for f in "$BUILD/cpudev/lib/libcuda.so.1" "$BUILD/lib/libddp.so" "$DATA" "$BUILD/samples/mlp"; do
 		[ -e "$f" ] || { echo "$f is not built (make all)"; exit 77; }
 	done
 	command -v python3 >/dev/null || { echo "python3 is not installed"; exit 77; }
@@ -141,7 +141,7 @@ start_rank() {
 	case $mode in torchrun) rankvar=RANK ;; slurm) rankvar=SLURM_PROCID ;; ompi) rankvar=OMPI_COMM_WORLD_RANK ;;
 	horovod) rankvar=HOROVOD_RANK ;; esac
 	env "${ENVV[@]}" LD_PRELOAD="$BUILD/lib/libddp.so" \
-		LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+		LD_LIBRARY_PATH="$BUILD/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		DDP_STORE_SECRET=$SECRET DDP_SHARD="$DATA" DDP_WRITE_DIR="$TMP/$name.w" DDP_ALL_RANKS_WRITE=1 \
 		"${extra[@]}" \
 		timeout 60 sh -c 'sleep '"${START_DELAY:-0}"'; exec "$0" "$@" --save "'"$TMP/$name"'.$'"$rankvar"'.bin"' \
@@ -169,7 +169,7 @@ all_zero() { local c; for c in "${RCS[@]}"; do [ "$c" -eq 0 ] || return 1; done;
 ref() {
 	local name=$1
 	shift
-	LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	LD_LIBRARY_PATH="$BUILD/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		timeout 60 "$BUILD/samples/mlp" --data "$DATA" "$@" --save "$TMP/$name.ref.bin" \
 		>"$TMP/$name.ref.out" 2>"$TMP/$name.ref.err" ||
 		{ not_ok "$name: reference run failed: $(tail -n 1 "$TMP/$name.ref.err")"; return 1; }

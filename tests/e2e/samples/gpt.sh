@@ -17,7 +17,7 @@
 need_sample gpt
 DATA=$BUILD/data/gpt.bin
 [ -e "$DATA" ] || { echo "$DATA is not built (make all)"; exit 77; }
-for f in "$BUILD/simcuda/libcublas.so.13" "$BUILD/simcuda/libcublasLt.so.13"; do
+for f in "$BUILD/cpudev/lib/libcublas.so.13" "$BUILD/cpudev/lib/libcublasLt.so.13"; do
 	[ -e "$f" ] || { echo "$f is not built (make all)"; exit 77; }
 done
 command -v python3 >/dev/null || { echo "python3 is needed"; exit 77; }

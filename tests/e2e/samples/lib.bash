@@ -7,7 +7,7 @@
 # loss_ratio, param_relerr.
 set -u
 BUILD=${BUILD:-build}
-export LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export LD_LIBRARY_PATH="$BUILD/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/ddp-samples.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 FAILED=0
@@ -25,7 +25,7 @@ check() {
 # the samples, their kernel libraries and the data sets are built.
 need_sample() {
 	local f
-	for f in "$BUILD/simcuda/libcuda.so.1" "$BUILD/data/mlp.rec" "$BUILD/data/charlm.rec"; do
+	for f in "$BUILD/cpudev/lib/libcuda.so.1" "$BUILD/data/mlp.rec" "$BUILD/data/charlm.rec"; do
 		[ -e "$f" ] || { echo "$f is not built (make $f)"; exit 77; }
 	done
 	for f in "$@"; do

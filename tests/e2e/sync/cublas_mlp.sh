@@ -13,7 +13,7 @@
 #   - negative control: DDP_SYNC=off fails the same comparison.
 . "$(dirname "$0")/lib.sh"
 need mlp cublas_mlp cublas_mlp_static
-for f in "$BUILD/simcuda/libcublas.so.13" "$BUILD/simcuda/libcublasLt.so.13"; do
+for f in "$BUILD/cpudev/lib/libcublas.so.13" "$BUILD/cpudev/lib/libcublasLt.so.13"; do
 	[ -e "$f" ] || { echo "$f is not built (make all)"; exit 77; }
 done
 D=$BUILD/data/mlp.rec

@@ -22,7 +22,7 @@ not_ok() { echo "not ok - $*"; FAILED=1; }
 
 need() {
 	local f
-	for f in "$BUILD/simcuda/libcuda.so.1" "$BUILD/lib/libddp.so" "$DDPRUN" "$BUILD/data/mlp.rec" \
+	for f in "$BUILD/cpudev/lib/libcuda.so.1" "$BUILD/lib/libddp.so" "$DDPRUN" "$BUILD/data/mlp.rec" \
 		"$BUILD/data/charlm.rec"; do
 		[ -e "$f" ] || { echo "$f is not built (make all)"; exit 77; }
 	done
@@ -38,7 +38,7 @@ need() {
 ref() {
 	local name=$1 sample=$2
 	shift 2
-	LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+	LD_LIBRARY_PATH="$BUILD/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
 		timeout 120 "$BUILD/samples/$sample" "$@" --save "$TMP/$name.ref.bin" \
 		>"$TMP/$name.ref.out" 2>"$TMP/$name.ref.err" ||
 		{ not_ok "$name: reference run failed: $(tail -1 "$TMP/$name.ref.err")"; return 1; }

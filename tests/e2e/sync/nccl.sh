@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # nccl.sh - the NCCL backend end to end on the CPU device, through its NCCL
-# stand-in (build/simcuda/nccl/libnccl.so.2, docs/cpu-device.md "NCCL"):
+# stand-in (build/cpudev/lib/nccl/libnccl.so.2, docs/cpu-device.md "NCCL"):
 # `ddprun -n 2 --backend nccl` (ddprun points DDP_NCCL_LIB at the stand-in on
 # the CPU device) with DDP_OVERLAP=on (collectives enqueued on the
 # communication stream, the watchdog thread) and off (synchronous NCCL
@@ -22,7 +22,7 @@
 # nccl_failures.sh.
 . "$(dirname "$0")/lib.sh"
 need charlm gpt torchlike
-NL=$BUILD/simcuda/nccl/libnccl.so.2
+NL=$BUILD/cpudev/lib/nccl/libnccl.so.2
 [ -e "$NL" ] || { echo "$NL is not built (nccl.h missing?)"; exit 77; }
 unset DDP_NCCL_LIB
 C=$BUILD/data/charlm.rec

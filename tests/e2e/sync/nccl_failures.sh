@@ -21,7 +21,7 @@
 # Each must stop the job with a non-zero status -- never hang, never finish.
 . "$(dirname "$0")/lib.sh"
 need charlm
-NL=$BUILD/simcuda/nccl/libnccl.so.2
+NL=$BUILD/cpudev/lib/nccl/libnccl.so.2
 [ -e "$NL" ] || { echo "$NL is not built (nccl.h missing?)"; exit 77; }
 unset DDP_NCCL_LIB
 C=$BUILD/data/charlm.rec

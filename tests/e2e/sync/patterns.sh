@@ -52,7 +52,7 @@ done
 # ddprun inspect runs the rules dry and shows every range's role and
 # evidence: pattern 3's five gradient ranges, found by calibration (the
 # optimizer passes them non-const), revealed by the norm reader
-LD_LIBRARY_PATH="$BUILD/simcuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 120 "$DDPRUN" inspect --steps 2 \
+LD_LIBRARY_PATH="$BUILD/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 120 "$DDPRUN" inspect --steps 2 \
 	"$BUILD/samples/patterns" --pattern 3 --data "$D" --steps 10 >"$TMP/inspect3.out" 2>"$TMP/inspect3.err"
 n=$(sed -n '/^## Roles/,$p' "$TMP/inspect3.out" | grep -c '^gradient .* f32  unchanged by the calibration run; written by [a-z_]*; revealed by grad_norm; pairs with adamw_update:0+')
 if [ "$n" = 5 ] && grep -q 'gradient bytes: 64128' "$TMP/inspect3.out"; then
