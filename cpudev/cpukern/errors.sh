@@ -3,8 +3,9 @@
 #
 # errors.sh - ddp-cpu-kernels as a user meets it: an unsupported construct
 # (inline PTX, a toolkit header without a CPU-device version, grid sync, a
-# runtime function it does not declare) fails with exit status 1 and
-# exactly ONE line naming FILE:LINE and the construct; run from another
+# runtime function it does not declare, the same below a launch whose
+# arguments span lines with NULL) fails with exit status 1 and exactly ONE
+# line naming FILE:LINE and the construct; CXX may be several words; run from another
 # directory it writes <stem>.kern.so there, and the library exports only
 # the kernels and sim_kernel_table (host code and helpers dropped/hidden).
 set -u
@@ -38,6 +39,13 @@ bad bad_asm 'inline assembly'
 bad bad_header '<mma.h> is a CUDA toolkit header'
 bad bad_grid 'grid_group::sync()'
 bad bad_undeclared 'cudaGraphAddEmptyNode'
+bad bad_after_null 'cudaGraphAddEmptyNode'
+
+# CXX of several words, as users set it (CXX="ccache g++"): split as a shell would.
+(cd "$tmp" && CXX="env g++" "$tool" -o "$tmp/words.kern.so" "$root/cpudev/cpukern/templ_ns.cu") >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out"
+check "CXX='env g++' (a command of two words) builds the library" $([ "$rc" -eq 0 ] && [ -s "$tmp/words.kern.so" ]; echo $?)
 
 # From another directory, default output name, only kernels exported.
 (cd "$tmp" && "$tool" "$root/cpudev/cpukern/templ_ns.cu") >"$tmp/out" 2>&1

@@ -7,7 +7,7 @@
  *                   [-std=c++17|c++20] [-O N] [-g] [-v] [--keep] FILE.cu...
  *
  * For each FILE.cu (host and device code mixed, runtime or driver API,
- * cuBLAS/NVTX includes):
+ * cuBLAS/cuRAND/NVTX includes):
  *   1. nvcc -fatbin -arch=sm_90 FILE.cu       the kernels nvcc sees
  *   2. sim-kernreg FATBIN FILE.cu              the registry unit (#includes FILE.cu)
  *   3. g++ -E with the CPU device's headers first (cpudev/include,
@@ -33,7 +33,8 @@
  *
  * Contract: a command-line tool; its paths (headers, sim-kernreg, scripts,
  * nvcc, the toolkit's cuda.h) are fixed when it is built (exec.mk), so it
- * works from any directory; temporary files go to a mkdtemp directory,
+ * works from any directory; $CXX and $NVCC may be several words ("ccache
+ * g++"); temporary files go to a mkdtemp directory,
  * removed unless --keep.
  */
 #include <errno.h>
@@ -97,6 +98,21 @@ static void add(struct argv_buf *a, const char *s)
 		die("too many arguments");
 	a->v[a->n++] = strdup(s);
 	a->v[a->n] = NULL;
+}
+
+/* A command that may be several words (CXX="ccache g++"), as a shell splits it. */
+static void add_words(struct argv_buf *a, const char *cmd)
+{
+	char *copy = strdup(cmd), *save = NULL;
+	int n = a->n;
+
+	if (!copy)
+		die("out of memory");
+	for (char *w = strtok_r(copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+		add(a, w);
+	free(copy);
+	if (a->n == n)
+		die("'%s' is not a command (check CXX and NVCC)", cmd);
 }
 
 static void addf(struct argv_buf *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -557,14 +573,30 @@ static long callee_start(const char *s, const struct tok *t, long i)
 	}
 }
 
-static void put_squashed(FILE *o, const char *s, size_t b, size_t e, int *newlines)
+/* Copies s[b, e) onto one line: each newline becomes a space (counted in
+ * *newlines), and a line that starts with '#' (the `# N "file" 3 4` line
+ * markers g++ -E puts around a macro from a system header, such as NULL's
+ * __null, inside a multi-line launch) is left out (counted in *markers). */
+static void put_squashed(FILE *o, const char *s, size_t b, size_t e, int *newlines, int *markers)
 {
+	int bol = 0;
+
 	for (size_t x = b; x < e; x++) {
+		if (bol && s[x] == '#') {
+			while (x < e && s[x] != '\n')
+				x++;
+			(*markers)++;
+			if (x == e)
+				break;
+		}
 		if (s[x] == '\n') {
 			(*newlines)++;
 			fputc(' ', o);
+			bol = 1;
 		} else {
 			fputc(s[x], o);
+			if (s[x] != ' ' && s[x] != '\t')
+				bol = 0;
 		}
 	}
 }
@@ -621,16 +653,19 @@ static int rewrite(const char *in, const char *out)
 		if (start < 0 || t[start].b < copied)
 			die("%s:%ld: cannot find the kernel this <<<>>> launches (write it as name<<<...>>>(...))",
 			    shown(f), t[i].line);
-		int nl = 0;
+		int nl = 0, markers = 0;
 		fwrite(s + copied, 1, t[start].b - copied, o);
 		fputs("(::sim_launch_site(), (void)sizeof((", o);
-		put_squashed(o, s, t[i].e, t[j].b, &nl);
+		put_squashed(o, s, t[i].e, t[j].b, &nl, &markers);
 		fputs("), 0), (void)sizeof(decltype(", o);
-		put_squashed(o, s, t[start].b, t[i].b, &nl);
-		put_squashed(o, s, t[open].b, t[close].e, &nl);
+		put_squashed(o, s, t[start].b, t[i].b, &nl, &markers);
+		put_squashed(o, s, t[open].b, t[close].e, &nl, &markers);
 		fputs(") *))", o);
-		while (nl-- > 0)
-			fputc('\n', o);
+		if (markers) /* the rest of the line is the launch's last line */
+			fprintf(o, "\n# %ld \"%s\"\n", t[close].line, files[t[close].file]);
+		else
+			while (nl-- > 0)
+				fputc('\n', o);
 		copied = t[close].e;
 		i = close;
 		launches++;
@@ -768,7 +803,7 @@ int main(int argc, char **argv)
 		struct argv_buf a = {{0}, 0};
 
 		/* 1. nvcc: the kernels as nvcc sees them */
-		add(&a, nvcc);
+		add_words(&a, nvcc);
 		add(&a, "-fatbin");
 		add(&a, "-arch=sm_90");
 		add(&a, std);
@@ -828,7 +863,7 @@ int main(int argc, char **argv)
 		}
 		/* 3. preprocess as nvcc's device pass, with the CPU device's headers */
 		a.n = 0;
-		add(&a, cxx);
+		add_words(&a, cxx);
 		add(&a, std);
 		add(&a, "-E");
 		add(&a, "-x");
@@ -861,7 +896,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "ddp-cpu-kernels: %s: %d <<<>>> launch%s rewritten\n", srcs[i], nl, nl == 1 ? "" : "es");
 		/* 5. compile */
 		a.n = 0;
-		add(&a, cxx);
+		add_words(&a, cxx);
 		add(&a, std);
 		add(&a, "-x");
 		add(&a, "c++-cpp-output");
@@ -901,7 +936,7 @@ int main(int argc, char **argv)
 			die("cannot write %s", join);
 	}
 	struct argv_buf a = {{0}, 0};
-	add(&a, cxx);
+	add_words(&a, cxx);
 	add(&a, "-std=c++17");
 	add(&a, "-c");
 	add(&a, "-fPIC");
@@ -938,7 +973,7 @@ int main(int argc, char **argv)
 		die("dynshared.sh failed");
 	}
 	a.n = 0;
-	add(&a, cxx);
+	add_words(&a, cxx);
 	add(&a, "-c");
 	add(&a, "-x");
 	add(&a, "assembler");
@@ -952,7 +987,7 @@ int main(int argc, char **argv)
 
 	/* link: only what the kernels reach */
 	a.n = 0;
-	add(&a, cxx);
+	add_words(&a, cxx);
 	add(&a, "-shared");
 	add(&a, "-o");
 	add(&a, out);
