@@ -12,20 +12,25 @@
 #   bf16_half   cuda_bf16.h / cuda_fp16.h against the toolkit's host versions
 #   mf          three .cu files, __constant__ in another file
 #   drv_module  driver API, cuModuleLoadData of its embedded fatbin
+#   llmc_like   llm.c's style: NVTX, launches across lines with NULL, the
+#               runtime header's C++ overloads (cudaMallocHost with flags...)
+#   darknet_like  a C framework's style: curand.h included, not used; a
+#               dropout layer on cuRAND's device API
+#   curand_dev  cuRAND's device API (XORWOW) against the toolkit's definition
 # errors.sh: the command's one-line errors, output name, exports.
 
 CPUK := $(BUILD)/cpudev/cpukern
 CPUK_NVCC := $(NVCC) -std=c++17 -O2 -gencode arch=compute_90,code=sm_90
-CPUK_RT := rt_basic cg_reduce templ_ns bf16_half
+CPUK_RT := rt_basic cg_reduce templ_ns bf16_half llmc_like darknet_like curand_dev
 CPUK_MF_SRCS := cpudev/cpukern/mf_main.cu cpudev/cpukern/mf_kernels.cu cpudev/cpukern/mf_more.cu
 CPUK_PROGS := $(CPUK_RT) mf drv_module
 
-$(addprefix $(CPUK)/,$(CPUK_RT)): $(CPUK)/%: cpudev/cpukern/%.cu cpudev/cpukern/check.cuh
+$(addprefix $(CPUK)/,$(CPUK_RT)): $(CPUK)/%: cpudev/cpukern/%.cu cpudev/cpukern/check.cuh cpudev/cpukern/curand_xorwow_ref.h
 	@mkdir -p $(dir $@)
 	$(Q)$(CPUK_NVCC) $< -o $@
 
 $(addsuffix .kern.so,$(addprefix $(CPUK)/,$(CPUK_RT))): $(CPUK)/%.kern.so: cpudev/cpukern/%.cu cpudev/cpukern/check.cuh \
-		$(DDP_CPU_KERNELS) $(SIM_INC)/sim_kernel.h
+		cpudev/cpukern/curand_xorwow_ref.h $(DDP_CPU_KERNELS) $(wildcard $(SIM_INC)/*.h $(SIM_INC)/nvtx3/*)
 	@mkdir -p $(dir $@)
 	$(Q)$(DDP_CPU_KERNELS) -o $@ $<
 

@@ -38,6 +38,8 @@
 #define cudaEventBlockingSync 0x01
 #define cudaEventDisableTiming 0x02
 #define cudaEventInterprocess 0x04
+#define cudaOccupancyDefault 0x00
+#define cudaOccupancyDisableCachingOverride 0x01
 #define cudaDeviceScheduleAuto 0x00
 #define cudaDeviceScheduleSpin 0x01
 #define cudaDeviceScheduleYield 0x02
@@ -301,11 +303,32 @@ cudaError_t cudaIpcGetMemHandle(struct cudaIpcMemHandle_t *h, void *p);
 cudaError_t cudaIpcOpenMemHandle(void **p, struct cudaIpcMemHandle_t h, unsigned int flags);
 cudaError_t cudaIpcCloseMemHandle(void *p);
 cudaError_t cudaThreadSynchronize(void);
+cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s);
+cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig c);
+cudaError_t cudaFuncGetName(const char **name, const void *func);
+cudaError_t cudaGetKernel(cudaKernel_t *k, const void *func);
+cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *bytes, const void *func, int blocks, int block);
+cudaError_t cudaOccupancyMaxPotentialClusterSize(int *n, const void *func, const cudaLaunchConfig_t *config);
+cudaError_t cudaOccupancyMaxActiveClusters(int *n, const void *func, const cudaLaunchConfig_t *config);
+cudaError_t cudaLibraryGetGlobal(void **p, size_t *bytes, cudaLibrary_t lib, const char *name);
+cudaError_t cudaLibraryGetManaged(void **p, size_t *bytes, cudaLibrary_t lib, const char *name);
+cudaError_t cudaLibraryGetUnifiedFunction(void **p, cudaLibrary_t lib, const char *name);
 } /* extern "C" */
 
 /* The C++ overloads of cuda_runtime.h. */
 template <class T> static inline cudaError_t cudaMalloc(T **p, size_t size) { return ::cudaMalloc((void **)p, size); }
-template <class T> static inline cudaError_t cudaMallocHost(T **p, size_t size) { return ::cudaMallocHost((void **)p, size); }
+static inline cudaError_t cudaEventCreate(cudaEvent_t *e, unsigned int flags) { return ::cudaEventCreateWithFlags(e, flags); }
+static inline cudaError_t cudaMallocHost(void **p, size_t size, unsigned int flags) { return ::cudaHostAlloc(p, size, flags); }
+template <class T> static inline cudaError_t cudaMallocHost(T **p, size_t size, unsigned int flags = 0)
+{ return ::cudaMallocHost((void **)p, size, flags); }
+template <class T> static inline cudaError_t cudaHostGetDevicePointer(T **p, void *host, unsigned int flags)
+{ return ::cudaHostGetDevicePointer((void **)p, host, flags); }
+static inline cudaError_t cudaMallocAsync(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s)
+{ return ::cudaMallocFromPoolAsync(p, size, pool, s); }
+template <class T> static inline cudaError_t cudaMallocAsync(T **p, size_t size, cudaMemPool_t pool, cudaStream_t s)
+{ return ::cudaMallocFromPoolAsync((void **)p, size, pool, s); }
+template <class T> static inline cudaError_t cudaMallocFromPoolAsync(T **p, size_t size, cudaMemPool_t pool, cudaStream_t s)
+{ return ::cudaMallocFromPoolAsync((void **)p, size, pool, s); }
 template <class T> static inline cudaError_t cudaHostAlloc(T **p, size_t size, unsigned int flags)
 { return ::cudaHostAlloc((void **)p, size, flags); }
 template <class T> static inline cudaError_t cudaMallocManaged(T **p, size_t size, unsigned int flags = cudaMemAttachGlobal)
@@ -325,6 +348,23 @@ template <class T> static inline cudaError_t cudaMemcpyToSymbolAsync(const T &sy
 { return ::cudaMemcpyToSymbolAsync((const void *)&symbol, src, n, offset, kind, s); }
 template <class T> static inline cudaError_t cudaGetSymbolAddress(void **p, const T &symbol)
 { return ::cudaGetSymbolAddress(p, (const void *)&symbol); }
+template <class T> static inline cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const T &symbol, size_t n, size_t offset = 0,
+									enum cudaMemcpyKind kind = cudaMemcpyDeviceToHost, cudaStream_t s = 0)
+{ return ::cudaMemcpyFromSymbolAsync(dst, (const void *)&symbol, n, offset, kind, s); }
+template <class T> static inline cudaError_t cudaGetSymbolSize(size_t *size, const T &symbol)
+{ return ::cudaGetSymbolSize(size, (const void *)&symbol); }
+template <class T> static inline cudaError_t cudaFuncSetSharedMemConfig(T *func, enum cudaSharedMemConfig c)
+{ return ::cudaFuncSetSharedMemConfig((const void *)func, c); }
+template <class T> static inline cudaError_t cudaFuncGetName(const char **name, T *func)
+{ return ::cudaFuncGetName(name, (const void *)func); }
+template <class T> static inline cudaError_t cudaGetKernel(cudaKernel_t *k, T *func)
+{ return ::cudaGetKernel(k, (const void *)func); }
+template <class T> static inline cudaError_t cudaLibraryGetGlobal(T **p, size_t *bytes, cudaLibrary_t lib, const char *name)
+{ return ::cudaLibraryGetGlobal((void **)p, bytes, lib, name); }
+template <class T> static inline cudaError_t cudaLibraryGetManaged(T **p, size_t *bytes, cudaLibrary_t lib, const char *name)
+{ return ::cudaLibraryGetManaged((void **)p, bytes, lib, name); }
+template <class T> static inline cudaError_t cudaLibraryGetUnifiedFunction(T **p, cudaLibrary_t lib, const char *name)
+{ return ::cudaLibraryGetUnifiedFunction((void **)p, lib, name); }
 template <class T> static inline cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *a, T *func)
 { return ::cudaFuncGetAttributes(a, (const void *)func); }
 template <class T> static inline cudaError_t cudaFuncSetAttribute(T *func, enum cudaFuncAttribute attr, int value)
@@ -345,6 +385,28 @@ template <class T> static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMult
 template <class T> static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *grid, int *block, T func, size_t shmem = 0,
 									      int limit = 0)
 { return ::cudaOccupancyMaxPotentialBlockSize_internal(grid, block, (const void *)func, shmem, limit); }
+template <class T> static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *n, T func, int block,
+											   size_t shmem, unsigned int flags)
+{ return ::cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(n, (const void *)func, block, shmem, flags); }
+template <class T> static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeWithFlags(int *grid, int *block, T func,
+										       size_t shmem = 0, int limit = 0,
+										       unsigned int = 0)
+{ return ::cudaOccupancyMaxPotentialBlockSize_internal(grid, block, (const void *)func, shmem, limit); }
+/* The variable-shared-memory forms: the size of the largest block's
+ * shared memory, as the driver's search would try first. */
+template <class T, class F>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(int *grid, int *block, T func, F smem_of_block,
+										     int limit = 0, unsigned int = 0)
+{ return ::cudaOccupancyMaxPotentialBlockSize_internal(grid, block, (const void *)func, (size_t)smem_of_block(limit > 0 ? limit : 1024), limit); }
+template <class T, class F>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSizeVariableSMem(int *grid, int *block, T func, F smem_of_block, int limit = 0)
+{ return cudaOccupancyMaxPotentialBlockSizeVariableSMemWithFlags(grid, block, func, smem_of_block, limit, 0); }
+template <class T> static inline cudaError_t cudaOccupancyAvailableDynamicSMemPerBlock(size_t *bytes, T *func, int blocks, int block)
+{ return ::cudaOccupancyAvailableDynamicSMemPerBlock(bytes, (const void *)func, blocks, block); }
+template <class T> static inline cudaError_t cudaOccupancyMaxPotentialClusterSize(int *n, T *func, const cudaLaunchConfig_t *config)
+{ return ::cudaOccupancyMaxPotentialClusterSize(n, (const void *)func, config); }
+template <class T> static inline cudaError_t cudaOccupancyMaxActiveClusters(int *n, T *func, const cudaLaunchConfig_t *config)
+{ return ::cudaOccupancyMaxActiveClusters(n, (const void *)func, config); }
 template <class T> static inline cudaError_t cudaStreamAttachMemAsync(cudaStream_t, T *, size_t = 0, unsigned int = 0)
 { return cudaSuccess; }
 #endif /* SIM_CUDA_RUNTIME_API_H */
