@@ -678,7 +678,7 @@ static int rewrite(const char *in, const char *out)
 	return launches;
 }
 
-/* ---- main --------------------------------------------------------------- */
+/* ---- options ------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
@@ -696,14 +696,40 @@ static int toolkit_dir(const char *d)
 	return access(p, F_OK) == 0;
 }
 
-int main(int argc, char **argv)
-{
-	struct argv_buf user = {{0}, 0}, userinc = {{0}, 0};
-	const char *out = NULL, *std = "-std=c++17", *opt = "-O2";
-	char *srcs[256];
-	int nsrc = 0, debug = 0;
-	char outbuf[PATH_MAX];
+#define MAX_SRCS 256
 
+/* The command line, and the tools it runs. */
+struct options {
+	const char *out, *std, *opt;
+	const char *cxx, *nvcc;
+	char *srcs[MAX_SRCS];
+	int nsrc, debug;
+	struct argv_buf user;    /* -I -D -U for nvcc                          */
+	struct argv_buf userinc; /* the same for g++, minus toolkit folders     */
+	char outbuf[PATH_MAX];
+};
+
+/* An option that takes a value ("-o X", "-IX"): records it. */
+static void option_value(struct options *o, char flag, const char *val)
+{
+	switch (flag) {
+	case 'o': o->out = val; break;
+	case 'I':
+		addf(&o->user, "-I%s", val);
+		if (!toolkit_dir(val))
+			addf(&o->userinc, "-I%s", val);
+		break;
+	case 'D': addf(&o->user, "-D%s", val); addf(&o->userinc, "-D%s", val); break;
+	case 'U': addf(&o->user, "-U%s", val); addf(&o->userinc, "-U%s", val); break;
+	}
+}
+
+/* Reads the command line into o.  Returns -1 to go on, else the exit
+ * status (0 after --help, 2 for a usage error). */
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	o->std = "-std=c++17";
+	o->opt = "-O2";
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = NULL;
@@ -715,11 +741,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(a, "--keep")) {
 			keep = 1;
 		} else if (!strcmp(a, "-g")) {
-			debug = 1;
+			o->debug = 1;
 		} else if (starts(a, "-std=")) {
-			std = a;
+			o->std = a;
 		} else if (starts(a, "-O")) {
-			opt = a;
+			o->opt = a;
 		} else if (!strcmp(a, "-o") || !strcmp(a, "-I") || !strcmp(a, "-D") || !strcmp(a, "-U")) {
 			if (i + 1 >= argc) {
 				fprintf(stderr, "ddp-cpu-kernels: %s needs a value\n", a);
@@ -733,210 +759,228 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		} else {
-			if (nsrc == (int)(sizeof(srcs) / sizeof(srcs[0]))) {
+			if (o->nsrc == MAX_SRCS) {
 				fprintf(stderr, "ddp-cpu-kernels: too many files\n");
 				return 2;
 			}
-			srcs[nsrc++] = argv[i];
+			o->srcs[o->nsrc++] = argv[i];
 			continue;
 		}
-		if (!val)
-			continue;
-		switch (a[1]) {
-		case 'o': out = val; break;
-		case 'I':
-			addf(&user, "-I%s", val);
-			if (!toolkit_dir(val))
-				addf(&userinc, "-I%s", val);
-			break;
-		case 'D': addf(&user, "-D%s", val); addf(&userinc, "-D%s", val); break;
-		case 'U': addf(&user, "-U%s", val); addf(&userinc, "-U%s", val); break;
-		}
+		if (val)
+			option_value(o, a[1], val);
 	}
-	if (!nsrc) {
+	if (!o->nsrc) {
 		usage(stderr);
 		return 2;
 	}
+	return -1;
+}
+
+/* Every source readable, the output named, the temporary folder made, the
+ * tools chosen.  Returns -1 to go on, else the exit status. */
+static int prepare(struct options *o)
+{
 	if (!getcwd(cwd, sizeof(cwd)))
 		cwd[0] = 0;
-	for (int i = 0; i < nsrc; i++) {
-		if (access(srcs[i], R_OK) != 0) {
-			fprintf(stderr, "ddp-cpu-kernels: cannot read %s: %s\n", srcs[i], strerror(errno));
+	for (int i = 0; i < o->nsrc; i++) {
+		if (access(o->srcs[i], R_OK) != 0) {
+			fprintf(stderr, "ddp-cpu-kernels: cannot read %s: %s\n", o->srcs[i], strerror(errno));
 			return 1;
 		}
 	}
-	if (!out) {
-		const char *base = strrchr(srcs[0], '/');
-		base = base ? base + 1 : srcs[0];
+	if (!o->out) {
+		const char *base = strrchr(o->srcs[0], '/');
+		base = base ? base + 1 : o->srcs[0];
 		const char *dot = strrchr(base, '.');
-		snprintf(outbuf, sizeof(outbuf), "%.*s.kern.so", (int)(dot && dot != base ? dot - base : (long)strlen(base)),
-			 base);
-		out = outbuf;
+		snprintf(o->outbuf, sizeof(o->outbuf), "%.*s.kern.so",
+			 (int)(dot && dot != base ? dot - base : (long)strlen(base)), base);
+		o->out = o->outbuf;
 	}
-	{
-		const char *t = getenv("TMPDIR");
-		snprintf(tmpdir, sizeof(tmpdir), "%s/ddp-cpu-kernels.XXXXXX", t && *t ? t : "/tmp");
-		if (!mkdtemp(tmpdir)) {
-			fprintf(stderr, "ddp-cpu-kernels: cannot create a temporary directory in %s: %s\n",
-				t && *t ? t : "/tmp", strerror(errno));
-			return 1;
-		}
+	const char *t = getenv("TMPDIR");
+	snprintf(tmpdir, sizeof(tmpdir), "%s/ddp-cpu-kernels.XXXXXX", t && *t ? t : "/tmp");
+	if (!mkdtemp(tmpdir)) {
+		fprintf(stderr, "ddp-cpu-kernels: cannot create a temporary directory in %s: %s\n", t && *t ? t : "/tmp",
+			strerror(errno));
+		tmpdir[0] = 0;
+		return 1;
 	}
 	/* Headers come only from the command line. */
 	unsetenv("CPATH");
 	unsetenv("CPLUS_INCLUDE_PATH");
 	unsetenv("C_INCLUDE_PATH");
+	o->cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
+	o->nvcc = getenv("NVCC") && *getenv("NVCC") ? getenv("NVCC") : SIM_NVCC;
+	return -1;
+}
 
-	const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "g++";
-	const char *nvcc = getenv("NVCC") && *getenv("NVCC") ? getenv("NVCC") : SIM_NVCC;
-	struct argv_buf join_parts = {{0}, 0};
-	char *exports = tmp_path("exports.map");
-	FILE *ex = fopen(exports, "w");
-	if (!ex)
-		die("cannot write %s", exports);
-	fputs("{\n  global:\n    sim_kernel_table;\n", ex);
+/* ---- one source file: nvcc, registry, preprocessing, rewrite, compile --- */
 
-	for (int i = 0; i < nsrc; i++) {
-		char *fatbin = tmp_path("%d.fatbin", i), *reg = tmp_path("%d.reg.cpp", i), *list = tmp_path("%d.list", i);
-		char *ii = tmp_path("%d.ii", i), *rw = tmp_path("%d.rw.ii", i), *obj = tmp_path("%d.o", i);
-		char *err = tmp_path("%d.err", i);
-		struct argv_buf a = {{0}, 0};
+/* nvcc's first "FILE(LINE): error: MSG" as one line; never returns. */
+static void nvcc_failed(const char *err, const char *src)
+{
+	char *m = read_all(err, NULL), one[4096];
 
-		/* 1. nvcc: the kernels as nvcc sees them */
-		add_words(&a, nvcc);
-		add(&a, "-fatbin");
-		add(&a, "-arch=sm_90");
-		add(&a, std);
-		for (int u = 0; u < user.n; u++)
-			add(&a, user.v[u]);
-		add(&a, "-o");
-		add(&a, fatbin);
-		add(&a, srcs[i]);
-		if (run(&a, NULL, err)) {
-			char *m = read_all(err, NULL), one[4096];
-			if (verbose && m)
-				fputs(m, stderr);
-			/* nvcc: FILE(LINE): error: MSG */
-			if (m) {
-				char *e = strstr(m, "): error: ");
-				if (e) {
-					char *ls = e;
-					while (ls > m && ls[-1] != '\n')
-						ls--;
-					char *eol = strchr(e, '\n');
-					if (eol)
-						*eol = 0;
-					snprintf(one, sizeof(one), "%s", ls);
-					char *paren = strrchr(one, '(');
-					if (paren && strstr(paren, "): error: ")) {
-						long ln = strtol(paren + 1, NULL, 10);
-						*paren = 0;
-						die("%s:%ld: %s (nvcc; -v shows all its messages)", shown(one), ln,
-						    strstr(e, "): error: ") + 10);
-					}
-				}
-			}
-			die("nvcc could not compile %s%s", srcs[i], verbose ? "" : " (-v shows its messages)");
+	if (verbose && m)
+		fputs(m, stderr);
+	char *e = m ? strstr(m, "): error: ") : NULL;
+	if (e) {
+		char *ls = e;
+		while (ls > m && ls[-1] != '\n')
+			ls--;
+		char *eol = strchr(e, '\n');
+		if (eol)
+			*eol = 0;
+		snprintf(one, sizeof(one), "%s", ls);
+		char *paren = strrchr(one, '(');
+		if (paren && strstr(paren, "): error: ")) {
+			long ln = strtol(paren + 1, NULL, 10);
+			*paren = 0;
+			die("%s:%ld: %s (nvcc; -v shows all its messages)", shown(one), ln, strstr(e, "): error: ") + 10);
 		}
-		/* 2. the registry */
-		a.n = 0;
-		add(&a, SIM_KERNREG_PATH);
-		add(&a, fatbin);
-		add(&a, srcs[i]);
-		if (run(&a, reg, err)) {
-			dump(err);
-			die("sim-kernreg failed for %s", srcs[i]);
-		}
-		a.n = 0;
-		add(&a, SIM_KERNREG_PATH);
-		add(&a, "--list");
-		add(&a, fatbin);
-		if (run(&a, list, err)) {
-			dump(err);
-			die("sim-kernreg --list failed for %s", srcs[i]);
-		}
-		{
-			char *names = read_all(list, NULL);
-			for (char *sv = NULL, *nm = strtok_r(names, "\n", &sv); nm; nm = strtok_r(NULL, "\n", &sv))
-				fprintf(ex, "    %s;\n", nm);
-			free(names);
-		}
-		/* 3. preprocess as nvcc's device pass, with the CPU device's headers */
-		a.n = 0;
-		add_words(&a, cxx);
-		add(&a, std);
-		add(&a, "-E");
-		add(&a, "-x");
-		add(&a, "c++");
-		add(&a, "-D__CUDACC__");
-		add(&a, "-D__NVCC__");
-		add(&a, "-D__CUDA_ARCH__=900");
-		addf(&a, "-D__CUDACC_VER_MAJOR__=%d", SIM_CUDA_VERSION / 1000);
-		addf(&a, "-D__CUDACC_VER_MINOR__=%d", SIM_CUDA_VERSION % 1000 / 10);
-		addf(&a, "-DSIM_KERNEL_PART=%d", i);
-		addf(&a, "-DSIM_CUDA_H_PATH=\"%s\"", SIM_CUDA_H);
-		addf(&a, "-I%s", SIM_INC_DIR);
-		for (int u = 0; u < userinc.n; u++)
-			add(&a, userinc.v[u]);
-		addf(&a, "-I%s", SIM_POISON_DIR);
-		add(&a, "-include");
-		addf(&a, "%s/sim_kernel.h", SIM_INC_DIR);
-		/* nvcc includes cuda_runtime.h into every .cu file before the
-		 * first line: cudaMalloc & co. need no #include */
-		add(&a, "-include");
-		addf(&a, "%s/cuda_runtime.h", SIM_INC_DIR);
-		add(&a, reg);
-		add(&a, "-o");
-		add(&a, ii);
-		if (run(&a, NULL, err))
-			compile_failed(err, "g++ -E");
-		/* 4. launches out, inline assembly refused */
-		int nl = rewrite(ii, rw);
-		if (verbose)
-			fprintf(stderr, "ddp-cpu-kernels: %s: %d <<<>>> launch%s rewritten\n", srcs[i], nl, nl == 1 ? "" : "es");
-		/* 5. compile */
-		a.n = 0;
-		add_words(&a, cxx);
-		add(&a, std);
-		add(&a, "-x");
-		add(&a, "c++-cpp-output");
-		add(&a, "-c");
-		add(&a, opt);
-		if (debug)
-			add(&a, "-g");
-		add(&a, "-fPIC");
-		add(&a, "-w");
-		add(&a, "-ffunction-sections");
-		add(&a, "-fdata-sections");
-		add(&a, rw);
-		add(&a, "-o");
-		add(&a, obj);
-		if (run(&a, NULL, err))
-			compile_failed(err, "g++");
-		addf(&join_parts, "%s&sim_kernel_part_%d", i ? ", " : "", i);
 	}
-	fputs("  local:\n    *;\n};\n", ex);
-	if (fclose(ex))
-		die("cannot write %s", exports);
+	die("nvcc could not compile %s%s", src, verbose ? "" : " (-v shows its messages)");
+}
 
-	/* the table joining the parts */
-	char *join = tmp_path("join.cpp"), *joino = tmp_path("join.o"), *err = tmp_path("link.err");
-	{
-		FILE *j = fopen(join, "w");
-		if (!j)
-			die("cannot write %s", join);
-		fprintf(j, "// Generated by ddp-cpu-kernels: the table of the library's %d part(s).\n", nsrc);
-		for (int i = 0; i < nsrc; i++)
-			fprintf(j, "extern \"C\" SIM_HIDDEN const struct sim_kernel_part sim_kernel_part_%d;\n", i);
-		fputs("SIM_KERNEL_TABLE_PARTS(", j);
-		for (int i = 0; i < join_parts.n; i++)
-			fputs(join_parts.v[i], j);
-		fputs(");\n", j);
-		if (fclose(j))
-			die("cannot write %s", join);
-	}
+/* 1. nvcc: the kernels as nvcc sees them */
+static void nvcc_fatbin(const struct options *o, const char *src, const char *fatbin, const char *err)
+{
 	struct argv_buf a = {{0}, 0};
-	add_words(&a, cxx);
+
+	add_words(&a, o->nvcc);
+	add(&a, "-fatbin");
+	add(&a, "-arch=sm_90");
+	add(&a, o->std);
+	for (int u = 0; u < o->user.n; u++)
+		add(&a, o->user.v[u]);
+	add(&a, "-o");
+	add(&a, fatbin);
+	add(&a, src);
+	if (run(&a, NULL, err))
+		nvcc_failed(err, src);
+}
+
+/* 2. the registry unit, and the kernels' names into the export map */
+static void registry(const char *src, const char *fatbin, const char *reg, const char *list, const char *err,
+		     FILE *ex)
+{
+	struct argv_buf a = {{0}, 0};
+
+	add(&a, SIM_KERNREG_PATH);
+	add(&a, fatbin);
+	add(&a, src);
+	if (run(&a, reg, err)) {
+		dump(err);
+		die("sim-kernreg failed for %s", src);
+	}
+	a.n = 0;
+	add(&a, SIM_KERNREG_PATH);
+	add(&a, "--list");
+	add(&a, fatbin);
+	if (run(&a, list, err)) {
+		dump(err);
+		die("sim-kernreg --list failed for %s", src);
+	}
+	char *names = read_all(list, NULL);
+	for (char *sv = NULL, *nm = strtok_r(names, "\n", &sv); nm; nm = strtok_r(NULL, "\n", &sv))
+		fprintf(ex, "    %s;\n", nm);
+	free(names);
+}
+
+/* 3. preprocess as nvcc's device pass, with the CPU device's headers */
+static void preprocess(const struct options *o, int part, const char *reg, const char *ii, const char *err)
+{
+	struct argv_buf a = {{0}, 0};
+
+	add_words(&a, o->cxx);
+	add(&a, o->std);
+	add(&a, "-E");
+	add(&a, "-x");
+	add(&a, "c++");
+	add(&a, "-D__CUDACC__");
+	add(&a, "-D__NVCC__");
+	add(&a, "-D__CUDA_ARCH__=900");
+	addf(&a, "-D__CUDACC_VER_MAJOR__=%d", SIM_CUDA_VERSION / 1000);
+	addf(&a, "-D__CUDACC_VER_MINOR__=%d", SIM_CUDA_VERSION % 1000 / 10);
+	addf(&a, "-DSIM_KERNEL_PART=%d", part);
+	addf(&a, "-DSIM_CUDA_H_PATH=\"%s\"", SIM_CUDA_H);
+	addf(&a, "-I%s", SIM_INC_DIR);
+	for (int u = 0; u < o->userinc.n; u++)
+		add(&a, o->userinc.v[u]);
+	addf(&a, "-I%s", SIM_POISON_DIR);
+	add(&a, "-include");
+	addf(&a, "%s/sim_kernel.h", SIM_INC_DIR);
+	/* nvcc includes cuda_runtime.h into every .cu file before the
+	 * first line: cudaMalloc & co. need no #include */
+	add(&a, "-include");
+	addf(&a, "%s/cuda_runtime.h", SIM_INC_DIR);
+	add(&a, reg);
+	add(&a, "-o");
+	add(&a, ii);
+	if (run(&a, NULL, err))
+		compile_failed(err, "g++ -E");
+}
+
+/* 5. compile the rewritten unit */
+static void compile_part(const struct options *o, const char *rw, const char *obj, const char *err)
+{
+	struct argv_buf a = {{0}, 0};
+
+	add_words(&a, o->cxx);
+	add(&a, o->std);
+	add(&a, "-x");
+	add(&a, "c++-cpp-output");
+	add(&a, "-c");
+	add(&a, o->opt);
+	if (o->debug)
+		add(&a, "-g");
+	add(&a, "-fPIC");
+	add(&a, "-w");
+	add(&a, "-ffunction-sections");
+	add(&a, "-fdata-sections");
+	add(&a, rw);
+	add(&a, "-o");
+	add(&a, obj);
+	if (run(&a, NULL, err))
+		compile_failed(err, "g++");
+}
+
+/* Source i into tmpdir/<i>.o, its kernels' names into the export map. */
+static void build_part(const struct options *o, int i, FILE *ex)
+{
+	char *fatbin = tmp_path("%d.fatbin", i), *reg = tmp_path("%d.reg.cpp", i), *list = tmp_path("%d.list", i);
+	char *ii = tmp_path("%d.ii", i), *rw = tmp_path("%d.rw.ii", i), *obj = tmp_path("%d.o", i);
+	char *err = tmp_path("%d.err", i);
+
+	nvcc_fatbin(o, o->srcs[i], fatbin, err);
+	registry(o->srcs[i], fatbin, reg, list, err, ex);
+	preprocess(o, i, reg, ii, err);
+	/* 4. launches out, inline assembly refused */
+	int nl = rewrite(ii, rw);
+	if (verbose)
+		fprintf(stderr, "ddp-cpu-kernels: %s: %d <<<>>> launch%s rewritten\n", o->srcs[i], nl, nl == 1 ? "" : "es");
+	compile_part(o, rw, obj, err);
+}
+
+/* ---- the library: joining unit, extern __shared__ storage, link -------- */
+
+/* The unit joining the parts' tables, compiled to joino. */
+static void join_parts(const struct options *o, const char *join, const char *joino, const char *err)
+{
+	FILE *j = fopen(join, "w");
+	struct argv_buf a = {{0}, 0};
+
+	if (!j)
+		die("cannot write %s", join);
+	fprintf(j, "// Generated by ddp-cpu-kernels: the table of the library's %d part(s).\n", o->nsrc);
+	for (int i = 0; i < o->nsrc; i++)
+		fprintf(j, "extern \"C\" SIM_HIDDEN const struct sim_kernel_part sim_kernel_part_%d;\n", i);
+	fputs("SIM_KERNEL_TABLE_PARTS(", j);
+	for (int i = 0; i < o->nsrc; i++)
+		fprintf(j, "%s&sim_kernel_part_%d", i ? ", " : "", i);
+	fputs(");\n", j);
+	if (fclose(j))
+		die("cannot write %s", join);
+	add_words(&a, o->cxx);
 	add(&a, "-std=c++17");
 	add(&a, "-c");
 	add(&a, "-fPIC");
@@ -949,15 +993,20 @@ int main(int argc, char **argv)
 	add(&a, joino);
 	if (run(&a, NULL, err))
 		compile_failed(err, "g++ (the joining unit)");
+}
 
-	/* one relocatable object, then storage for extern __shared__ arrays */
-	char *all = tmp_path("all.o"), *dyns = tmp_path("dynshared.s"), *dyno = tmp_path("dynshared.o");
-	a.n = 0;
+/* One relocatable object of the parts (all), then storage for their
+ * extern __shared__ arrays (dyno). */
+static void merge_parts(const struct options *o, const char *all, const char *dyno, const char *err)
+{
+	char *dyns = tmp_path("dynshared.s");
+	struct argv_buf a = {{0}, 0};
+
 	add(&a, "ld");
 	add(&a, "-r");
 	add(&a, "-o");
 	add(&a, all);
-	for (int i = 0; i < nsrc; i++)
+	for (int i = 0; i < o->nsrc; i++)
 		add(&a, tmp_path("%d.o", i));
 	if (run(&a, NULL, err)) {
 		dump(err);
@@ -973,7 +1022,7 @@ int main(int argc, char **argv)
 		die("dynshared.sh failed");
 	}
 	a.n = 0;
-	add_words(&a, cxx);
+	add_words(&a, o->cxx);
 	add(&a, "-c");
 	add(&a, "-x");
 	add(&a, "assembler");
@@ -984,13 +1033,46 @@ int main(int argc, char **argv)
 		dump(err);
 		die("assembling the extern __shared__ storage failed");
 	}
+}
 
-	/* link: only what the kernels reach */
-	a.n = 0;
-	add_words(&a, cxx);
+/* The linker's first undefined reference as one line; never returns. */
+static void link_failed(const struct options *o, const char *err)
+{
+	char *m = read_all(err, NULL);
+
+	if (verbose && m)
+		fputs(m, stderr);
+	unlink(o->out);
+	char *u = m ? strstr(m, "undefined reference to `") : NULL;
+	if (u) {
+		u += strlen("undefined reference to `");
+		char *q = strchr(u, '\'');
+		if (q)
+			*q = 0;
+		char *fn = strstr(m, "in function `"), where[1024] = "";
+		if (fn && fn < u) {
+			fn += strlen("in function `");
+			char *fq = strchr(fn, '\'');
+			if (fq)
+				snprintf(where, sizeof(where), " (from %.*s)", (int)(fq - fn), fn);
+		}
+		die("%s: the kernel library needs %s%s, which is host code a kernel library cannot link: a kernel "
+		    "or a global constructor reaches it; keep host-only calls out of __device__ code", shown(o->srcs[0]), u,
+		    where);
+	}
+	die("linking %s failed%s", o->out, verbose ? "" : " (-v shows the linker's messages)");
+}
+
+/* link: only what the kernels reach */
+static void link_library(const struct options *o, const char *all, const char *dyno, const char *joino,
+			 const char *exports, const char *err)
+{
+	struct argv_buf a = {{0}, 0};
+
+	add_words(&a, o->cxx);
 	add(&a, "-shared");
 	add(&a, "-o");
-	add(&a, out);
+	add(&a, o->out);
 	add(&a, all);
 	add(&a, dyno);
 	add(&a, joino);
@@ -998,41 +1080,25 @@ int main(int argc, char **argv)
 	add(&a, "-Wl,-z,defs");
 	addf(&a, "-Wl,--version-script=%s", exports);
 	add(&a, "-lm");
-	if (run(&a, NULL, err)) {
-		char *m = read_all(err, NULL);
-		if (verbose && m)
-			fputs(m, stderr);
-		unlink(out);
-		char *u = m ? strstr(m, "undefined reference to `") : NULL;
-		if (u) {
-			u += strlen("undefined reference to `");
-			char *q = strchr(u, '\'');
-			if (q)
-				*q = 0;
-			char *fn = strstr(m, "in function `"), where[1024] = "";
-			if (fn && fn < u) {
-				fn += strlen("in function `");
-				char *fq = strchr(fn, '\'');
-				if (fq)
-					snprintf(where, sizeof(where), " (from %.*s)", (int)(fq - fn), fn);
-			}
-			die("%s: the kernel library needs %s%s, which is host code a kernel library cannot link: a kernel "
-			    "or a global constructor reaches it; keep host-only calls out of __device__ code", shown(srcs[0]), u,
-			    where);
-		}
-		die("linking %s failed%s", out, verbose ? "" : " (-v shows the linker's messages)");
-	}
-	/* every kernel under nvcc's mangled name */
-	for (int i = 0; i < nsrc; i++) {
+	if (run(&a, NULL, err))
+		link_failed(o, err);
+}
+
+/* every kernel under nvcc's mangled name */
+static void check_kernel_names(const struct options *o, const char *err)
+{
+	struct argv_buf a = {{0}, 0};
+
+	for (int i = 0; i < o->nsrc; i++) {
 		a.n = 0;
 		add(&a, "sh");
 		addf(&a, "%s/check_names.sh", SIM_SCRIPT_DIR);
 		add(&a, SIM_KERNREG_PATH);
 		add(&a, tmp_path("%d.fatbin", i));
-		add(&a, out);
+		add(&a, o->out);
 		if (run(&a, NULL, err)) {
 			char *m = read_all(err, NULL);
-			unlink(out);
+			unlink(o->out);
 			if (verbose && m)
 				fputs(m, stderr);
 			char *nl = m ? strstr(m, ":\n") : NULL;
@@ -1040,11 +1106,40 @@ int main(int argc, char **argv)
 				if (*c == '\n' || *c == '\t')
 					*c = ' ';
 			die("%s: kernels g++ did not define under nvcc's names (static kernels, or mangling differs):%s",
-			    shown(srcs[i]), nl ? nl + 1 : " ?");
+			    shown(o->srcs[i]), nl ? nl + 1 : " ?");
 		}
 	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct options o;
+	int rc = parse_options(argc, argv, &o);
+
+	if (rc < 0)
+		rc = prepare(&o);
+	if (rc >= 0)
+		return rc;
+
+	char *exports = tmp_path("exports.map");
+	FILE *ex = fopen(exports, "w");
+	if (!ex)
+		die("cannot write %s", exports);
+	fputs("{\n  global:\n    sim_kernel_table;\n", ex);
+	for (int i = 0; i < o.nsrc; i++)
+		build_part(&o, i, ex);
+	fputs("  local:\n    *;\n};\n", ex);
+	if (fclose(ex))
+		die("cannot write %s", exports);
+
+	char *join = tmp_path("join.cpp"), *joino = tmp_path("join.o"), *err = tmp_path("link.err");
+	char *all = tmp_path("all.o"), *dyno = tmp_path("dynshared.o");
+	join_parts(&o, join, joino, err);
+	merge_parts(&o, all, dyno, err);
+	link_library(&o, all, dyno, joino, exports, err);
+	check_kernel_names(&o, err);
 	if (verbose)
-		fprintf(stderr, "ddp-cpu-kernels: wrote %s\n", out);
+		fprintf(stderr, "ddp-cpu-kernels: wrote %s\n", o.out);
 	cleanup();
 	return 0;
 }
