@@ -102,3 +102,13 @@ $(BUILD)/cpudev/test_launch: $(SIMCUDA_LAUNCH_OBJS) $(SIMCUDA_DIR)/libcuda.so \
 # fragment before exec.mk, so sim_kernel_lib is not defined yet here.
 
 TESTS += $(BUILD)/cpudev/test_launch cpudev/timeline.sh
+
+# The settings (SIMCUDA_*, DDP_SIM_FAIL) are one table, sim_settings.def:
+# sim_settings.h makes the getters, settings_doc.sh the table of
+# docs/cpu-device.md (`make docs-cpudev` rewrites it; the test fails when
+# it is stale or when a setting is read around the table).
+.PHONY: docs-cpudev
+docs-cpudev:
+	$(Q)cpudev/settings_doc.sh cpudev/sim_settings.def docs/cpu-device.md
+
+TESTS += cpudev/test_settings_doc.sh

@@ -60,7 +60,7 @@ static pthread_once_t sim_fault_once = PTHREAD_ONCE_INIT;
 
 static void sim_fault_parse(void)
 {
-	const char *env = getenv("DDP_SIM_FAIL");
+	const char *env = sim_setting_fail();
 	if (!env || !*env)
 		return;
 	char buf[1024];
@@ -200,8 +200,7 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
 		return CUDA_ERROR_NOT_INITIALIZED; /* a forked child: see sim_check_init */
 	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 	pthread_once(&atfork_once, sim_register_atfork);
-	const char *v = getenv("SIMCUDA_VERBOSE");
-	sim_verbose = v && *v && strcmp(v, "0") != 0;
+	sim_verbose = sim_setting_on(sim_setting_verbose());
 	atomic_store_explicit(&sim_initialized, 1, memory_order_release);
 	return CUDA_SUCCESS;
 }

@@ -28,6 +28,7 @@
  * reused).
  */
 #include "sim_exec.h"
+#include "sim_settings.h"
 #include "sim_fiber.h"
 
 #include <errno.h>
@@ -63,9 +64,9 @@ static void worker_free(void *p);
 
 static void settings_read(void)
 {
-	const char *o = getenv("SIMCUDA_THREAD_ORDER");
-	const char *s = getenv("SIMCUDA_SEED");
-	const char *k = getenv("SIMCUDA_STACK_KB");
+	const char *o = sim_setting_thread_order();
+	const char *s = sim_setting_seed();
+	const char *k = sim_setting_stack_kb();
 	char *end;
 
 	settings.order = ORDER_FORWARD;

@@ -382,8 +382,7 @@ static int sim_seen_known[sizeof(sim_exports) / sizeof(sim_exports[0])];
 /* cuGetExportTable comes before cuInit: SIMCUDA_VERBOSE is read here too. */
 static int sim_export_verbose(void)
 {
-	const char *v = getenv("SIMCUDA_VERBOSE");
-	return v && *v && strcmp(v, "0") != 0;
+	return sim_setting_on(sim_setting_verbose());
 }
 
 static void sim_log_unknown(const CUuuid *id)

@@ -28,6 +28,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "sim_settings.h"
+
 #ifndef SIM_EXPORT
 #define SIM_EXPORT __attribute__((visibility("default")))
 #endif

@@ -29,6 +29,7 @@
  * per launch).  Libraries stay loaded until exit.
  */
 #include "sim_exec.h"
+#include "sim_settings.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -143,7 +144,7 @@ static void load_one(const char *path, int must_exist)
 static void load_all(void)
 {
 	char exe[4096], path[4200];
-	const char *env = getenv("SIMCUDA_KERNELS");
+	const char *env = sim_setting_kernels();
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n > 0) {

@@ -29,7 +29,7 @@ static FILE *sim_timeline_file;
 
 static void sim_timeline_open(void)
 {
-	const char *dir = getenv("SIMCUDA_TIMELINE");
+	const char *dir = sim_setting_timeline();
 	char path[4096];
 
 	if (!dir || !*dir)

@@ -37,7 +37,7 @@ static void sim_trace_summary(void)
 
 static void sim_trace_read(void)
 {
-	const char *v = getenv("SIMCUDA_UNKNOWN_KERNELS");
+	const char *v = sim_setting_unknown_kernels();
 	if (!v || !*v || !strcmp(v, "refuse"))
 		return;
 	if (strcmp(v, "skip") != 0) {
