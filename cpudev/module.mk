@@ -6,14 +6,18 @@
 # and the driver tests.
 #
 # Only the cu* entry points are exported (kernel libraries get the scheduler
-# through sim_kernel_table.bind, sim_kernel_abi.h): -fvisibility=hidden, and
-# libddpcommon.a's symbols are hidden with --exclude-libs.  -Bsymbolic-functions binds every reference to its own
+# through sim_kernel_table.bind, sim_kernel_abi.h): -fvisibility=hidden,
+# libddpcommon.a's symbols are hidden with --exclude-libs, and libcuda.map
+# keeps the hand-written bodies (sim_impl_*, behind the generated exports
+# of sim_entry.c that run the fault check) local.  -Bsymbolic-functions binds every reference to its own
 # functions inside the library (the cuGetProcAddress table, the stub table,
 # calls between entry points): an LD_PRELOADed library exporting cu* names
 # (libddp.so) is never handed out or called by the driver, as with the real
-# libcuda.  Two tables are generated from the installed cuda.h by
-# sim_gen.sh: the CUresult names (sim_errors.inc) and the stubs for every
-# entry point sim_api.def does not implement (sim_unsupported.inc).
+# libcuda.  Three tables are generated from the installed cuda.h by
+# sim_gen.sh: the CUresult names (sim_errors.inc), the stubs for every
+# entry point sim_api.def does not implement (sim_unsupported.inc), and the
+# prototype of every one it implements (sim_faults.inc: sim_entry.c's
+# exports, each checking the fault table first).
 #
 # The driver tests are TESTS, not UNIT_TESTS: stream workers and fibers
 # (threads, stack switches) confuse ASan, and the tests load libcuda.so.1.
@@ -35,13 +39,19 @@ $(SIMCUDA_GEN)/sim_unsupported.inc: cpudev/sim_gen.sh cpudev/sim_api.def $(CUDA_
 	@mkdir -p $(dir $@)
 	$(Q)cpudev/sim_gen.sh unsupported "$(CC)" $(CUDA_INC) cpudev/sim_api.def > $@.tmp && mv $@.tmp $@
 
+$(SIMCUDA_GEN)/sim_faults.inc: cpudev/sim_gen.sh cpudev/sim_api.def cpudev/sim_faults.def $(CUDA_INC)/cuda.h
+	@mkdir -p $(dir $@)
+	$(Q)cpudev/sim_gen.sh faults "$(CC)" $(CUDA_INC) cpudev/sim_api.def cpudev/sim_faults.def > $@.tmp && mv $@.tmp $@
+
 $(BUILD)/cpudev/sim_err.o: $(SIMCUDA_GEN)/sim_errors.inc
 $(BUILD)/cpudev/sim_unsupported.o: $(SIMCUDA_GEN)/sim_unsupported.inc
+# sim_internal.h includes sim_faults.inc (each object's .d names it after its first build)
+$(SIMCUDA_OBJS): | $(SIMCUDA_GEN)/sim_faults.inc
 
-$(SIMCUDA_LIB): $(SIMCUDA_OBJS) $(DDP_COMMON_LIB)
+$(SIMCUDA_LIB): $(SIMCUDA_OBJS) $(DDP_COMMON_LIB) cpudev/libcuda.map
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,libcuda.so.1 -Wl,-z,defs -Wl,--exclude-libs,ALL -Wl,-Bsymbolic-functions \
-		-o $@ $(SIMCUDA_OBJS) $(DDP_COMMON_LIB) $(DDP_COMMON_LIBS)
+		-Wl,--version-script=cpudev/libcuda.map -o $@ $(SIMCUDA_OBJS) $(DDP_COMMON_LIB) $(DDP_COMMON_LIBS)
 
 $(SIMCUDA_DIR)/libcuda.so: $(SIMCUDA_LIB)
 	$(Q)ln -sf libcuda.so.1 $@
@@ -60,6 +70,9 @@ $(BUILD)/cpudev/test_alloc_modes: $(BUILD)/cpudev/test_alloc_modes.o $(SIMCUDA_D
 
 $(BUILD)/cpudev/test_fault: $(BUILD)/cpudev/test_fault.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH)
+
+$(BUILD)/cpudev/test_fault_all: $(BUILD)/cpudev/test_fault_all.o $(SIMCUDA_DIR)/libcuda.so
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -ldl
 
 $(BUILD)/cpudev/test_loader: $(BUILD)/cpudev/test_loader.o \
 		$(BUILD)/cpudev/kernels/test_kernels.fatbin.o $(SIMCUDA_LIB) $(BUILD)/cpudev/test_loader.kern.so
@@ -81,7 +94,7 @@ $(BUILD)/cpudev/test_driver.o $(BUILD)/cpudev/test_fault.o $(BUILD)/cpudev/test_
 	$(BUILD)/cpudev/test_alloc_modes.o \
 	$(BUILD)/cpudev/test_preload.o: CPPFLAGS += -Itests
 
-TESTS += $(BUILD)/cpudev/test_driver $(BUILD)/cpudev/test_fault $(BUILD)/cpudev/test_loader \
+TESTS += $(BUILD)/cpudev/test_driver $(BUILD)/cpudev/test_fault $(BUILD)/cpudev/test_fault_all $(BUILD)/cpudev/test_loader \
 	$(BUILD)/cpudev/test_alloc_modes \
 	$(BUILD)/cpudev/test_preload
 

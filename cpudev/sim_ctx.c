@@ -46,7 +46,7 @@ void sim_msg(const char *fmt, ...)
 
 /* ---- fault table: DDP_SIM_FAIL=name:N[+][:code][,...] */
 
-#define SIM_MAX_FAULTS 16
+#define SIM_MAX_FAULTS 256 /* a rule for every entry point fits */
 struct sim_fault_rule {
 	char name[64];
 	long nth;                 /* fail the nth call (1-based)             */
@@ -63,7 +63,7 @@ static void sim_fault_parse(void)
 	const char *env = sim_setting_fail();
 	if (!env || !*env)
 		return;
-	char buf[1024];
+	static char buf[16384];
 	snprintf(buf, sizeof(buf), "%s", env);
 	char *save = NULL;
 	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -112,6 +112,26 @@ int sim_fault_code(const char *name, int dflt)
 		}
 	}
 	return 0;
+}
+
+/* Default codes (sim_faults.def); looked up only when a call fails. */
+static const struct { const char *name; CUresult code; } sim_fault_defaults[] = {
+#define SIM_FAULT_DEFAULT(sym, code) { #sym, code },
+#define SIM_FAULT_OWN(sym)
+#include "sim_faults.def"
+#undef SIM_FAULT_DEFAULT
+#undef SIM_FAULT_OWN
+};
+
+int sim_fault_check(const char *name)
+{
+	int f = sim_fault_code(name, -1);
+	if (f != -1)
+		return f;
+	for (size_t i = 0; i < sizeof(sim_fault_defaults) / sizeof(sim_fault_defaults[0]); i++)
+		if (!strcmp(sim_fault_defaults[i].name, name))
+			return sim_fault_defaults[i].code;
+	return CUDA_ERROR_UNKNOWN;
 }
 
 /* ---- entry checks */
@@ -195,7 +215,6 @@ SIM_EXPORT CUresult cuInit(unsigned int flags)
 {
 	if (flags != 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuInit", CUDA_ERROR_NO_DEVICE);
 	if (atomic_load_explicit(&sim_forked, memory_order_relaxed))
 		return CUDA_ERROR_NOT_INITIALIZED; /* a forked child: see sim_check_init */
 	static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

@@ -39,7 +39,6 @@ SIM_EXPORT CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	if (Flags & CU_EVENT_INTERPROCESS)
 		return CUDA_ERROR_NOT_SUPPORTED;
-	SIM_FAULT_CHECK("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
 	struct CUevent_st *e = calloc(1, sizeof(*e));
 	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;

@@ -10,6 +10,12 @@
 #   sim_gen.sh unsupported CC CUDA_INC API_DEF > sim_unsupported.inc
 #       SIM_UNSUP(name) for every entry point cuda.h declares (default, _v2,
 #       _ptsz/_ptds and legacy names) that sim_api.def does not implement.
+#   sim_gen.sh faults CC CUDA_INC API_DEF FAULTS_DEF > sim_faults.inc
+#       for every SIM_FN symbol of sim_api.def, its prototype from cuda.h:
+#       SIM_FAULT_FN(symbol, (params), (args)), from which sim_entry.c makes
+#       the exported function (fault check, then the hand-written body);
+#       SIM_FAULT_NONE(symbol) for a symbol FAULTS_DEF marks SIM_FAULT_OWN
+#       (its body counts its own calls) or whose prototype cuda.h lacks.
 set -eu
 export LC_ALL=C
 case "$1" in
@@ -42,8 +48,62 @@ unsupported)
 		$cc -E -P -x c - | grep -oE 'SIMNAME [A-Za-z0-9_]+' | sed 's/SIMNAME //' | sort -u > "$tmp/impl"
 	comm -23 "$tmp/all" "$tmp/impl" | sed 's/.*/SIM_UNSUP(&)/'
 	;;
+faults)
+	cc=$2 inc=$3 def=$4 fdef=$5
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	# every prototype of cuda.h as the driver sees it: NAME|PARAMS
+	printf '#include <cuda.h>\n#include <cudaProfiler.h>\n' | $cc -E -P -D__CUDA_API_VERSION_INTERNAL -I"$inc" -x c - | tr '\n' ' ' | tr ';' '\n' |
+		sed -E 's/__attribute__ *\(\([^()]*(\([^()]*\))?[^()]*\)\)//g' |
+		sed -nE 's/.*CUresult +(cu[A-Za-z0-9_]+) *\((.*)\) *$/\1|\2/p' > "$tmp/protos"
+	printf '%s\n' '#define SIM_FN(b, s, v) SIMNAME s' '#define SIM_STREAM(...)' "#include \"$def\"" |
+		$cc -E -P -x c - | grep -oE 'SIMNAME [A-Za-z0-9_]+' | sed 's/SIMNAME //' | sort -u > "$tmp/syms"
+	sed -nE 's/^SIM_FAULT_OWN\(([A-Za-z0-9_]+)\).*/\1/p' "$fdef" > "$tmp/own"
+	awk -F'|' -v protos="$tmp/protos" -v own="$tmp/own" '
+	BEGIN {
+		while ((getline l < protos) > 0) {
+			split(l, f, "|")
+			if (!(f[1] in proto)) proto[f[1]] = f[2]
+		}
+		while ((getline l < own) > 0) is_own[l] = 1
+	}
+	function trim(x) { sub(/^[ \t]+/, "", x); sub(/[ \t]+$/, "", x); gsub(/[ \t]+/, " ", x); return x }
+	# the names of a parameter list, "" when one cannot be read
+	function arg_names(ps,    n, i, c, depth, cur, parts, out, p, m) {
+		n = 0; depth = 0; cur = ""
+		for (i = 1; i <= length(ps); i++) {
+			c = substr(ps, i, 1)
+			if (c == "(") depth++
+			if (c == ")") depth--
+			if (c == "," && depth == 0) { parts[++n] = cur; cur = ""; continue }
+			cur = cur c
+		}
+		parts[++n] = cur
+		if (n == 1 && trim(parts[1]) == "void") return "()"
+		out = ""
+		for (i = 1; i <= n; i++) {
+			p = trim(parts[i])
+			if (match(p, /\( *\* *[A-Za-z_][A-Za-z0-9_]* *\)/)) {
+				m = substr(p, RSTART, RLENGTH); gsub(/[ ()*]/, "", m)
+			} else {
+				sub(/ *\[[^]]*\]$/, "", p)
+				if (!match(p, /[A-Za-z_][A-Za-z0-9_]*$/) || RSTART == 1) return ""
+				m = substr(p, RSTART, RLENGTH)
+			}
+			out = out (i > 1 ? ", " : "") m
+		}
+		return "(" out ")"
+	}
+	{
+		s = $0
+		if (s in is_own || !(s in proto)) { print "SIM_FAULT_NONE(" s ")"; next }
+		a = arg_names(proto[s])
+		if (a == "") { print "SIM_FAULT_NONE(" s ")"; next }
+		printf "SIM_FAULT_FN(%s, (%s), %s)\n", s, trim(proto[s]), a
+	}' "$tmp/syms"
+	;;
 *)
-	echo "usage: $0 errors CUDA_H | unsupported CC CUDA_INC API_DEF" >&2
+	echo "usage: $0 errors CUDA_H | unsupported CC CUDA_INC API_DEF | faults CC CUDA_INC API_DEF FAULTS_DEF" >&2
 	exit 2
 	;;
 esac

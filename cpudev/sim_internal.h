@@ -67,6 +67,9 @@ CUresult sim_check_ctx(struct CUctx_st **ctx /* OUT, may be NULL */);
  * the entry point `name` (its exported name, e.g. cuMemAlloc_v2); returns 0
  * when the call proceeds, else the rule's code (if it gave one) or dflt. */
 int sim_fault_code(const char *name, int dflt);
+/* The same with name's default code from sim_faults.def (else
+ * CUDA_ERROR_UNKNOWN): the check every generated export runs first. */
+int sim_fault_check(const char *name);
 /* Returns from the calling entry point when the fault table says this call
  * of `name` fails: with the rule's code, else dflt. */
 #define SIM_FAULT_CHECK(name, dflt) do { \
@@ -74,6 +77,28 @@ int sim_fault_code(const char *name, int dflt);
 	if (sim_f_) \
 		return (CUresult)sim_f_; \
 } while (0)
+/* The same with name's default code (sim_faults.def): the check of every
+ * generated export. */
+#define SIM_FAULT_RETURN(name) do { \
+	int sim_f_ = sim_fault_check(name); \
+	if (sim_f_) \
+		return (CUresult)sim_f_; \
+} while (0)
+
+/* Every entry point of sim_api.def is exported by a generated function
+ * (sim_entry.c: the fault check, then the hand-written body), made from
+ * its prototype in cuda.h (sim_gen.sh faults -> sim_faults.inc).  Here the
+ * hand-written body's C name is bound to the symbol sim_impl_<symbol>, so
+ * `SIM_EXPORT CUresult cuMemAlloc_v2(...)` in sim_mem.c defines
+ * sim_impl_cuMemAlloc_v2 (kept out of the exports by the link's version
+ * script), and calls between entry points inside the driver skip the
+ * check.  SIM_FAULT_NONE rows (sim_faults.def's SIM_FAULT_OWN) keep their
+ * name. */
+#define SIM_FAULT_FN(sym, params, args) extern __typeof__(sym) sym __asm__("sim_impl_" #sym);
+#define SIM_FAULT_NONE(sym)
+#include "sim_faults.inc"
+#undef SIM_FAULT_FN
+#undef SIM_FAULT_NONE
 
 /* ---- contexts */
 

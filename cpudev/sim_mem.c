@@ -250,7 +250,6 @@ SIM_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 		return rc;
 	if (!dptr || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAlloc_v2", CUDA_ERROR_OUT_OF_MEMORY);
 	return sim_dev_alloc(c, bytesize, 0, NULL, dptr);
 }
 
@@ -262,7 +261,6 @@ SIM_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsign
 		return rc;
 	if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAllocManaged", CUDA_ERROR_OUT_OF_MEMORY);
 	return sim_dev_alloc(c, bytesize, SIM_RANGE_MANAGED, NULL, dptr);
 }
 
@@ -355,7 +353,6 @@ SIM_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t
 	if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
 	    (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAllocPitch_v2", CUDA_ERROR_OUT_OF_MEMORY);
 	size_t pitch = sim_round(WidthInBytes, 512);
 	if (Height > SIZE_MAX / pitch)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -390,7 +387,6 @@ CUresult sim_mem_alloc_async(enum sim_ds ds, CUdeviceptr *dptr, size_t bytesize,
 		return rc;
 	if (!dptr || bytesize == 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAllocAsync", CUDA_ERROR_OUT_OF_MEMORY);
 	/* from the device's current pool (sim_vmm.c) */
 	return sim_pool_alloc(sim_pool_current(), s, bytesize, dptr);
 }
@@ -589,7 +585,6 @@ static CUresult sim_host_alloc(void **pp, size_t size)
 
 SIM_EXPORT CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
 {
-	SIM_FAULT_CHECK("cuMemAllocHost_v2", CUDA_ERROR_OUT_OF_MEMORY);
 	return sim_host_alloc(pp, bytesize);
 }
 
@@ -597,7 +592,6 @@ SIM_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flag
 {
 	if (Flags & ~(unsigned)(CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED))
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemHostAlloc", CUDA_ERROR_OUT_OF_MEMORY);
 	return sim_host_alloc(pp, bytesize);
 }
 

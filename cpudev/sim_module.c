@@ -76,7 +76,6 @@ static CUresult sim_mod_make(const char *what, const void *image, size_t len, st
 {
 	if (!image)
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuModuleLoadData", CUDA_ERROR_INVALID_IMAGE);
 	struct CUmod_st *m = calloc(1, sizeof(*m));
 	if (!m)
 		return CUDA_ERROR_OUT_OF_MEMORY;

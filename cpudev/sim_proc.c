@@ -33,12 +33,12 @@
 #define SIM_STREAM(base, sym, ver, ptsym, ptver, impl, params, args) \
 	SIM_EXPORT CUresult sym params \
 	{ \
-		SIM_FAULT_CHECK(#sym, CUDA_ERROR_UNKNOWN); \
+		SIM_FAULT_RETURN(#sym); \
 		return impl(SIM_DS_LEGACY, SIM_UNPAREN args); \
 	} \
 	SIM_EXPORT CUresult ptsym params \
 	{ \
-		SIM_FAULT_CHECK(#ptsym, CUDA_ERROR_UNKNOWN); \
+		SIM_FAULT_RETURN(#ptsym); \
 		return impl(SIM_DS_PER_THREAD, SIM_UNPAREN args); \
 	}
 #include "sim_api.def"
@@ -55,8 +55,16 @@ struct sim_proc {
 	void *fn;
 };
 
+/* The exported function of each SIM_FN symbol (sim_entry.c's, whose C name
+ * sim_internal.h leaves to the hand-written body), as sim_entry_<symbol>. */
+#define SIM_FAULT_FN(sym, params, args) extern __typeof__(sym) sim_entry_##sym __asm__(#sym);
+#define SIM_FAULT_NONE(sym) extern __typeof__(sym) sim_entry_##sym __asm__(#sym);
+#include "sim_faults.inc"
+#undef SIM_FAULT_FN
+#undef SIM_FAULT_NONE
+
 static const struct sim_proc sim_procs[] = {
-#define SIM_FN(base, sym, ver) { #base, #sym, ver, 0, (void *)sym },
+#define SIM_FN(base, sym, ver) { #base, #sym, ver, 0, (void *)sim_entry_##sym },
 #define SIM_STREAM(base, sym, ver, ptsym, ptver, ...) \
 	{ #base, #sym, ver, 0, (void *)sym }, { #base, #ptsym, ptver, 1, (void *)ptsym },
 #include "sim_api.def"

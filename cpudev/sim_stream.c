@@ -468,7 +468,6 @@ static CUresult sim_stream_new(CUstream *phStream, unsigned int flags, int prior
 		return rc;
 	if (!phStream || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING))
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuStreamCreate", CUDA_ERROR_OUT_OF_MEMORY);
 	if (priority > 0)
 		priority = 0;
 	if (priority < -5)

@@ -150,7 +150,6 @@ SIM_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t al
 		return rc;
 	if (!ptr || size == 0 || flags != 0 || size % SIM_VMM_GRAN || (alignment & (alignment - 1)))
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAddressReserve", CUDA_ERROR_OUT_OF_MEMORY);
 	struct sim_res *r = calloc(1, sizeof *r);
 	if (!r)
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -204,7 +203,6 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 		return CUDA_ERROR_INVALID_VALUE;
 	if (prop_check(prop, &rc))
 		return rc;
-	SIM_FAULT_CHECK("cuMemCreate", CUDA_ERROR_OUT_OF_MEMORY);
 	if (sim_mem_charge(size) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	struct sim_handle *h = calloc(1, sizeof *h);
@@ -571,7 +569,6 @@ CUresult sim_mem_alloc_from_pool_async(enum sim_ds ds, CUdeviceptr *dptr, size_t
 	pthread_mutex_unlock(&sim_vmm_mu);
 	if (!p)
 		return CUDA_ERROR_INVALID_VALUE;
-	SIM_FAULT_CHECK("cuMemAllocFromPoolAsync", CUDA_ERROR_OUT_OF_MEMORY);
 	return sim_pool_alloc(p, s, bytesize, dptr);
 }
 
