@@ -15,7 +15,8 @@
 #       SIM_FAULT_FN(symbol, (params), (args)), from which sim_entry.c makes
 #       the exported function (fault check, then the hand-written body);
 #       SIM_FAULT_NONE(symbol) for a symbol FAULTS_DEF marks SIM_FAULT_OWN
-#       (its body counts its own calls) or whose prototype cuda.h lacks.
+#       (its body counts its own calls).  A symbol whose prototype cuda.h
+#       lacks (or whose parameter names cannot be read) fails, naming it.
 set -eu
 export LC_ALL=C
 case "$1" in
@@ -59,7 +60,7 @@ faults)
 	printf '%s\n' '#define SIM_FN(b, s, v) SIMNAME s' '#define SIM_STREAM(...)' "#include \"$def\"" |
 		$cc -E -P -x c - | grep -oE 'SIMNAME [A-Za-z0-9_]+' | sed 's/SIMNAME //' | sort -u > "$tmp/syms"
 	sed -nE 's/^SIM_FAULT_OWN\(([A-Za-z0-9_]+)\).*/\1/p' "$fdef" > "$tmp/own"
-	awk -F'|' -v protos="$tmp/protos" -v own="$tmp/own" '
+	awk -F'|' -v protos="$tmp/protos" -v own="$tmp/own" -v fdef="$fdef" '
 	BEGIN {
 		while ((getline l < protos) > 0) {
 			split(l, f, "|")
@@ -96,11 +97,18 @@ faults)
 	}
 	{
 		s = $0
-		if (s in is_own || !(s in proto)) { print "SIM_FAULT_NONE(" s ")"; next }
-		a = arg_names(proto[s])
-		if (a == "") { print "SIM_FAULT_NONE(" s ")"; next }
+		if (s in is_own) { print "SIM_FAULT_NONE(" s ")"; next }
+		a = s in proto ? arg_names(proto[s]) : ""
+		if (a == "") {
+			printf "sim_gen.sh: %s: %s; mark it SIM_FAULT_OWN in %s (its body then checks DDP_SIM_FAIL itself)\n",
+				s, s in proto ? "cannot read the parameter names of its prototype" : "cuda.h declares no such function",
+				fdef > "/dev/stderr"
+			bad = 1
+			next
+		}
 		printf "SIM_FAULT_FN(%s, (%s), %s)\n", s, trim(proto[s]), a
-	}' "$tmp/syms"
+	}
+	END { exit bad }' "$tmp/syms"
 	;;
 *)
 	echo "usage: $0 errors CUDA_H | unsupported CC CUDA_INC API_DEF | faults CC CUDA_INC API_DEF FAULTS_DEF" >&2
