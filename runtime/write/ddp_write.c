@@ -4,9 +4,10 @@
  * rank other than 0 (docs/write-safety.md).
  *
  * Layout.  Rank k's overlay is its run folder
- *   $DDP_WRITE_DIR/rank<k>/run-<pid>-<start>/<absolute path>
+ *   $DDP_WRITE_DIR/rank<k>/run-<pid>-<start>-<host>/<absolute path>
  * where pid and start (clock ticks since boot, /proc/<pid>/stat field 22)
- * name the rank's first process.  That process exports DDP_WRITE_RUN so the
+ * name the rank's first process, on host (another host's folder is never
+ * judged from here).  That process exports DDP_WRITE_RUN so the
  * programs it execs join the same folder; a folder whose process is gone
  * belongs to an earlier (finished or crashed) run: it is never read, and
  * the next setup of the same rank removes it with everything else under
@@ -645,14 +646,41 @@ static unsigned long long start_time(pid_t pid)
 	return v;
 }
 
-/* Whether a run folder's name is a live process's. */
+/* This host's name as it goes into a run folder's name: at most 32 of
+ * [A-Za-z0-9._-], others as '_'. */
+static const char *host_tag(void)
+{
+	static char tag[33];
+
+	if (!tag[0]) {
+		char h[256] = "";
+		size_t i;
+		(void)gethostname(h, sizeof h - 1);
+		for (i = 0; h[i] && i < sizeof tag - 1; i++) {
+			char c = h[i];
+			int okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+			tag[i] = okc ? c : '_';
+		}
+		if (i == 0)
+			tag[i++] = '_';
+		tag[i] = '\0';
+	}
+	return tag;
+}
+
+/* Whether a run folder's name (run-<pid>-<start>-<host>) is a live
+ * process's.  Another host's folder counts as live: its process cannot be
+ * seen from here (a DDP_WRITE_DIR on a shared file system). */
 static int run_alive(const char *name)
 {
-	int pid;
+	int pid, off = 0;
 	unsigned long long st;
 
-	if (sscanf(name, "run-%d-%llu", &pid, &st) != 2 || pid <= 0)
+	if (sscanf(name, "run-%d-%llu-%n", &pid, &st, &off) != 2 || pid <= 0 || off == 0)
 		return 0;
+	if (strcmp(name + off, host_tag()) != 0)
+		return 1;
 	return start_time((pid_t)pid) == st;
 }
 
@@ -719,7 +747,11 @@ static int run_setup(char *rankdir, size_t len)
 	n = snprintf(rankdir, len, "%s/rank%d", strcmp(wr_base, "/") ? wr_base : "", wr_rank);
 	if (n < 0 || (size_t)n >= len)
 		return errno = ENAMETOOLONG, -1;
-	if (run && strlen(run) < sizeof name && run_alive(run) && !strchr(run, '/')) {
+	size_t hl = strlen(host_tag()), rl = run ? strlen(run) : 0;
+
+	/* joined only on this host (a folder of another host counts as alive) */
+	if (run && rl < sizeof name && rl > hl && !strcmp(run + rl - hl, host_tag()) &&
+	    run[rl - hl - 1] == '-' && run_alive(run) && !strchr(run, '/')) {
 		int pid = 0;
 		snprintf(name, sizeof name, "%s", run);
 		/* the first process itself, after an exec (a shell or a shim that
@@ -729,7 +761,8 @@ static int run_setup(char *rankdir, size_t len)
 	} else {
 		fresh = 1;
 		wr_owner = getpid();
-		snprintf(name, sizeof name, "run-%d-%llu", (int)wr_owner, start_time(wr_owner));
+		snprintf(name, sizeof name, "run-%d-%llu-%s", (int)wr_owner, start_time(wr_owner),
+			 host_tag());
 		setenv("DDP_WRITE_RUN", name, 1);
 	}
 	if (snprintf(wr_root, sizeof wr_root, "%s/%s", rankdir, name) >= (int)sizeof wr_root)

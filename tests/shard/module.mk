@@ -21,3 +21,4 @@ TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
 	tests/shard/test_write_overlay.sh
 
 $(eval $(call fuzz_target,shard,))
+$(eval $(call fuzz_target,write_path,))

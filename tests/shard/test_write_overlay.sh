@@ -81,7 +81,7 @@ printf v4 >"$d/data.txt"
 # a run folder of a live process (another job with the same DDP_WRITE_DIR)
 sleep 60 & sleeper=$!
 start=$(awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[20] }' /proc/$sleeper/stat)
-live=run-$sleeper-$start
+live=run-$sleeper-$start-$(hostname | tr -c 'A-Za-z0-9._\n-' _ | cut -c1-32)
 mkdir -p "$d/.ddprun/rank1/$live$d" && echo LIVE >"$d/.ddprun/rank1/$live$d/cache.txt"
 rank 1 "$d" cache data.txt cache.txt >"$d/o1" 2>"$d/e1"
 check "1 cache: a crashed run's leftovers are ignored (V4 built) and removed" \
@@ -130,10 +130,17 @@ check "4 latest: rank 1: ckpt, symlink latest.tmp, rename latest, read out/lates
 	[ "$(cat "$d/o1")" = "latest ok" ] || show "$d/o1"
 check "4 latest: nothing of it in rank 0's folder" \
 	all [ "$(cd "$d/out" && ls -A)" = old ] -- holds "$d/out/old" x
+rank 1 "$d" latest out >"$d/o1" 2>&1
+check "4 latest: rank 1 again, renaming over its own link and folder" [ "$(cat "$d/o1")" = "latest ok" ] || show "$d/o1"
 rank 0 "$d" latest out >"$d/o0" 2>&1
 check "4 latest: rank 0 then does the same in place" \
 	all [ "$(cat "$d/o0")" = "latest ok" -a "$(readlink "$d/out/latest")" = ckpt ] -- \
 	holds "$d/out/latest" "ckpt of rank 0"
+echo x >"$d/out/old"
+rank 1 "$d" latest out >"$d/o1" 2>&1
+check "4 latest: rank 1 over rank 0's link, folders and files: its own view, rank 0's unchanged" \
+	all [ "$(cat "$d/o1")" = "latest ok" -a "$(readlink "$d/out/latest")" = ckpt ] -- \
+	holds "$d/out/latest" "ckpt of rank 0" -- holds "$d/out/d2/f" "ckpt of rank 0" -- holds "$d/out/old" x
 
 # ---- 5: O_TRUNC / O_APPEND without O_CREAT
 d=$job/trunc && mkdir -p "$d/out"
