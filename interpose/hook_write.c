@@ -2,7 +2,8 @@
  *
  * hook_write.c - the libc entry points of write safety: open-time mapping
  * for the open, stat and stdio hooks, and the name operations (rename,
- * unlink, rmdir, mkdir, symlink, readlink, link, truncate, access, mkstemp).
+ * unlink, rmdir, mkdir, chdir, symlink, readlink, link, truncate, access,
+ * mkstemp).
  * The policy, where each call goes on a rank other than 0, is
  * runtime/write/ddp_write.c (docs/write-safety.md): this file wraps, the
  * runtime decides.
@@ -144,6 +145,14 @@ static ssize_t do_readlink(int dirfd, const char *path, char *out, size_t len, i
 	if (p == path)
 		return ddp_libc_.readlinkat(dirfd, path, out, len);
 	return ddp_libc_.readlinkat(AT_FDCWD, p, out, len);
+}
+
+static int do_chdir(const char *path)
+{
+	HOOK_LAUNDER(path);
+	if (redirecting(path, path))
+		return ddp_write_chdir(path);
+	return ddp_libc_.chdir(path);
 }
 
 static int do_truncate(const char *path, off64_t len)

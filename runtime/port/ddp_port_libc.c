@@ -34,5 +34,6 @@ struct ddp_libc ddp_libc_ = {
 	.access = access, .link = link, .linkat = linkat, .truncate64 = truncate64,
 	.mkdir = mkdir, .mkdirat = mkdirat, .rmdir = rmdir,
 	.symlink = symlink, .symlinkat = symlinkat, .readlink = readlink, .readlinkat = readlinkat,
+	.chdir = chdir,
 	.mkostemps = mkostemps, .dlsym = dlsym,
 };

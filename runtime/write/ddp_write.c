@@ -240,6 +240,10 @@ static int resolve(char *abs, size_t len, int follow, enum where *where, struct 
 
 	if (strlen(abs) >= sizeof rest)
 		return errno = ENAMETOOLONG, -1;
+	/* a name inside the rank's run folder (its working folder may be
+	 * there, after a chdir into a folder only it has) is its overlay name */
+	if (wr_root[0] && under(abs, wr_root) && strcmp(abs, wr_root) != 0)
+		memmove(abs, abs + strlen(wr_root), strlen(abs + strlen(wr_root)) + 1);
 	strcpy(rest, abs);
 	cur[0] = '\0';
 	*where = W_REAL; /* "/" */
@@ -1250,6 +1254,39 @@ int ddp_write_symlink(const char *target, int dirfd, const char *path)
 	log_once("makes link", path, n->side);
 	errno = saved;
 	rc = 0;
+out_free:
+	free(n);
+	return rc;
+}
+
+int ddp_write_chdir(const char *path)
+{
+	struct name *n = malloc(sizeof *n);
+	struct stat st;
+	int saved = errno, rc = -1;
+
+	if (!n)
+		return errno = ENOMEM, -1;
+	if (name_get(AT_FDCWD, path, 1, n) != 0)
+		goto out_free;
+	if (n->shared) {
+		errno = saved;
+		rc = ddp_libc_.chdir(path);
+		goto out_free;
+	}
+	if (n->w == W_MISSING || n->w == W_WHITEOUT) {
+		errno = ENOENT;
+		goto out_free;
+	}
+	if (!S_ISDIR(n->st.st_mode)) {
+		errno = ENOTDIR;
+		goto out_free;
+	}
+	errno = saved;
+	if (n->w == W_SIDE && !(ddp_sys_fstatat(AT_FDCWD, n->abs, &st, 0) == 0 && S_ISDIR(st.st_mode)))
+		rc = ddp_libc_.chdir(n->side); /* a folder only the rank has */
+	else
+		rc = ddp_libc_.chdir(n->abs);
 out_free:
 	free(n);
 	return rc;

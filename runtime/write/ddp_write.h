@@ -45,6 +45,9 @@ int ddp_write_link(int odir, const char *old, int ndir, const char *new, int fla
 int ddp_write_truncate(const char *path, off_t len);
 int ddp_write_mkdir(int dirfd, const char *path, mode_t mode);
 int ddp_write_symlink(const char *target, int dirfd, const char *path);
+/* chdir: the real folder when it exists, else the rank's own (then the
+ * working folder is inside the run folder, read as its overlay path). */
+int ddp_write_chdir(const char *path);
 
 /* mkostemps for a template: in a redirected folder the name is made here
  * and the file created with open_fn (the open hook), else the real one. */

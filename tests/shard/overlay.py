@@ -90,6 +90,14 @@ def run():
     os.makedirs("out/new", exist_ok=True)
     put("out/new/f", me)
     expect("out/new/f", me)
+    # a run folder made, then entered (as hydra does)
+    home = os.getcwd()
+    os.makedirs("out/hy/run", exist_ok=True)
+    os.chdir("out/hy/run")
+    put("log.txt", me)
+    expect("log.txt", me)
+    os.chdir(home)
+    expect("out/hy/run/log.txt", me)
     if rank != "0":
         os.rmdir("out/empty")
         assert not os.path.exists("out/empty")
@@ -99,7 +107,7 @@ def run():
 
 
 def after():
-    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "trunc", "reopen", "new/f"]:
+    for f in ["a.txt", "b.txt", "c.txt", "d.txt", "trunc", "reopen", "new/f", "hy/run/log.txt"]:
         expect("out/" + f, "rank 0")
     expect(os.path.join(tmpdir, "ckpt.txt"), "rank 0")
     expect("out/latest", "ckpt of rank 0")

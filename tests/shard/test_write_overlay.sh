@@ -156,10 +156,10 @@ check "5 trunc: the same program as rank 0 (reference)" [ "$(cat "$d/o0")" = "tr
 # ---- 6: mkdir and rmdir
 d=$job/dirs && mkdir -p "$d/out/empty" "$d/out/full" && echo f >"$d/out/full/f"
 rank 1 "$d" dirs out >"$d/o1" 2>&1
-check "6 dirs: rank 1's mkdir, rmdir, mkdir again, rmdir of a full folder (ENOTEMPTY)" \
+check "6 dirs: rank 1's mkdir, rmdir, mkdir again, rmdir of a full folder (ENOTEMPTY), chdir into its own" \
 	[ "$(cat "$d/o1")" = "dirs ok" ] || show "$d/o1"
 check "6 dirs: rank 0's folders are as they were" \
-	[ -d "$d/out/empty" -a ! -e "$d/out/new" -a -f "$d/out/full/f" ]
+	[ -d "$d/out/empty" -a ! -e "$d/out/new" -a ! -e "$d/out/run" -a -f "$d/out/full/f" ]
 rank 0 "$d" write out/empty f
 check "6 dirs: rank 0 then writes in its folder" holds "$d/out/empty/f" "rank 0"
 

@@ -24,7 +24,8 @@
  *                      DIR/app, DIR/trunc; a /proc/self/fd/N reopen with
  *                      O_TRUNC of DIR/reopen; reads each back
  *   dirs DIR           mkdir DIR/new, rmdir DIR/empty (rank 0's, empty),
- *                      mkdir it again, rmdir DIR/full must fail ENOTEMPTY
+ *                      mkdir it again, rmdir DIR/full must fail ENOTEMPTY;
+ *                      mkdir DIR/run, chdir into it, write, chdir .. and back
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -278,6 +279,25 @@ static int mode_dirs(const char *dir)
 	snprintf(p, sizeof p, "%s/full", dir);
 	if (rmdir(p) == 0 || errno != ENOTEMPTY)
 		FAIL("rmdir %s (not empty) did not fail with ENOTEMPTY", p);
+	/* a run folder made, then entered (as hydra does) */
+	char home[PATH_MAX];
+	if (!getcwd(home, sizeof home))
+		FAIL("getcwd");
+	snprintf(p, sizeof p, "%s/run", dir);
+	if (mkdir(p, 0755) != 0)
+		FAIL("mkdir %s", p);
+	if (chdir(p) != 0)
+		FAIL("chdir %s", p);
+	put("log.txt", O_WRONLY | O_CREAT | O_TRUNC, rank);
+	expect("log.txt", rank);
+	if (chdir("..") != 0)
+		FAIL("chdir ..");
+	expect("run/log.txt", rank);
+	expect("full/f", "f\n"); /* rank 0's, seen from there */
+	if (chdir(home) != 0)
+		FAIL("chdir %s", home);
+	snprintf(p, sizeof p, "%s/run/log.txt", dir);
+	expect(p, rank);
 	printf("dirs ok\n");
 	return 0;
 }
