@@ -46,7 +46,10 @@
  * Contract: ddp_write_setup runs once (files stage); the state is read-only
  * afterwards; any thread.  All libc file calls go through the port
  * (ddp_libc_), never the program's hooks.  Costs syscalls only on ranks that
- * redirect: two lstats per path component of each path the program names.
+ * redirect: per path the program names, one lstat per component the rank
+ * has on the way, then either the kernel's resolution (an O_PATH open, a
+ * readlink, an fstat) or, when the rank has entries on the way or the file
+ * is missing, the walk: two lstats per component.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -232,7 +235,7 @@ enum { RES_FILE = 0, RES_NOTFILE = 1, RES_DELETED = 2 };
  *   RES_DELETED  a magic link to a file whose name was removed (abs: the
  *                old name);
  *  -1            errno (ELOOP, ENAMETOOLONG, readlink's). */
-static int resolve(char *abs, size_t len, int follow, enum where *where, struct stat *st)
+static int resolve_walk(char *abs, size_t len, int follow, enum where *where, struct stat *st)
 {
 	char cur[PATH_MAX], rest[PATH_MAX], side[PATH_MAX], t[PATH_MAX];
 	size_t cl = 0;
@@ -371,6 +374,74 @@ append:
 	if (strlen(cur) >= len)
 		return errno = ENAMETOOLONG, -1;
 	strcpy(abs, cur);
+	return RES_FILE;
+}
+
+/* Whether the rank's entries cannot change how the absolute, normalised
+ * path p resolves: walking the run folder along p's components reaches a
+ * missing one, and each one there before it is a folder (a mirror: the
+ * real one has the same name).  One lstat per component the rank has. */
+static int side_free(const char *p)
+{
+	char side[PATH_MAX];
+	struct stat st;
+	size_t rl = strlen(wr_root), i = 0;
+
+	if (!wr_root[0] || rl + strlen(p) >= sizeof side)
+		return 0;
+	memcpy(side, wr_root, rl);
+	for (;;) {
+		while (p[i] == '/')
+			i++;
+		if (!p[i])
+			return 0; /* the rank has p itself */
+		size_t n = strcspn(p + i, "/");
+		memcpy(side + rl, p, i + n);
+		side[rl + i + n] = '\0';
+		if (lstat_(side, &st) != 0)
+			return errno == ENOENT;
+		if (!S_ISDIR(st.st_mode))
+			return 0; /* a link or whiteout of the rank's */
+		i += n;
+	}
+}
+
+/* resolve_walk's contract.  Fast path: when the rank has no entry on the
+ * way (side_free of the path and of the kernel's answer), the kernel
+ * resolves the whole path at once (an O_PATH open, then its /proc/self/fd
+ * link): three system calls instead of two lstats per component.  A
+ * missing file, or any entry of the rank on the way, takes the walk. */
+static int resolve(char *abs, size_t len, int follow, enum where *where, struct stat *st)
+{
+	char link[64], c[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	if (wr_root[0] && under(abs, wr_root))
+		return resolve_walk(abs, len, follow, where, st);
+	if (!side_free(abs))
+		return resolve_walk(abs, len, follow, where, st);
+	fd = ddp_libc_.open64(abs, O_PATH | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+	if (fd < 0)
+		return resolve_walk(abs, len, follow, where, st);
+	snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+	n = ddp_libc_.readlink(link, c, sizeof c - 1);
+	if (n <= 0 || n >= (ssize_t)sizeof c - 1 || c[0] != '/' || ddp_sys_fstat(fd, st) != 0) {
+		ddp_libc_.close(fd);
+		return resolve_walk(abs, len, follow, where, st); /* pipes, deleted: the walk says */
+	}
+	ddp_libc_.close(fd);
+	c[n] = '\0';
+	{
+		static const char del[] = " (deleted)";
+		size_t dn = sizeof del - 1;
+		if ((size_t)n > dn && strcmp(c + n - dn, del) == 0)
+			return resolve_walk(abs, len, follow, where, st);
+	}
+	if ((size_t)n >= len || (strcmp(c, abs) != 0 && !side_free(c)) || under(c, wr_root))
+		return resolve_walk(abs, len, follow, where, st);
+	strcpy(abs, c);
+	*where = W_REAL;
 	return RES_FILE;
 }
 

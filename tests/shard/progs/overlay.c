@@ -149,6 +149,7 @@ static int mode_paths(const char *dir)
 	put("linkdir/viadir.txt", O_WRONLY | O_CREAT | O_TRUNC, me);
 	snprintf(p, sizeof p, "%s/viadir.txt", dir);
 	expect(p, me);
+	expect("linkdir/cwd.txt", me); /* written by name, read through the link */
 	/* a hard link: dir/hard2.txt is a second name of dir/hard1.txt */
 	snprintf(p, sizeof p, "%s/hard2.txt", dir);
 	put(p, O_WRONLY | O_TRUNC, me);
