@@ -981,7 +981,8 @@ static int map_write(int dirfd, const char *path, int follow, int flags, char *a
 		return refuse(path, "it reopens a file whose name was removed");
 	}
 	if (excluded(abs)) {
-		if (w != W_REAL || S_ISREG(st.st_mode))
+		/* a data file in a shared folder; kernel files are not data */
+		if ((w != W_REAL || S_ISREG(st.st_mode)) && !under(abs, "/proc") && !under(abs, "/sys"))
 			say_unprotected(abs);
 		return 0;
 	}
