@@ -19,6 +19,7 @@
 # Modules, lowest first:
 #   port   the door outward: real driver and libc entry points
 #   base   errors, logs, settings, element types, counters, traces, rank
+#   write  write safety: the private overlay of ranks other than 0
 #   image  fatbin/cubin/PTX reader, demangler, kernel signatures
 #   shard  input sharding views and record formats
 #   store  the rendezvous store: protocol, client, server
@@ -26,7 +27,7 @@
 #   coll   collectives (host shared memory, NCCL)
 #   job    the job: rank 0 hosting, joining, communicator
 #   grad   gradient identification and synchronisation
-RUNTIME_MODULES := port base image shard store track coll job grad
+RUNTIME_MODULES := port base write image shard store track coll job grad
 RUNTIME_DIRS := $(addprefix runtime/,$(RUNTIME_MODULES))
 CPPFLAGS += $(addprefix -I,$(RUNTIME_DIRS))
 

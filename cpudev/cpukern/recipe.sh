@@ -12,14 +12,15 @@
 #      double-precision reference of the same model (reference.py, 1e-4);
 #   3. ddprun --device cpu -n 2 ./train --steps 20 --save ddp.bin: both
 #      ranks read the whole file, so rank 0 ends bit-identical to the plain
-#      run, and rank 1's save (in .ddprun/rank1/...) too;
+#      run, and rank 1's save (in .ddprun/rank1/run-*/..., kept with
+#      DDP_WRITE_KEEP=1) too;
 #   and the data-parallel form: ddprun --device cpu -n 2 --shard
 #   train.bin:record=36 at --batch 8 equals the plain run at --batch 16
 #   (relerr <= 1e-5), ranks bit-identical; negative control: DDP_SYNC=off
 #   fails that comparison.
-# The folder is under /tmp, which libddp does not redirect by default:
-# DDP_REDIRECT_TMP=1 puts rank 1's save in its side folder, where the test
-# compares it.
+# Rank 1's save goes to its private overlay (the folder is under /tmp, which
+# libddp protects too); DDP_WRITE_KEEP=1 keeps the overlay after the run,
+# where the test compares it.
 #
 # Known defect (reported as skip, with the numbers, only in its exact
 # form): libddp takes no allocation of 64 bytes or less for a gradient
@@ -75,7 +76,7 @@ if [ $? -eq 0 ]; then ok "2. plain run equals the double-precision reference ($o
 else not_ok "2. plain run differs from the reference ($out)"; fi
 
 # 3. two data-parallel ranks, each on its own CPU device
-DDP_REDIRECT_TMP=1 timeout 180 "$ROOT/$BUILD/bin/ddprun" --device cpu -n 2 ./train --steps 20 --save ddp.bin \
+DDP_WRITE_KEEP=1 timeout 180 "$ROOT/$BUILD/bin/ddprun" --device cpu -n 2 ./train --steps 20 --save ddp.bin \
 	>ddp.out 2>ddp.err
 rc=$?
 side=$(find .ddprun -path '*rank1*' -name ddp.bin 2>/dev/null | head -1)
@@ -90,7 +91,7 @@ fi
 shard() { # NAME [ENV...]: -n 2 --shard at batch 8, saves NAME.bin (rank 0) and NAME's rank 1 copy
 	local name=$1
 	shift
-	env DDP_REDIRECT_TMP=1 DDP_LOG=info "$@" timeout 180 "$ROOT/$BUILD/bin/ddprun" --device cpu -n 2 --log-dir "logs.$name" \
+	env DDP_WRITE_KEEP=1 DDP_LOG=info "$@" timeout 180 "$ROOT/$BUILD/bin/ddprun" --device cpu -n 2 --log-dir "logs.$name" \
 		--shard train.bin:record=36 ./train --steps 20 --batch 8 --save "$name.bin" >"$name.out" 2>"$name.err"
 }
 shard sharded

@@ -260,7 +260,7 @@ ddp_result ddp_trace_open(const char *dir, int rank, size_t events_per_thread)
 	char path[4096];
 	struct sbuf head = { 0 };
 
-	if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+	if (DDP_SYS(mkdir)(dir, 0777) != 0 && errno != EEXIST) {
 		DDP_ERROR("DDP_TRACE=%s: cannot create the directory: %s", dir, strerror(errno));
 		return DDP_ERR_SYS;
 	}

@@ -32,5 +32,8 @@ struct ddp_libc ddp_libc_ = {
 	.fxstatat64 = NULL, .statx = statx, .rename = rename, .renameat = renameat,
 	.renameat2 = renameat2, .unlink = unlink, .unlinkat = unlinkat, .remove = remove,
 	.access = access, .link = link, .linkat = linkat, .truncate64 = truncate64,
+	.mkdir = mkdir, .mkdirat = mkdirat, .rmdir = rmdir,
+	.symlink = symlink, .symlinkat = symlinkat, .readlink = readlink, .readlinkat = readlinkat,
+	.chdir = chdir,
 	.mkostemps = mkostemps, .dlsym = dlsym,
 };

@@ -5,7 +5,7 @@
 # opens with O_DIRECT (tests/shard/progs/errno_keep.c).  Write redirection:
 # rank 1 with its lookups finding no side copy (ENOENT inside the hook),
 # folders created (EEXIST inside), copies, renames and unlinks of shared
-# files.  Sharding: the first call (the library's init), stat of a sharded
+# files (whiteouts).  Sharding: the first call (the library's init), stat of a sharded
 # path (the virtual size is computed by an open of its own), opens.
 set -u
 BUILD=${BUILD:-build}
@@ -28,12 +28,14 @@ fails=0
 cd "$job" || exit 1
 echo shared >shared.txt
 echo other >other.txt
-RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$job/.ddprun LD_PRELOAD=$lib "$prog" write shared.txt 2>err ||
-	fails=1
+echo third >third.txt
+RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$job/.ddprun DDP_WRITE_KEEP=1 LD_PRELOAD=$lib "$prog" write shared.txt \
+	2>err || fails=1
 sed 's/^/# /' err
-side=$job/.ddprun/rank1$job
+side=$(echo "$job"/.ddprun/rank1/run-*)$job
 if [ -f "$side/sub/dir/renamed.bin" ] && [ -f "$side/sub/other-copy.txt" ] && [ -f other.txt ] &&
-   [ ! -e sub/dir/renamed.bin ] && [ "$(cat shared.txt)" = shared ]; then
+   [ ! -e sub/dir/renamed.bin ] && [ ! -e sub ] && [ "$(cat shared.txt)" = shared ] &&
+   [ -f third.txt ]; then
 	echo "ok - the redirected files went to the side folder, the shared ones stayed"
 else
 	echo "not ok - the redirected files went to the side folder, the shared ones stayed"

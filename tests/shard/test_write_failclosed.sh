@@ -5,15 +5,16 @@
 # Every case runs a rank-1 process (RANK=1 WORLD_SIZE=2, libddp preloaded)
 # against files that "rank 0" (this script) wrote first, then checks that
 # rank 0's file is byte for byte what it was and that rank 1's copy is in
-# DDP_WRITE_DIR/rank1/<absolute path>:
+# DDP_WRITE_DIR/rank1/run-*/<absolute path> (kept with DDP_WRITE_KEEP=1; each
+# run removes the one before):
 #   symlink       a symbolic link (and a chain of two) as the last component
 #   proc_fd       /proc/self/fd/N and /dev/fd/N of a read-only fd reopened r+
 #   truncate      truncate(path) of rank 0's file
 #   tmpfile       O_TMPFILE in rank 0's folder, then linkat(AT_SYMLINK_FOLLOW)
 #   link          link(rank 0's file, new name): the new name is a copy
 #   sed_i         sed -i (mkostemp + rename in the same folder)
-#   no_side_dir   the side folder cannot be created: the write fails
-#                 (ENOTDIR), one libddp: line, nothing in place
+#   no_side_dir   the run folder cannot be created: the write fails
+#                 (ENOTDIR), one libddp: line per path, nothing in place
 #   too_long      the side path exceeds PATH_MAX: ENAMETOOLONG, nothing in place
 #   bad_write_dir DDP_WRITE_DIR longer than PATH_MAX: writes fail, nothing in place
 set -u
@@ -38,9 +39,9 @@ notok() { echo "not ok - $1"; fails=1; }
 rank1() {
 	local c=$1
 	shift
-	(cd "$job/$c" && RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$job/wd LD_PRELOAD=$lib "$@" 2>err)
+	(cd "$job/$c" && RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$job/wd DDP_WRITE_KEEP=1 LD_PRELOAD=$lib "$@" 2>err)
 }
-side() { echo "$job/wd/rank1$job/$1"; }
+side() { echo "$(echo "$job"/wd/rank1/run-*)$job/$1"; }
 new_case() { mkdir -p "$job/$1" && printf 'rank0 data\n' >"$job/$1/ckpt.bin"; }
 intact() { [ "$(cat "$job/$1/ckpt.bin")" = "rank0 data" ]; }
 show() { sed 's/^/# /' "$job/$1/err"; find "$job/wd" "$job/$1" 2>/dev/null | sed 's/^/# /'; }
@@ -182,10 +183,16 @@ except OSError:
     pass
 else:
     raise SystemExit("the open succeeded")
-with open("'"$tmp"'/scratch", "w") as f: f.write("x")
+try:
+    open("'"$tmp"'/scratch", "w")
+except OSError:
+    pass
+else:
+    raise SystemExit("the open in a temporary folder succeeded")
 ' 2>err) && r=0 || r=$?
-if [ $r = 0 ] && intact bad_write_dir && [ "$(grep -c "libddp: DDP_WRITE_DIR=" "$job/bad_write_dir/err")" = 1 ]; then
-	ok "bad_write_dir: an unusable DDP_WRITE_DIR fails the writes (temp folders still work)"
+if [ $r = 0 ] && intact bad_write_dir && [ ! -e "$tmp/scratch" ] &&
+	[ "$(grep -c "libddp: DDP_WRITE_DIR=" "$job/bad_write_dir/err")" = 1 ]; then
+	ok "bad_write_dir: an unusable DDP_WRITE_DIR fails the writes (temporary folders' too)"
 else
 	notok "bad_write_dir: (exit $r)"; sed 's/^/# /' "$job/bad_write_dir/err" | cut -c1-200
 fi

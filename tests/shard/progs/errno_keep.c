@@ -57,6 +57,8 @@ static int do_write(const char *shared)
 	EXPECT("access of a file without side copy", access(shared, R_OK) == 0);
 	EXPECT("open for reading, no side copy", (fd = open(shared, O_RDONLY)) >= 0);
 	close(fd);
+	EXPECT("mkdir of a new folder", mkdir("sub", 0755) == 0);
+	EXPECT("mkdir of a new folder in it", mkdir("sub/dir", 0755) == 0);
 	EXPECT("open O_CREAT of a new file in a new folder",
 	       (fd = open("sub/dir/new.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644)) >= 0);
 	if (fd >= 0)
@@ -75,8 +77,15 @@ static int do_write(const char *shared)
 	EXPECT("rename of a shared file never written (copied)",
 	       rename("other.txt", "sub/other-copy.txt") == 0);
 	EXPECT("unlink of this rank's file", unlink("sub/dir/new2.bin") == 0);
-	EXPECT("unlink of a shared file never written (left in place)", unlink("other.txt") == 0);
-	EXPECT("remove of a shared file never written", remove("other.txt") == 0);
+	EXPECT("unlink of a shared file never written (hidden, left in place)",
+	       unlink("third.txt") == 0);
+	if (stat("third.txt", &st) == 0 || errno != ENOENT) {
+		printf("not ok - the shared file it unlinked is gone for this rank\n");
+		fails++;
+	} else {
+		printf("ok - the shared file it unlinked is gone for this rank\n");
+	}
+	EXPECT("remove of a shared file it copied up", remove(shared) == 0);
 	return fails != 0;
 }
 
