@@ -1028,6 +1028,11 @@ void ddp_sync_init(int rank, int world)
 	}
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");
+	if (ddp_param_debug_avg_state()) {
+		ddp_grad_set_debug_avg_state(tracker, 1);
+		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
+			 "gradient (a debug setting: training is wrong)");
+	}
 	if (dry) {
 		ddp_grad_set_strict(tracker, 0);
 		ddp_sync_on_ = 1;
@@ -1353,6 +1358,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	cur_call = c;
 	ddp_result rc = ddp_grad_launch(tracker, &gl);
 	cur_call = NULL;
+	if (!opt_seen && ddp_grad_steps(tracker)) /* an update found from the data flow */
+		opt_seen = 1;
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
