@@ -65,6 +65,7 @@
 #ifndef DDP_EXPORT
 #define DDP_EXPORT __attribute__((visibility("default")))
 #endif
+#include "ddp_sync.h"
 #include "hook_file.h"
 
 static int wr_active;              /* this rank redirects                 */
@@ -383,6 +384,7 @@ void hook_write_setup(void)
 	const struct ddp_rank_info *ri = ddp_rank_get();
 	const char *dir = ddp_param_write_dir(), *tmp = getenv("TMPDIR");
 
+	temp_dirs_setup(ddp_param_temp_dirs(), tmp); /* the output gate's exclusions too */
 	if (strcmp(ri->source, "none") == 0 || ri->rank == 0)
 		return;
 	if (ddp_param_all_ranks_write()) {
@@ -391,7 +393,6 @@ void hook_write_setup(void)
 	}
 	if (!dir || !*dir)
 		dir = ".ddprun";
-	temp_dirs_setup(ddp_param_temp_dirs(), tmp);
 	wr_tmp = ddp_param_redirect_tmp();
 	wr_rank = ri->rank;
 	if (abs_path(AT_FDCWD, dir, wr_base, sizeof wr_base) != 0 ||
@@ -540,6 +541,36 @@ static const char *map_open(int dirfd, const char *path, int flags, char *buf, s
 		return path;
 	log_once("writes", path, buf);
 	return buf;
+}
+
+void hook_write_output_gate(int dirfd, const char *path, int flags)
+{
+	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
+	char abs[PATH_MAX];
+	int saved = errno;
+
+	if (!ddp_sync_gate_open() || !path || !*path || hook_file_bypass() || (flags & (O_PATH | O_DIRECTORY)) ||
+	    ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC))))
+		return;
+	if (abs_path(dirfd, path, abs, sizeof abs) != 0)
+		goto out;
+	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+		if (under(abs, always[i]))
+			goto out;
+	for (int i = 0; i < wr_ntemp; i++)
+		if (under(abs, wr_temp[i]))
+			goto out;
+	if (strstr(abs, "/.")) /* dot-folders: caches, and the side folders (.ddprun) */
+		goto out;
+	{
+		char dir[PATH_MAX];
+		const char *wd = ddp_param_write_dir();
+		if (abs_path(AT_FDCWD, wd && *wd ? wd : ".ddprun", dir, sizeof dir) == 0 && under(abs, dir))
+			goto out;
+	}
+	ddp_sync_output_open(abs);
+out:
+	errno = saved;
 }
 
 const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len)

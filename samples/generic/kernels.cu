@@ -192,3 +192,28 @@ __global__ void adam_kernel(int N, float* x, const float* m, const float* v, flo
 	float vhat = v[i] / (1.0f - powf(B2, (float)t));
 	x[i] = x[i] + rate * mhat / (sqrtf(vhat) + eps);
 }
+
+/* ---- --optimizer fused: the framework's one-launch update ------------------- */
+
+/* Every tensor's SGD step (the same arithmetic as the axpy/axpy/scal chain)
+ * in ONE launch, the tensors' pointers in a by-value struct; blockIdx.y is
+ * the tensor. */
+#define UPDATE_MAX_TENSORS 8
+struct update_list {
+	float* w[UPDATE_MAX_TENSORS];
+	float* dw[UPDATE_MAX_TENSORS];
+	int n[UPDATE_MAX_TENSORS];
+	int count;
+	float lr_over_batch, decay_times_batch, momentum;
+};
+
+__global__ void apply_updates_kernel(struct update_list L)
+{
+	int t = blockIdx.y;
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= L.count || i >= L.n[t])
+		return;
+	float d = L.dw[t][i] + -L.decay_times_batch * L.w[t][i];
+	L.w[t][i] += L.lr_over_batch * d;
+	L.dw[t][i] = L.momentum * d;
+}

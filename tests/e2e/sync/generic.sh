@@ -12,7 +12,8 @@
 # steps counted are the program's steps and the bytes averaged per step are
 # the gradient bytes.  Negative controls: DDP_SYNC=off differs;
 # DDP_DEBUG_AVG_STATE=1 (average m and v, the rules before the data flow)
-# differs.
+# differs.  Never late: --optimizer fused (an update libddp cannot find)
+# stops at step 1 before its first weights file is written.
 . "$(dirname "$0")/lib.sh"
 need generic
 D=$BUILD/data/mlp.rec
@@ -48,4 +49,45 @@ if [ -s "$TMP/avgstate.0.bin" ]; then
 else
 	ok "roles negative control: averaging m and v stopped the job ($(tail -1 "$TMP/avgstate.ddp.err"))"
 fi
+# never silent, never late: --optimizer fused updates every tensor in ONE
+# launch of a kernel named like no optimizer, its pointers in a by-value
+# struct; libddp cannot find that update, so the job must stop at step 1,
+# before the program writes its first weights file (it saves one every step),
+# and exit non-zero.  The files go to a folder outside the temporary folders
+# (the gate leaves temporary files alone).  Control: the sgd update, found at
+# step 1, saves every step as usual.
+OUTD=$(cd "$BUILD" && pwd)/generic-gate.$$
+rm -rf "$OUTD"
+mkdir -p "$OUTD"
+gate() {
+	(cd "$OUTD" && timeout 120 "$OLDPWD/$DDPRUN" -n 2 --shard "$OLDPWD/$D" -- "$OLDPWD/$BUILD/samples/generic" \
+		--data "$OLDPWD/$D" --steps 5 --batch 8 --optimizer "$1" --save-every 1 --save w.bin \
+		>"$TMP/gate-$1.out" 2>"$TMP/gate-$1.err")
+}
+gate fused
+rc=$?
+files=$(cd "$OUTD" && find . -name 'w.bin*' | tr '\n' ' ')
+line=$(grep -c 'libddp: the program opens .*w.bin.1 for writing after .* no update of its parameters was found' \
+	"$TMP/gate-fused.err")
+if [ $rc -ne 0 ] && [ -z "$files" ] && [ "$line" -ge 1 ] && ! grep -q 'step 2 ' "$TMP/gate-fused.out"; then
+	ok "unfindable update: stopped at step 1 before its first weights file (exit $rc, no file written)"
+else
+	not_ok "unfindable update: exit $rc, files '$files', stop line $line: $(tail -3 "$TMP/gate-fused.err" | tr '\n' ' ')"
+fi
+if grep -q 'DDP_SYNC=off\|DDP_OPT_KERNELS' "$TMP/gate-fused.err"; then
+	not_ok "unfindable update: the stop message suggests a setting that runs unverified"
+else ok "unfindable update: the stop message suggests no setting that runs unverified"; fi
+rm -rf "$OUTD"/* "$OUTD"/.ddprun
+# negative control: unsynchronised on purpose, the same program writes them
+DDP_SYNC=off gate fused
+n=$(cd "$OUTD" && ls w.bin.* 2>/dev/null | wc -l)
+if [ "$n" -eq 5 ]; then ok "negative control: with DDP_SYNC=off the same program writes its 5 weights files"
+else not_ok "negative control: DDP_SYNC=off wrote $n weights files, expected 5"; fi
+rm -rf "$OUTD"/* "$OUTD"/.ddprun
+gate sgd
+rc=$?
+n=$(cd "$OUTD" && ls w.bin.* 2>/dev/null | wc -l)
+if [ $rc -eq 0 ] && [ "$n" -eq 5 ]; then ok "control: the found sgd update saves its 5 weights files (exit 0)"
+else not_ok "control: sgd exit $rc, $n weights files: $(tail -2 "$TMP/gate-sgd.err" | tr '\n' ' ')"; fi
+rm -rf "$OUTD"
 exit $FAILED
