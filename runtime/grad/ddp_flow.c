@@ -18,6 +18,7 @@ struct flow_range {
 	uint32_t alloc_id;
 	uint8_t read, written;
 	uint64_t lo, hi;
+	uint64_t first_read, last_write; /* launch numbers (history)       */
 };
 
 struct flow_set {
@@ -81,7 +82,8 @@ static ddp_result range_add(struct flow_range **v, size_t *n, size_t *cap, uint3
 	return DDP_OK;
 }
 
-ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote)
+ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote,
+			 uint64_t seq)
 {
 	struct flow_range *r;
 	if (f->hist_done)
@@ -91,31 +93,38 @@ ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uin
 		return DDP_OK;
 	}
 	DDP_CHECK(range_add(&f->hist, &f->nhist, &f->chist, alloc_id, lo, hi, &r));
-	if (wrote)
+	if (wrote) {
 		r->written = 1;
-	else
+		r->last_write = seq;
+	} else {
 		r->read = 1;
+		if (!r->first_read)
+			r->first_read = seq;
+	}
 	return DDP_OK;
 }
 
-int ddp_flow_was_written(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+uint64_t ddp_flow_last_write(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
 {
+	uint64_t last = 0;
 	for (size_t i = 0; i < f->nhist; i++) {
 		const struct flow_range *r = &f->hist[i];
-		if (r->written && r->alloc_id == alloc_id && r->lo < hi && lo < r->hi)
-			return 1;
+		if (r->written && r->alloc_id == alloc_id && r->lo < hi && lo < r->hi && r->last_write > last)
+			last = r->last_write;
 	}
-	return 0;
+	return last;
 }
 
-int ddp_flow_was_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+uint64_t ddp_flow_first_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
 {
+	uint64_t first = 0;
 	for (size_t i = 0; i < f->nhist; i++) {
 		const struct flow_range *r = &f->hist[i];
-		if (r->read && r->alloc_id == alloc_id && r->lo < hi && lo < r->hi)
-			return 1;
+		if (r->read && r->alloc_id == alloc_id && r->lo < hi && lo < r->hi &&
+		    (!first || r->first_read < first))
+			first = r->first_read;
 	}
-	return 0;
+	return first;
 }
 
 void ddp_flow_history_done(struct ddp_flow *f)

@@ -38,13 +38,14 @@ void ddp_flow_free(struct ddp_flow *f);
 
 /* ---- the first step's access history */
 
-/* A launch accessed [lo, hi) of allocation alloc_id: wrote != 0 when it may
- * have written it. */
-ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote);
-/* Was any byte of [lo, hi) written by a launch so far? */
-int ddp_flow_was_written(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
-/* Was [lo, hi) (exactly, or a range overlapping it) read by a launch? */
-int ddp_flow_was_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
+/* Launch number seq (counting from 1, increasing) accessed [lo, hi) of
+ * allocation alloc_id: wrote != 0 when it may have written it. */
+ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote,
+			 uint64_t seq);
+/* The last launch that may have written a byte of [lo, hi) (0: none). */
+uint64_t ddp_flow_last_write(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
+/* The first launch that read a byte of [lo, hi) (0: none). */
+uint64_t ddp_flow_first_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
 /* The first step is over: the history is dropped. */
 void ddp_flow_history_done(struct ddp_flow *f);
 

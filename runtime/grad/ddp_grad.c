@@ -80,6 +80,7 @@ struct ddp_grad {
 	/* the update found from the data flow (ddp_flow.h) */
 	struct ddp_flow *flow;
 	int flow_update;                 /* the open update phase is a flow one  */
+	uint64_t flow_seq;               /* launches noted in the flow history   */
 	int debug_avg_state;             /* DDP_DEBUG_AVG_STATE                  */
 	size_t xcap_rec, xcap_list, xcap_rd;
 	char err[512];
@@ -1001,9 +1002,13 @@ static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role);
  * - from step 2 on, a launch of a flow update phase that is not one of the
  *   update's launches learned in step 1 ends the phase. */
 
-static int flow_applies(const struct ddp_grad_launch *L)
+/* Flow cuts are looked for while no update is known, and in programs whose
+ * update the flow found: an update already found by the other rules (a
+ * named optimizer, PyTorch's kernels) keeps them. */
+static int flow_applies(const struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
-	return !L->explicit_ranges && !L->truncated && L->kclass == DDP_GK_OTHER && L->nargs > 0;
+	return !L->explicit_ranges && !L->truncated && L->kclass == DDP_GK_OTHER && L->nargs > 0 &&
+	       (g->steps == 0 || ddp_flow_ncuts(g->flow) > 0);
 }
 
 static uint64_t flow_key(const struct ddp_grad_launch *L)
@@ -1057,11 +1062,11 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 			continue;
 		struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
 		int is_p = rec_exact(g, x, plo, phi, M(DDP_GR_PARAM)) != NULL;
+		uint64_t pread = ddp_flow_first_read(g->flow, a->alloc_id, plo, phi);
 		if (!is_p && g->steps_done == 0)
 			is_p = !rec_overlap(g, x, plo, phi, M(DDP_GR_GRAD) | M(DDP_GR_CAND) | M(DDP_GR_DERIVED),
 					    &(uint32_t){ 0 }) &&
-			       ddp_flow_was_read(g->flow, a->alloc_id, plo, phi) &&
-			       !ddp_flow_was_written(g->flow, a->alloc_id, plo, phi);
+			       pread && !ddp_flow_last_write(g->flow, a->alloc_id, plo, phi);
 		if (!is_p)
 			continue;
 		for (uint32_t q = 0; q < L->nargs; q++) {
@@ -1076,7 +1081,10 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				is_g = !rec_overlap(g, y, qlo, qhi, M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
 						    &(uint32_t){ 0 }) &&
 				       !integer_arg(b) && ddp_dtype_size(grad_dtype(g, L, b)) &&
-				       ddp_flow_was_written(g->flow, b->alloc_id, qlo, qhi);
+				       /* written by a launch AFTER the parameter was first
+					* read (backward after forward), never by the
+					* launch that read it (a forward's output) */
+				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread;
 			if (is_g) {
 				*pi = p;
 				*qi = q;
@@ -1181,6 +1189,7 @@ static ddp_result flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L
 /* After L: its writes, when it is an update launch; its accesses, in step 1. */
 static ddp_result flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
 {
+	g->flow_seq++;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
 		uint64_t lo, hi;
@@ -1189,14 +1198,14 @@ static ddp_result flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L,
 		if (upd && wrote)
 			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
 		if (g->steps_done == 0)
-			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote));
+			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq));
 	}
 	return DDP_OK;
 }
 
 static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
-	int wrote_g = 0, upd = 0, flow = flow_applies(L) && !g->debug_avg_state;
+	int wrote_g = 0, upd = 0, flow = flow_applies(g, L) && !g->debug_avg_state;
 	if (flow)
 		DDP_CHECK(flow_other(g, L, &upd));
 	if (L->truncated) {

@@ -1081,6 +1081,28 @@ TEST(flow_adam_moments_are_state_not_gradients)
 	ddp_grad_free(g);
 }
 
+/* an elementwise forward whose output has a parameter's size is no update:
+ * its output was written by the launch that read the parameter, not after */
+TEST(flow_forward_output_is_no_gradient)
+{
+	static float x[N], p[N], y[N], gr[N];
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg f[] = { R_(x, sizeof x, 0, sizeof x, 41, 0, R, F32), R_(p, sizeof p, 0, sizeof p, 42, 1, R, F32),
+				    R_(y, sizeof y, 0, sizeof y, 43, 2, W, F32) };
+	struct ddp_grad_arg b[] = { A(y, sizeof y, 43, 0, R, F32), A(gr, sizeof gr, 44, 1, W, F32),
+				    A(fact, sizeof fact, 39, 2, R, F32) };
+	struct ddp_grad_arg u[] = { R_(gr, sizeof gr, 0, sizeof gr, 44, 2, R, F32),
+				    R_(p, sizeof p, 0, sizeof p, 42, 3, W, F32) };
+	for (int step = 0; step < 3; step++) {
+		CHECK_EQ_INT(L(g, "fwd", DDP_GK_OTHER, f, 3), DDP_OK);
+		CHECK_EQ_INT(L(g, "bwd", DDP_GK_OTHER, b, 3), DDP_OK);
+		CHECK_EQ_INT(L(g, "axpy", DDP_GK_OTHER, u, 2), DDP_OK);
+	}
+	CHECK_EQ_STR(evlog, "BC[axpy:3]AR[axpy:2]|E1|AR[axpy:2]|E2|AR[axpy:2]");
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), sizeof gr);
+	ddp_grad_free(g);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);
