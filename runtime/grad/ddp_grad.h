@@ -43,6 +43,17 @@
  *   first launch that writes a G range, the next reader launch, or (while no
  *   G is known) the first non-optimizer launch.  Launches between optimizer
  *   launches (a bf16 cast of updated master weights) stay in the phase.
+ * - Updates from the data flow (launches of class "other" that are not
+ *   explicit; ddp_flow.h keeps the evidence): while no update is known, an
+ *   elementwise launch touching a parameter (a whole allocation launches
+ *   read and none wrote) and a same-sized whole allocation written after
+ *   the parameter's first read (the gradient) is a CUT: every dirty G is
+ *   averaged, the parameter broadcast, a step begins.  The launches that
+ *   follow until one touches an updated parameter are the update (learned
+ *   by identity in step 1): their writes of G they averaged leave it clean,
+ *   and what they wrote before an optimizer launch reads it is state
+ *   (DDP_GE_FLOW_STATE), never G.  A launch of the phase that is not one of
+ *   them ends the step (from step 2).
  * - Nothing silent: the first step ending with no G known, or the second
  *   ending with nothing ever averaged, is an error (strict mode).
  *
