@@ -532,6 +532,8 @@ static int do_open(int dirfd, const char *path, int flags, mode_t mode)
 	HOOK_LAUNDER(path);
 	p = path;
 	hook_file_init();
+	if (hook_file_ready() && path)
+		hook_write_output_gate(dirfd, path, flags);
 	if (hook_file_ready() && path && hook_write_active()) {
 		p = hook_write_map_open(dirfd, path, flags, buf, sizeof buf);
 		if (!p)

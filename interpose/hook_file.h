@@ -105,6 +105,13 @@ int hook_file_bypass(void) HOOK_HIDDEN;
 const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf,
 				size_t len) HOOK_HIDDEN;
 
+/* Never late (every rank): an open with write access (flags) of a file
+ * outside /dev, /proc, /sys, /run, the temporary folders, the side folders
+ * and dot-folders (caches: ~/.nv, ~/.triton, ~/.cache), while kernels ran
+ * and no update is known, stops the job before the file is written
+ * (ddp_sync_output_open).  Costs one flag test once an update is known. */
+void hook_write_output_gate(int dirfd, const char *path, int flags) HOOK_HIDDEN;
+
 /* The path a stat-like lookup should use (side copy when it exists). */
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len) HOOK_HIDDEN;
 

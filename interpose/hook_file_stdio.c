@@ -97,6 +97,7 @@ static FILE *do_fopen(const char *path, const char *mode)
 	if (!path || !mode || !hook_file_ready())
 		return ddp_libc_.fopen64(path, mode);
 	flags = hook_file_mode_flags(mode);
+	hook_write_output_gate(AT_FDCWD, path, flags);
 	if (hook_write_active()) {
 		p = hook_write_map_open(AT_FDCWD, path, flags, buf, sizeof buf);
 		if (!p)
@@ -145,6 +146,8 @@ static FILE *do_freopen(const char *path, const char *mode, FILE *stream)
 	p = path;
 	hook_file_init();
 	hook_libc_resolve();
+	if (path && mode && hook_file_ready())
+		hook_write_output_gate(AT_FDCWD, path, hook_file_mode_flags(mode));
 	if (path && mode && hook_file_ready() && hook_write_active()) {
 		p = hook_write_map_open(AT_FDCWD, path, hook_file_mode_flags(mode), buf, sizeof buf);
 		if (!p) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include "ddp_sync.h"
 #include "ddp_write.h"
 #if __has_include("ddp_export.h")
 #include "ddp_export.h"
@@ -50,6 +51,15 @@ const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, ch
 const char *hook_write_map_lookup(int dirfd, const char *path, char *buf, size_t len)
 {
 	return hook_write_map_lookup_at(dirfd, path, 1, buf, len);
+}
+
+void hook_write_output_gate(int dirfd, const char *path, int flags)
+{
+	char abs[PATH_MAX];
+
+	if (ddp_sync_gate_open() && !hook_file_bypass() &&
+	    ddp_write_output_path(dirfd, path, flags, abs, sizeof abs))
+		ddp_sync_output_open(abs);
 }
 
 const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len)

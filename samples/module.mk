@@ -10,7 +10,7 @@
 # in a directory of that name: they go to $(BUILD)/samples/obj/<name>/ (the
 # embedded symbol is therefore samples_obj_<name>_kernels_fatbin).
 
-SAMPLE_NAMES := mlp charlm fused patterns torchlike
+SAMPLE_NAMES := mlp charlm fused patterns torchlike generic
 SAMPLE_BINS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%)
 SAMPLE_KERN_SOS := $(SAMPLE_NAMES:%=$(BUILD)/samples/%.kern.so)
 SAMPLE_DATA := $(BUILD)/data/mlp.rec $(BUILD)/data/charlm.rec

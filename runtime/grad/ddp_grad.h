@@ -43,6 +43,17 @@
  *   first launch that writes a G range, the next reader launch, or (while no
  *   G is known) the first non-optimizer launch.  Launches between optimizer
  *   launches (a bf16 cast of updated master weights) stay in the phase.
+ * - Updates from the data flow (launches of class "other" that are not
+ *   explicit; ddp_flow.h keeps the evidence): while no update is known, an
+ *   elementwise launch touching a parameter (a whole allocation launches
+ *   read and none wrote) and a same-sized whole allocation written after
+ *   the parameter's first read (the gradient) is a CUT: every dirty G is
+ *   averaged, the parameter broadcast, a step begins.  The launches that
+ *   follow until one touches an updated parameter are the update (learned
+ *   by identity in step 1): their writes of G they averaged leave it clean,
+ *   and what they wrote before an optimizer launch reads it is state
+ *   (DDP_GE_FLOW_STATE), never G.  A launch of the phase that is not one of
+ *   them ends the step (from step 2).
  * - Nothing silent: the first step ending with no G known, or the second
  *   ending with nothing ever averaged, is an error (strict mode).
  *
@@ -176,6 +187,12 @@ enum ddp_grad_evidence {
 	DDP_GE_READER,           /* a reader's input (candidate) or output     */
 	DDP_GE_LIST,             /* a consumer's gradient list (explicit launch) */
 	DDP_GE_LIST_WRITE,       /* written by an optimizer launch's list      */
+	DDP_GE_FLOW_PARAM,       /* data flow: read by the launches, written by none
+				  * before the update (ddp_flow.h)            */
+	DDP_GE_FLOW_GRAD,        /* data flow: written by this step's launches,
+				  * read by the update's first launch         */
+	DDP_GE_FLOW_STATE,       /* data flow: formed by the update's launches
+				  * before the optimizer kernel read it        */
 };
 
 /* A range the tracker knows. */
@@ -212,6 +229,9 @@ struct ddp_grad_buf {
 	uint64_t opt_phase;      /* the step whose update phase last wrote it (0: none) */
 	uint64_t xstamp;         /* the explicit launch that last looked it up */
 	uint32_t rkid;           /* the reader kernel that last named it       */
+	uint64_t flow_red;       /* G: the step whose (data-flow) update phase
+				  * averaged it: the update's own writes then
+				  * leave it clean                             */
 	uint64_t rk_ep;          /*   and in which epoch (+1; 0: never)        */
 };
 
@@ -273,6 +293,11 @@ ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_ove
 /* strict (the default): a first step with no gradient, or two steps with
  * nothing averaged, is an error.  Off for a dry run (ddprun inspect). */
 void ddp_grad_set_strict(struct ddp_grad *g, int strict);
+/* Debug, negative control (DDP_DEBUG_AVG_STATE): the data flow is off, so
+ * optimizer state formed by generic kernels before the optimizer kernel
+ * (m, v) is taken for the gradient and averaged INSTEAD of it, as the rules
+ * before the data flow did.  Training is then wrong; the tests show it. */
+void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on);
 void ddp_grad_free(struct ddp_grad *g);
 
 /* Processes one launch, BEFORE it reaches the driver.  Errors are fatal for

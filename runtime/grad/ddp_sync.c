@@ -1028,6 +1028,11 @@ void ddp_sync_init(int rank, int world)
 	}
 	if (ddp_grad_new(&ops, ov, &tracker) != DDP_OK)
 		die("libddp: out of memory (gradient tracker)");
+	if (ddp_param_debug_avg_state()) {
+		ddp_grad_set_debug_avg_state(tracker, 1);
+		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
+			 "gradient (a debug setting: training is wrong)");
+	}
 	if (dry) {
 		ddp_grad_set_strict(tracker, 0);
 		ddp_sync_on_ = 1;
@@ -1197,7 +1202,7 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 {
 	char msg[900];
 	if (cls == DDP_GK_OPT) {
-		opt_seen = 1;
+		__atomic_store_n(&opt_seen, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	uint64_t now = ddp_now_ns();
@@ -1214,6 +1219,28 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?",
 		 torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
 			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else " : "");
+	die(msg);
+}
+
+int ddp_sync_gate_open(void)
+{
+	return ddp_sync_on_ && !dry && !__atomic_load_n(&opt_seen, __ATOMIC_RELAXED);
+}
+
+void ddp_sync_output_open(const char *path)
+{
+	char msg[1000];
+	pthread_mutex_lock(&sync_lock);
+	if (!ddp_sync_gate_open() || !stats.launches) {
+		pthread_mutex_unlock(&sync_lock);
+		return;
+	}
+	snprintf(msg, sizeof msg, "libddp: the program opens %.300s for writing after %" PRIu64 " kernel launches, and "
+		 "no update of its parameters was found among them (no optimizer kernel, and no launch that reads a "
+		 "parameter and a gradient the way an update does; the last kernel launched: %.200s): the ranks "
+		 "would train apart, so the job stops before the file is written (docs/gradient-sync.md, \"Which "
+		 "updates libddp finds\")", path, stats.launches,
+		 cur_k && cur_k->demangled ? cur_k->demangled : "?");
 	die(msg);
 }
 
@@ -1353,6 +1380,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	cur_call = c;
 	ddp_result rc = ddp_grad_launch(tracker, &gl);
 	cur_call = NULL;
+	if (!opt_seen && ddp_grad_steps(tracker)) /* an update found from the data flow */
+		__atomic_store_n(&opt_seen, 1, __ATOMIC_RELAXED);
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");

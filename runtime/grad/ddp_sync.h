@@ -61,6 +61,16 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * thread; idempotent. */
 void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
 
+/* Never late: the program opens an output file (interpose/hook_write.c,
+ * hook_write_output_gate).  ddp_sync_gate_open() is a cheap test, any
+ * thread: nonzero while synchronisation is on and no update (a recognised
+ * optimizer, or one found from the data flow) is known yet.
+ * ddp_sync_output_open(path): when kernels were launched and still no
+ * update is known, the job stops with one line naming the file, before the
+ * file is written (the ranks would have trained apart). */
+int ddp_sync_gate_open(void) __attribute__((visibility("hidden")));
+void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden")));
+
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns
  * non-zero when the process must exit non-zero: a rank of a multi-rank job

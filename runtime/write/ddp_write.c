@@ -857,6 +857,7 @@ void ddp_write_setup(void)
 	const char *dir = ddp_param_write_dir(), *tmp = getenv("TMPDIR");
 	char rankdir[PATH_MAX], cwd[PATH_MAX];
 
+	temp_dirs_setup(ddp_param_temp_dirs(), tmp); /* every rank: ddp_write_output_path too */
 	if (strcmp(ri->source, "none") == 0 || ri->rank == 0)
 		return;
 	if (ddp_param_all_ranks_write()) {
@@ -865,7 +866,6 @@ void ddp_write_setup(void)
 	}
 	if (!dir || !*dir)
 		dir = ".ddprun";
-	temp_dirs_setup(ddp_param_temp_dirs(), tmp);
 	wr_tmp = ddp_param_redirect_tmp();
 	wr_keep = ddp_param_write_keep();
 	wr_rank = ri->rank;
@@ -892,6 +892,31 @@ void ddp_write_setup(void)
 			 wr_tmp ? "" : ", temporary folders");
 	__atomic_store_n(&wr_active, 1, __ATOMIC_RELEASE);
 	DDP_DEBUG(HOOK, "rank %d redirects its writes to %s", wr_rank, wr_root);
+}
+
+int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, size_t len)
+{
+	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
+	const char *wd = ddp_param_write_dir();
+	char dir[PATH_MAX];
+	int saved = errno, rc = 0;
+
+	if (!path || !*path || (flags & (O_PATH | O_DIRECTORY)) ||
+	    ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC))))
+		return 0;
+	if (abs_path(dirfd, path, abs, len) != 0)
+		goto out;
+	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
+		if (under(abs, always[i]))
+			goto out;
+	if (in_temp(abs) || strstr(abs, "/.")) /* dot-folders: caches, and the side folders (.ddprun) */
+		goto out;
+	if (abs_path(AT_FDCWD, wd && *wd ? wd : ".ddprun", dir, sizeof dir) == 0 && under(abs, dir))
+		goto out;
+	rc = 1;
+out:
+	errno = saved;
+	return rc;
 }
 
 int ddp_write_active(void)

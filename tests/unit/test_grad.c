@@ -978,6 +978,131 @@ TEST(unbounded_gradient_in_a_tensor_segment_is_refused)
 	ddp_grad_free(g);
 }
 
+/* darknet-like generic kernels (ddp_flow.h): no kernel named like an
+ * optimizer; the update is found from the data flow */
+static float fw0[N], fdw0[N], fw1[N], fdw1[N], fm0[N], fv0[N], fact[2 * N];
+
+static void flow_fwd_bwd(struct ddp_grad *g)
+{
+	struct ddp_grad_arg f[] = { A(fw0, sizeof fw0, 31, 0, R, F32), A(fw1, sizeof fw1, 33, 1, R, F32),
+				    A(fact, sizeof fact, 39, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "gemm_nt", DDP_GK_OTHER, f, 3), DDP_OK);
+	struct ddp_grad_arg b[] = { A(fact, sizeof fact, 39, 0, R, F32), A(fdw0, sizeof fdw0, 32, 1, W, F32),
+				    A(fdw1, sizeof fdw1, 34, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "gemm_tn", DDP_GK_OTHER, b, 3), DDP_OK);
+}
+
+/* axpy(n, a, X, Y): Y += a X, whole allocations bounded by n */
+static void flow_axpy(struct ddp_grad *g, float *x, uint32_t xid, float *y, uint32_t yid)
+{
+	struct ddp_grad_arg a[] = { R_(x, sizeof fw0, 0, sizeof fw0, xid, 2, R, F32),
+				    R_(y, sizeof fw0, 0, sizeof fw0, yid, 3, W, F32) };
+	CHECK_EQ_INT(L(g, "axpy", DDP_GK_OTHER, a, 2), DDP_OK);
+}
+
+static void flow_scal(struct ddp_grad *g, float *x, uint32_t xid)
+{
+	struct ddp_grad_arg a[] = { R_(x, sizeof fw0, 0, sizeof fw0, xid, 2, W, F32) };
+	CHECK_EQ_INT(L(g, "scal", DDP_GK_OTHER, a, 1), DDP_OK);
+}
+
+/* darknet's SGD: axpy(-decay*batch, w, dw); axpy(lr/batch, dw, w); scal(momentum, dw) */
+static void flow_sgd(struct ddp_grad *g)
+{
+	flow_axpy(g, fw0, 31, fdw0, 32);
+	flow_axpy(g, fdw0, 32, fw0, 31);
+	flow_scal(g, fdw0, 32);
+	flow_axpy(g, fw1, 33, fdw1, 34);
+	flow_axpy(g, fdw1, 34, fw1, 33);
+	flow_scal(g, fdw1, 34);
+}
+
+TEST(flow_generic_sgd_found_from_the_data_flow)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	flow_fwd_bwd(g);
+	CHECK_EQ_STR(evlog, "");
+	flow_sgd(g);
+	/* each tensor's cut: the parameter broadcast, its gradient averaged
+	 * BEFORE the update reads it; scal(momentum, dw) leaves it clean */
+	CHECK_EQ_STR(evlog, "BC[axpy:2]AR[axpy:3]BC[axpy:2]AR[axpy:3]");
+	evlog[0] = '\0';
+	flow_fwd_bwd(g); /* the forward reads an updated parameter: step 1 ends */
+	flow_sgd(g);
+	CHECK_EQ_STR(evlog, "|E1|AR[axpy:3,axpy:3]");
+	evlog[0] = '\0';
+	flow_fwd_bwd(g); /* steady state: the forward is no update launch */
+	flow_sgd(g);
+	CHECK_EQ_STR(evlog, "|E2|AR[axpy:3,axpy:3]");
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * sizeof fdw0);
+	ddp_grad_free(g);
+}
+
+/* Adam whose m is formed by scal and axpy before adam_kernel reads it */
+static void flow_adam(struct ddp_grad *g)
+{
+	flow_axpy(g, fw0, 31, fdw0, 32);   /* the cut: weight decay */
+	flow_scal(g, fm0, 35);             /* m = b1 * m */
+	flow_axpy(g, fdw0, 32, fm0, 35);   /* m += (1-b1) g */
+	flow_scal(g, fv0, 36);             /* v = b2 * v (+ g*g, elided) */
+	struct ddp_grad_arg a[] = { R_(fw0, sizeof fw0, 0, sizeof fw0, 31, 1, W, F32),
+				    R_(fm0, sizeof fm0, 0, sizeof fm0, 35, 2, R, F32),
+				    R_(fv0, sizeof fv0, 0, sizeof fv0, 36, 3, R, F32) };
+	CHECK_EQ_INT(L(g, "adam_kernel", DDP_GK_OPT, a, 3), DDP_OK);
+}
+
+TEST(flow_adam_moments_are_state_not_gradients)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	flow_fwd_bwd(g);
+	flow_adam(g);
+	/* dw averaged at the cut; m and v broadcast once as state, never averaged */
+	CHECK_EQ_STR(evlog, "BC[axpy:2]AR[axpy:3]BC[adam_kernel:2,adam_kernel:3]");
+	for (size_t i = 0; i < ddp_grad_nbufs(g); i++) {
+		struct ddp_grad_buf *b = ddp_grad_buf_at(g, i);
+		if (b->base == (uintptr_t)fm0 || b->base == (uintptr_t)fv0) {
+			CHECK_EQ_INT(b->role, DDP_GR_PARAM);
+			CHECK_EQ_INT(b->evidence, DDP_GE_FLOW_STATE);
+		}
+	}
+	evlog[0] = '\0';
+	flow_fwd_bwd(g);
+	flow_adam(g);
+	CHECK_EQ_STR(evlog, "|E1|AR[axpy:3]");
+	ddp_grad_free(g);
+	/* negative control: the rules before the data flow average m and v */
+	g = fresh(DDP_DT_UNKNOWN);
+	ddp_grad_set_debug_avg_state(g, 1);
+	flow_fwd_bwd(g);
+	flow_adam(g);
+	CHECK(strstr(evlog, "AR[adam_kernel:2,adam_kernel:3]") != NULL);
+	CHECK(strstr(evlog, "AR[axpy:3]") == NULL);
+	ddp_grad_free(g);
+}
+
+/* an elementwise forward whose output has a parameter's size is no update:
+ * its output was written by the launch that read the parameter, not after */
+TEST(flow_forward_output_is_no_gradient)
+{
+	static float x[N], p[N], y[N], gr[N];
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg f[] = { R_(x, sizeof x, 0, sizeof x, 41, 0, R, F32), R_(p, sizeof p, 0, sizeof p, 42, 1, R, F32),
+				    R_(y, sizeof y, 0, sizeof y, 43, 2, W, F32) };
+	struct ddp_grad_arg b[] = { A(y, sizeof y, 43, 0, R, F32), A(gr, sizeof gr, 44, 1, W, F32),
+				    A(fact, sizeof fact, 39, 2, R, F32) };
+	struct ddp_grad_arg u[] = { R_(gr, sizeof gr, 0, sizeof gr, 44, 2, R, F32),
+				    R_(p, sizeof p, 0, sizeof p, 42, 3, W, F32) };
+	for (int step = 0; step < 3; step++) {
+		CHECK_EQ_INT(L(g, "fwd", DDP_GK_OTHER, f, 3), DDP_OK);
+		CHECK_EQ_INT(L(g, "bwd", DDP_GK_OTHER, b, 3), DDP_OK);
+		CHECK_EQ_INT(L(g, "axpy", DDP_GK_OTHER, u, 2), DDP_OK);
+	}
+	CHECK_EQ_STR(evlog, "BC[axpy:3]AR[axpy:2]|E1|AR[axpy:2]|E2|AR[axpy:2]");
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), sizeof gr);
+	ddp_grad_free(g);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

@@ -8,9 +8,11 @@
 # 1e-2), every rank bit-identical, the step count right, and the bytes
 # reduced per step (rank<k>.sync.json) exactly the gradient bytes: no
 # activation, no padding, nothing else.  DDP_SYNC=off fails the comparison
-# (negative control).  Pattern 6 (an optimizer no name pattern matches)
-# stops with one line naming DDP_OPT_KERNELS instead of exiting 0, and
-# trains correctly once DDP_OPT_KERNELS names it.
+# (negative control).  Pattern 6 (an optimizer no name pattern matches) is
+# found from the data flow and trains correctly with no setting (and with
+# DDP_OPT_KERNELS naming it); an update libddp cannot find
+# (samples/generic --optimizer fused) stops at exit, or after DDP_OPT_WAIT
+# seconds of launches, instead of exiting 0.
 . "$(dirname "$0")/lib.sh"
 need patterns
 D=$BUILD/data/mlp.rec
@@ -59,23 +61,36 @@ if [ "$n" = 5 ] && grep -q 'gradient bytes: 64128' "$TMP/inspect3.out"; then
 	ok "inspect: roles and evidence of pattern 3 (5 gradient ranges, 64128 bytes, calibrated, revealed by grad_norm)"
 else not_ok "inspect: $n gradient rows ($(sed -n '/^## Roles/,+3p' "$TMP/inspect3.out" | tr '\n' ' ' | cut -c1-200))"; fi
 
-# pattern 6: no optimizer recognised -> the job stops, naming the setting
-ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
-rc=$?
-line=$(grep -m1 'libddp:.*DDP_OPT_KERNELS' "$TMP/p6.ddp.err")
-if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "p6: stops (rc $rc): ${line:0:200}"
-else not_ok "p6: rc $rc, message '$line' ($(tail -2 "$TMP/p6.ddp.err" | tr '\n' ' '))"; fi
-# ... also while it runs: DDP_OPT_WAIT seconds of launches without an
-# optimizer (60 by default; 1 here) stop a long run
-start=$(date +%s)
-DDP_OPT_WAIT=1 ddp p6wait 2 patterns "$D" --pattern 6 --data "$D" --steps 1000000 --batch 8 --lr 0.1
-rc=$?
-t=$(( $(date +%s) - start ))
-line=$(grep -m1 -o 'libddp: [0-9]* kernel launches in 1 s and none was recognised as an optimizer.*DDP_OPT_KERNELS.*' \
-	"$TMP/p6wait.ddp.err")
-if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "p6: stops after ${t}s of launches: ${line:0:150}"
-else not_ok "p6 with DDP_OPT_WAIT=1: rc $rc after ${t}s ($(grep -m1 libddp "$TMP/p6wait.ddp.err"))"; fi
-# ... and trains as one model once the setting names the optimizer
+# pattern 6: an SGD kernel named like no optimizer (update_weights over the
+# whole flat buffers) is found from the data flow (docs/gradient-sync.md,
+# "Updates found from the data flow"): equivalent with no setting
+ref p6 patterns --pattern 6 --data "$D" --steps $S --batch 16 --lr 0.1
+DDPRUN_TRACE=$TMP/p6.trace ddp p6 2 patterns "$D" --pattern 6 --data "$D" --steps $S --batch 8 --lr 0.1
+equiv p6 2 1e-5
+bytes_ok p6 2 $((NPARAM * 4))
+# an update libddp cannot find (samples/generic --optimizer fused: every
+# tensor in one launch of apply_updates_kernel, pointers in a struct) stops
+# the job at exit when it wrote no output file before ...
+if [ -x "$BUILD/samples/generic" ]; then
+	ddp nofind 2 generic "$D" --data "$D" --steps $S --batch 8 --optimizer fused
+	rc=$?
+	line=$(grep -m1 'libddp:.*averaged no gradient' "$TMP/nofind.ddp.err")
+	if [ $rc -ne 0 ] && [ -n "$line" ]; then ok "unfindable update: stops at exit (rc $rc): ${line:0:200}"
+	else not_ok "unfindable update: rc $rc, message '$line' ($(tail -2 "$TMP/nofind.ddp.err" | tr '\n' ' '))"; fi
+	# ... and while it runs: DDP_OPT_WAIT seconds of launches without an
+	# update found (60 by default; 1 here) stop a long run
+	start=$(date +%s)
+	DDP_OPT_WAIT=1 ddp nofindwait 2 generic "$D" --data "$D" --steps 1000000 --batch 8 --optimizer fused
+	rc=$?
+	t=$(( $(date +%s) - start ))
+	line=$(grep -m1 -o 'libddp: [0-9]* kernel launches in 1 s and none was recognised as an optimizer.*' \
+		"$TMP/nofindwait.ddp.err")
+	if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ -n "$line" ]; then ok "unfindable update: stops after ${t}s of launches: ${line:0:150}"
+	else not_ok "unfindable update with DDP_OPT_WAIT=1: rc $rc after ${t}s ($(grep -m1 libddp "$TMP/nofindwait.ddp.err"))"; fi
+else
+	not_ok "samples/generic is not built (the unfindable-update cases need it)"
+fi
+# ... and naming the kernel (a hint) changes nothing
 ref p6ok patterns --pattern 6 --data "$D" --steps $S --batch 16 --lr 0.1
 DDP_OPT_KERNELS=+update_weights DDPRUN_TRACE=$TMP/p6ok.trace ddp p6ok 2 patterns "$D" --pattern 6 --data "$D" \
 	--steps $S --batch 8 --lr 0.1
