@@ -3,54 +3,90 @@
  * hooks_gen.c - everything hooks.def generates that is code or data:
  *   - the exported symbols (cuMemAlloc_v2, cuLaunchKernel_ptsz, ...) that
  *     programs linked to libcuda reach; each forwards to hook_<symbol>;
- *   - the passthrough bodies of HOOK_PASS rows: count, time, trace, log at
- *     trace level, forward, and on success add the row's `acct` to the copy
- *     counters;
+ *   - the bodies of HOOK_PASS rows: count, time, the row's `before` action,
+ *     forward, on success its `after` action (copy counters, allocation
+ *     table, kernel registry, launch follow-up), trace, log at trace level;
  *   - typed "missing" stubs returning CUDA_ERROR_NOT_FOUND, installed for a
  *     symbol the real driver lacks, so no hook ever calls NULL;
  *   - hook_info_[] and the sorted views hook_by_name_[] / hook_by_base_[]
  *     (order from the generated hooks_sorted.h).
  *
  * Contract: no state of its own besides constant tables.  The generated
- * bodies follow hook.h's protocol (no lock, no allocation on the fast path).
+ * bodies follow hook.h's protocol (no lock, no allocation on the fast path);
+ * what an action does is its area's (hook_acct.c, hook_mem.c, hook_module.c,
+ * hook_launch.c).
  */
 #include <stdint.h>
 #include "hook.h"
 #include "hook_acct.h"
+#include "hook_launch.h"
+#include "hook_mem.h"
+#include "hook_module.h"
 
 _Static_assert(HOOK_COUNT <= DDP_STATS_MAX_HOOKS, "raise DDP_STATS_MAX_HOOKS");
 _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 
-/* ---- what a successful HOOK_PASS call adds to the counters */
-#define ACCT_NONE (void)0
+/* ---- the action columns (hooks.def documents them).  In scope: f_ (the
+ * hook frame), r_ (the result, after the call) and the row's arguments. */
+#define ACT_NONE (void)0
 #define ACCT_COPY(dir, n) hook_acct_copy(&f_, DDP_COPY_##dir, (uint64_t)(n))
 #define ACCT_COPY_UNI(dst, src, n) hook_acct_unified(&f_, (dst), (src), (uint64_t)(n))
 #define ACCT_COPY2D(p) hook_acct_2d(&f_, (p))
 #define ACCT_COPY3D(p) hook_acct_3d(&f_, (p))
 #define ACCT_COPY3DP(p) hook_acct_3d_peer(&f_, (p))
 #define ACCT_SET(n) hook_acct_copy(&f_, DDP_COPY_SET, (uint64_t)(n))
+#define TRACK_ALLOC(dptr, n, kind) hook_mem_alloced(&f_, (dptr), (n), DDP_ALLOC_##kind)
+#define TRACK_FREE(p) hook_mem_freed(&f_, (p))
+#define TRACK_UNMAP(p, n) hook_mem_unmapped(&f_, (p), (n))
+#define KREG_LOAD_FILE(h, lib, path) \
+	hook_module_loaded_file((h) ? (const void *)*(h) : NULL, (lib), (path))
+#define KREG_LOAD_IMAGE(h, lib, image) \
+	hook_module_loaded_image((h) ? (const void *)*(h) : NULL, (lib), (image))
+#define KREG_UNLOAD(h) hook_module_unloaded((const void *)(h))
+#define KREG_KERNEL(out, h, name) \
+	hook_module_kernel(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(h), (name))
+#define KREG_ALIAS(out, kernel) \
+	hook_module_alias(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(kernel))
+/* A launch, normalised into one record (struct ddp_launch_call) for the one
+ * launch body of hook_launch.c; LAUNCHED follows a successful one. */
+#define LAUNCH(kind, fn, gx, gy, gz, bx, by, bz, shm, st, params, extra) \
+	struct ddp_launch_call c_ = { DDP_LAUNCH_##kind, (fn), { (gx), (gy), (gz) }, \
+				      { (bx), (by), (bz) }, (shm), (st), (params), (extra), NULL }; \
+	uint64_t tok_ = hook_launch_enter(&f_, &c_)
+#define LAUNCH_EX(kind, cfg, fn, params, extra) \
+	struct ddp_launch_call c_; \
+	hook_launch_record_ex(&c_, DDP_LAUNCH_##kind, (cfg), (fn), (params), (extra)); \
+	uint64_t tok_ = hook_launch_enter(&f_, &c_)
+#define LAUNCHED \
+	if (__builtin_expect(tok_ != 0, 0)) \
+		hook_launch_done(tok_, &c_)
 
-/* ---- passthrough bodies (HOOK_PASS rows only) */
-#define HOOK_BODY_HOOK_BODY(b, s, r, p, a, x)
-#define HOOK_BODY_HOOK_PASS(b, s, r, p, a, x) \
+/* ---- generated bodies (HOOK_PASS rows); HOOK_BODY rows are hand-written
+ * and may not carry actions.  The actions arrive expanded and parenthesised
+ * (their commas would split the arguments), `names` as written. */
+#define HOOK_BODY_HOOK_BODY(b, s, r, p, a, x, y, names) \
+	_Static_assert(sizeof(names) == sizeof("ACT_NONE" "ACT_NONE"), \
+		       "hooks.def: a HOOK_BODY row has an action column: " #b #s);
+#define HOOK_BODY_HOOK_PASS(b, s, r, p, a, x, y, names) \
 	r hook_##b##s p \
 	{ \
 		struct hook_frame f_; \
 		if (!hook_begin(&f_, HOOK_ID_##b##s)) \
 			return hook_real_.t.b##s a; \
+		HOOK_UNPAREN x; \
 		r r_ = hook_real_.t.b##s a; \
 		if (r_ == CUDA_SUCCESS) { \
-			x; \
+			HOOK_UNPAREN y; \
 		} \
 		HOOK_FINISH(&f_, r_, a); \
 		return r_; \
 	}
-#define HOOK(b, s, v, k, r, p, a, x) HOOK_BODY_##k(b, s, r, p, a, x)
+#define HOOK(b, s, v, k, r, p, a, x, y) HOOK_BODY_##k(b, s, r, p, a, (x), (y), #x #y)
 #include "hooks.def"
 #undef HOOK
 
 /* ---- exported symbols: the program's direct calls */
-#define HOOK(b, s, v, k, r, p, a, x) \
+#define HOOK(b, s, v, k, r, p, a, x, y) \
 	DDP_EXPORT r b##s p { return hook_##b##s a; }
 #include "hooks.def"
 #undef HOOK
@@ -58,14 +94,14 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 /* ---- stubs for symbols the real driver lacks */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
-#define HOOK(b, s, v, k, r, p, a, x) \
+#define HOOK(b, s, v, k, r, p, a, x, y) \
 	static r hook_missing_##b##s p { return CUDA_ERROR_NOT_FOUND; }
 #include "hooks.def"
 #undef HOOK
 #pragma GCC diagnostic pop
 
 const union hook_real hook_missing_ = { .t = {
-#define HOOK(b, s, v, k, r, p, a, x) .b##s = hook_missing_##b##s,
+#define HOOK(b, s, v, k, r, p, a, x, y) .b##s = hook_missing_##b##s,
 #include "hooks.def"
 #undef HOOK
 } };
@@ -73,7 +109,7 @@ const union hook_real hook_missing_ = { .t = {
 /* The real entry points: stubs until hook_resolve_all fills them, so that a
  * hook reached before (or during) init never calls NULL. */
 union hook_real hook_real_ = { .t = {
-#define HOOK(b, s, v, k, r, p, a, x) .b##s = hook_missing_##b##s,
+#define HOOK(b, s, v, k, r, p, a, x, y) .b##s = hook_missing_##b##s,
 #include "hooks.def"
 #undef HOOK
 } };
@@ -82,7 +118,7 @@ union hook_real hook_real_ = { .t = {
 #define HOOK_IS_HOOK_BODY 1
 #define HOOK_IS_HOOK_PASS 0
 const struct hook_info hook_info_[HOOK_COUNT] = {
-#define HOOK(b, s, v, k, r, p, a, x) \
+#define HOOK(b, s, v, k, r, p, a, x, y) \
 	[HOOK_ID_##b##s] = { #b #s, #b, (void *)hook_##b##s, (void *)b##s, v, HOOK_IS_##k },
 #include "hooks.def"
 #undef HOOK
