@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ddp_array.h"
 #include "ddp_status.h"
 #include "launch.h"
 
@@ -36,20 +37,17 @@ extern char **environ;
 
 struct env_vec {
 	char **v;
-	int n, cap;
+	int n;
+	size_t cap;
 	int first_set; /* index of the first variable ddprun set */
 };
 
 static ddp_result env_push(struct env_vec *e, char *kv)
 {
-	if (e->n + 2 > e->cap) {
-		int cap = e->cap ? e->cap * 2 : 64;
-		char **nv = realloc(e->v, sizeof *nv * (size_t)cap);
-		if (!nv)
-			return DDP_ERR_NOMEM;
-		e->v = nv;
-		e->cap = cap;
-	}
+	char **nv = ddp_array_grow(e->v, &e->cap, (size_t)e->n + 2, sizeof *nv, 64);
+	if (!nv)
+		return DDP_ERR_NOMEM;
+	e->v = nv;
 	e->v[e->n++] = kv;
 	e->v[e->n] = NULL;
 	return DDP_OK;
