@@ -20,6 +20,7 @@ done
 have_header libelf.h || missing_pkgs+=(libelf-dev)
 have_header zstd.h   || missing_pkgs+=(libzstd-dev)
 have_header lz4.h    || missing_pkgs+=(liblz4-dev)
+have_header jansson.h || missing_pkgs+=(libjansson-dev)
 command -v timeout >/dev/null || missing_pkgs+=(coreutils)
 command -v python3 >/dev/null || missing_pkgs+=(python3)
 if [ $want_fuzz = 1 ]; then
