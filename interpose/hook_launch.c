@@ -25,12 +25,13 @@
  * gradient reduction enqueued behind it).
  *
  * The launch hooks' bodies are generated from hooks.def: the LAUNCH and
- * LAUNCH_EX before-columns normalise each of the six entry points' arguments
- * into one record (struct ddp_launch_call; an Ex launch without a config
- * gets zero dimensions and is not handed to the synchronisation), then the
- * one launch body, hook_launch_enter (hook_launch.h, inline), runs; the
- * LAUNCHED after-column follows a successful launch.  This file holds its
- * slow halves.
+ * LAUNCH_EX before-columns run the one launch body, hook_launch_enter
+ * (hook_launch.h, inline), and when synchronisation, tracing or logging is
+ * on, normalise the six entry points' arguments into one record (struct
+ * ddp_launch_call; an Ex launch without a config gets zero dimensions and is
+ * not handed to the synchronisation) for hook_launch_full; the LAUNCHED
+ * after-column follows a successful launch.  This file holds the slow
+ * halves.
  *
  * Contract: the steady-state path (known kernel, no observer, no trace,
  * sync off) takes no lock, allocates nothing, makes no syscall and writes
@@ -129,12 +130,26 @@ struct ddp_kfunc *hook_launch_unusual(struct hook_frame *fr, CUfunction f)
 	return k;
 }
 
-void hook_launch_check(struct ddp_kfunc *k, const struct ddp_launch_call *c)
+void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra)
 {
-	if (!c->params && !c->extra && k->layout_known && k->nparams)
+	if (!params && !extra && k->layout_known && k->nparams)
 		warn_once(k, "kernelParams and extra are both NULL");
 	else if (hook_launch_observe_)
-		observe(k, c->params, c->extra);
+		observe(k, params, extra);
+}
+
+
+uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k, const struct ddp_launch_call *c)
+{
+	if (fr->trace | fr->log) {
+		for (int d = 0; d < 3; d++) {
+			fr->grid[d] = c->grid[d];
+			fr->block[d] = c->block[d];
+		}
+	}
+	if (ddp_sync_on_ && k && (c->config || (c->kind != DDP_LAUNCH_EX && c->kind != DDP_LAUNCH_EX_PTSZ)))
+		return ddp_sync_launch(k, c);
+	return 0;
 }
 
 void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind,

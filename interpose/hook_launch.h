@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
  * hook_launch.h - the one launch body (hook_launch_enter, inline: it is the
- * hottest path of the library) and the switches of the launch hooks
+ * hottest path of the library; hook_launch_full, its half for synchronised,
+ * traced or logged launches) and the switches of the launch hooks
  * (hook_launch.c).  The six launch entry points' bodies are generated from
- * hooks.def; their LAUNCH / LAUNCH_EX before-columns build the normalised
- * record (struct ddp_launch_call) this body reads.
+ * hooks.def; their LAUNCH / LAUNCH_EX before-columns call this body and,
+ * when its second half runs, build the normalised record (struct
+ * ddp_launch_call) it reads.
  *
  * Contract: hook_launch_observe_ is set once during library init (before
  * ddp_ready_ is published) and only read afterwards.  hook_launch_flush
@@ -35,8 +37,16 @@ void hook_launch_flush(void) __attribute__((visibility("hidden")));
  * argument check and observers. */
 struct ddp_kfunc *hook_launch_unusual(struct hook_frame *fr, CUfunction f)
 	__attribute__((visibility("hidden")));
-void hook_launch_check(struct ddp_kfunc *k, const struct ddp_launch_call *c)
+void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra)
 	__attribute__((visibility("hidden")));
+
+/* The rest of the launch body, when synchronisation, tracing or logging is
+ * on, over the normalised launch c: the frame's trace detail, and with
+ * gradient synchronisation on the launch handed to ddp_sync_launch (which
+ * may reduce gradients or broadcast parameters first).  Returns its token
+ * (0: nothing follows the launch).  k: hook_launch_enter's answer. */
+uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k,
+			  const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
 /* Normalises a cuLaunchKernelEx call (config may be NULL: zero dimensions). */
 void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind,
 			   const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
@@ -66,23 +76,17 @@ static inline void hook_launch_count(struct ddp_kfunc *k)
 }
 
 /* The launch body, before the real call: find and count the kernel, check
- * and observe its arguments when asked, fill the frame's trace detail, and
- * with gradient synchronisation on hand the launch to ddp_sync_launch
- * (which may reduce gradients or broadcast parameters first).  Returns its
- * token (0: nothing follows the launch). */
-static inline uint64_t hook_launch_enter(struct hook_frame *fr, const struct ddp_launch_call *c)
+ * and observe its arguments when asked.  Returns the kernel (NULL: unknown
+ * to the driver, or NCCL's: leave the launch alone). */
+static inline struct ddp_kfunc *hook_launch_enter(struct hook_frame *fr, CUfunction f,
+						 void **params, void **extra)
 {
-	struct ddp_kfunc *k = ddp_kreg_lookup(c->f);
-	if (__builtin_expect(!k || k->untracked, 0))
-		k = hook_launch_unusual(fr, c->f);
-	if (__builtin_expect(fr->trace | fr->log, 0)) {
-		for (int d = 0; d < 3; d++) {
-			fr->grid[d] = c->grid[d];
-			fr->block[d] = c->block[d];
-		}
+	struct ddp_kfunc *k = ddp_kreg_lookup(f);
+	if (__builtin_expect(!k || k->untracked, 0)) {
+		k = hook_launch_unusual(fr, f);
+		if (!k)
+			return NULL;
 	}
-	if (__builtin_expect(!k, 0))
-		return 0;
 	fr->kname = k->demangled;
 	if (__builtin_expect(hook_launch_observe_, 0)) {
 		/* the inspector may write its report (launch counts) from here */
@@ -90,12 +94,9 @@ static inline uint64_t hook_launch_enter(struct hook_frame *fr, const struct ddp
 	} else {
 		hook_launch_count(k);
 	}
-	if (__builtin_expect((!c->params && !c->extra) || hook_launch_observe_, 0))
-		hook_launch_check(k, c);
-	if (__builtin_expect(ddp_sync_on_, 0) &&
-	    (c->config || (c->kind != DDP_LAUNCH_EX && c->kind != DDP_LAUNCH_EX_PTSZ)))
-		return ddp_sync_launch(k, c);
-	return 0;
+	if (__builtin_expect((!params && !extra) || hook_launch_observe_, 0))
+		hook_launch_check(k, params, extra);
+	return k;
 }
 
 #endif /* DDP_HOOK_LAUNCH_H */

@@ -47,16 +47,28 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 	hook_module_kernel(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(h), (name))
 #define KREG_ALIAS(out, kernel) \
 	hook_module_alias(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(kernel))
-/* A launch, normalised into one record (struct ddp_launch_call) for the one
- * launch body of hook_launch.c; LAUNCHED follows a successful one. */
+/* A launch: the one launch body (hook_launch.h) over the kernel and its
+ * arguments; when synchronisation, tracing or logging wants more, the launch
+ * normalised into one record (struct ddp_launch_call) for hook_launch_full.
+ * The record is built only then: the steady-state path stores nothing.
+ * LAUNCHED follows a successful launch that hook_launch_full gave a token. */
 #define LAUNCH(kind, fn, gx, gy, gz, bx, by, bz, shm, st, params, extra) \
-	struct ddp_launch_call c_ = { DDP_LAUNCH_##kind, (fn), { (gx), (gy), (gz) }, \
-				      { (bx), (by), (bz) }, (shm), (st), (params), (extra), NULL }; \
-	uint64_t tok_ = hook_launch_enter(&f_, &c_)
+	struct ddp_launch_call c_; \
+	uint64_t tok_ = 0; \
+	struct ddp_kfunc *k_ = hook_launch_enter(&f_, (fn), (params), (extra)); \
+	if (__builtin_expect(ddp_sync_on_ | f_.trace | f_.log, 0)) { \
+		c_ = (struct ddp_launch_call){ DDP_LAUNCH_##kind, (fn), { (gx), (gy), (gz) }, \
+					       { (bx), (by), (bz) }, (shm), (st), (params), (extra), NULL }; \
+		tok_ = hook_launch_full(&f_, k_, &c_); \
+	}
 #define LAUNCH_EX(kind, cfg, fn, params, extra) \
 	struct ddp_launch_call c_; \
-	hook_launch_record_ex(&c_, DDP_LAUNCH_##kind, (cfg), (fn), (params), (extra)); \
-	uint64_t tok_ = hook_launch_enter(&f_, &c_)
+	uint64_t tok_ = 0; \
+	struct ddp_kfunc *k_ = hook_launch_enter(&f_, (fn), (params), (extra)); \
+	if (__builtin_expect(ddp_sync_on_ | f_.trace | f_.log, 0)) { \
+		hook_launch_record_ex(&c_, DDP_LAUNCH_##kind, (cfg), (fn), (params), (extra)); \
+		tok_ = hook_launch_full(&f_, k_, &c_); \
+	}
 #define LAUNCHED \
 	if (__builtin_expect(tok_ != 0, 0)) \
 		hook_launch_done(tok_, &c_)
