@@ -289,9 +289,7 @@ static ddp_result spawn_one(struct launch_job *job, struct launch_rank *r, int *
 	r->running = 1;
 	r->out_fd = out[0];
 	r->err_fd = err[0];
-	do
-		n = read(fail[0], &e, sizeof e);
-	while (n < 0 && errno == EINTR);
+	n = DDP_EINTR_RETRY(read(fail[0], &e, sizeof e));
 	close(fail[0]);
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(err[0], F_SETFL, O_NONBLOCK);
