@@ -26,33 +26,34 @@
 _Static_assert(HOOK_COUNT <= DDP_STATS_MAX_HOOKS, "raise DDP_STATS_MAX_HOOKS");
 _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 
-/* ---- the action columns (hooks.def documents them).  In scope: f_ (the
- * hook frame), r_ (the result, after the call) and the row's arguments. */
-#define ACT_NONE (void)0
-#define ACCT_COPY(dir, n) hook_acct_copy(&f_, DDP_COPY_##dir, (uint64_t)(n))
-#define ACCT_COPY_UNI(dst, src, n) hook_acct_unified(&f_, (dst), (src), (uint64_t)(n))
-#define ACCT_COPY2D(p) hook_acct_2d(&f_, (p))
-#define ACCT_COPY3D(p) hook_acct_3d(&f_, (p))
-#define ACCT_COPY3DP(p) hook_acct_3d_peer(&f_, (p))
-#define ACCT_SET(n) hook_acct_copy(&f_, DDP_COPY_SET, (uint64_t)(n))
-#define TRACK_ALLOC(dptr, n, kind) hook_mem_alloced(&f_, (dptr), (n), DDP_ALLOC_##kind)
-#define TRACK_FREE(p) hook_mem_freed(&f_, (p))
-#define TRACK_UNMAP(p, n) hook_mem_unmapped(&f_, (p), (n))
-#define KREG_LOAD_FILE(h, lib, path) \
+/* ---- the action columns (hooks.def documents them): the action NAME(...)
+ * of a row is HOOK_DO_NAME(...) here.  In scope: f_ (the hook frame), r_
+ * (the result, after the call) and the row's arguments. */
+#define HOOK_DO_ACT_NONE (void)0
+#define HOOK_DO_ACCT_COPY(dir, n) hook_acct_copy(&f_, DDP_COPY_##dir, (uint64_t)(n))
+#define HOOK_DO_ACCT_COPY_UNI(dst, src, n) hook_acct_unified(&f_, (dst), (src), (uint64_t)(n))
+#define HOOK_DO_ACCT_COPY2D(p) hook_acct_2d(&f_, (p))
+#define HOOK_DO_ACCT_COPY3D(p) hook_acct_3d(&f_, (p))
+#define HOOK_DO_ACCT_COPY3DP(p) hook_acct_3d_peer(&f_, (p))
+#define HOOK_DO_ACCT_SET(n) hook_acct_copy(&f_, DDP_COPY_SET, (uint64_t)(n))
+#define HOOK_DO_TRACK_ALLOC(dptr, n, kind) hook_mem_alloced(&f_, (dptr), (n), DDP_ALLOC_##kind)
+#define HOOK_DO_TRACK_FREE(p) hook_mem_freed(&f_, (p))
+#define HOOK_DO_TRACK_UNMAP(p, n) hook_mem_unmapped(&f_, (p), (n))
+#define HOOK_DO_KREG_LOAD_FILE(h, lib, path) \
 	hook_module_loaded_file((h) ? (const void *)*(h) : NULL, (lib), (path))
-#define KREG_LOAD_IMAGE(h, lib, image) \
+#define HOOK_DO_KREG_LOAD_IMAGE(h, lib, image) \
 	hook_module_loaded_image((h) ? (const void *)*(h) : NULL, (lib), (image))
-#define KREG_UNLOAD(h) hook_module_unloaded((const void *)(h))
-#define KREG_KERNEL(out, h, name) \
+#define HOOK_DO_KREG_UNLOAD(h) hook_module_unloaded((const void *)(h))
+#define HOOK_DO_KREG_KERNEL(out, h, name) \
 	hook_module_kernel(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(h), (name))
-#define KREG_ALIAS(out, kernel) \
+#define HOOK_DO_KREG_ALIAS(out, kernel) \
 	hook_module_alias(&f_, (out) ? (const void *)*(out) : NULL, (const void *)(kernel))
 /* A launch: the one launch body (hook_launch.h) over the kernel and its
  * arguments; when synchronisation, tracing or logging wants more, the launch
  * normalised into one record (struct ddp_launch_call) for hook_launch_full.
  * The record is built only then: the steady-state path stores nothing.
  * LAUNCHED follows a successful launch that hook_launch_full gave a token. */
-#define LAUNCH(kind, fn, gx, gy, gz, bx, by, bz, shm, st, params, extra) \
+#define HOOK_DO_LAUNCH(kind, fn, gx, gy, gz, bx, by, bz, shm, st, params, extra) \
 	struct ddp_launch_call c_; \
 	uint64_t tok_ = 0; \
 	struct ddp_kfunc *k_ = hook_launch_enter(&f_, (fn), (params), (extra)); \
@@ -61,7 +62,7 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 					       { (bx), (by), (bz) }, (shm), (st), (params), (extra), NULL }; \
 		tok_ = hook_launch_full(&f_, k_, &c_); \
 	}
-#define LAUNCH_EX(kind, cfg, fn, params, extra) \
+#define HOOK_DO_LAUNCH_EX(kind, cfg, fn, params, extra) \
 	struct ddp_launch_call c_; \
 	uint64_t tok_ = 0; \
 	struct ddp_kfunc *k_ = hook_launch_enter(&f_, (fn), (params), (extra)); \
@@ -69,13 +70,14 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 		hook_launch_record_ex(&c_, DDP_LAUNCH_##kind, (cfg), (fn), (params), (extra)); \
 		tok_ = hook_launch_full(&f_, k_, &c_); \
 	}
-#define LAUNCHED \
+#define HOOK_DO_LAUNCHED \
 	if (__builtin_expect(tok_ != 0, 0)) \
 		hook_launch_done(tok_, &c_)
 
 /* ---- generated bodies (HOOK_PASS rows); HOOK_BODY rows are hand-written
- * and may not carry actions.  The actions arrive expanded and parenthesised
- * (their commas would split the arguments), `names` as written. */
+ * and may not carry actions.  HOOK pastes HOOK_DO_ to each action's name, so
+ * an action reaches the body as one unexpanded argument (expanded first, its
+ * commas would split the arguments); `names` is the two columns as written. */
 #define HOOK_BODY_HOOK_BODY(b, s, r, p, a, x, y, names) \
 	_Static_assert(sizeof(names) == sizeof("ACT_NONE" "ACT_NONE"), \
 		       "hooks.def: a HOOK_BODY row has an action column: " #b #s);
@@ -85,15 +87,15 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 		struct hook_frame f_; \
 		if (!hook_begin(&f_, HOOK_ID_##b##s)) \
 			return hook_real_.t.b##s a; \
-		HOOK_UNPAREN x; \
+		x; \
 		r r_ = hook_real_.t.b##s a; \
 		if (r_ == CUDA_SUCCESS) { \
-			HOOK_UNPAREN y; \
+			y; \
 		} \
 		HOOK_FINISH(&f_, r_, a); \
 		return r_; \
 	}
-#define HOOK(b, s, v, k, r, p, a, x, y) HOOK_BODY_##k(b, s, r, p, a, (x), (y), #x #y)
+#define HOOK(b, s, v, k, r, p, a, x, y) HOOK_BODY_##k(b, s, r, p, a, HOOK_DO_##x, HOOK_DO_##y, #x #y)
 #include "hooks.def"
 #undef HOOK
 
