@@ -267,7 +267,11 @@ static double *cell(struct table *t, const char *name)
 		if (!strcmp(t->rows[i]->name, name))
 			return t->rows[i]->v;
 	struct row **rows = ddp_array_grow(t->rows, &t->cap, t->n + 1, sizeof *rows, 32);
-	struct row *r = rows ? calloc(1, sizeof *r + t->nranks * sizeof(double)) : NULL;
+	struct row *r = NULL;
+	if (rows) {
+		t->rows = rows;
+		r = calloc(1, sizeof *r + t->nranks * sizeof(double));
+	}
 	if (!r || !(r->name = strdup(name))) {
 		/* out of memory: the value goes nowhere, the table says so */
 		static double lost[MAX_RANKS];
@@ -275,7 +279,6 @@ static double *cell(struct table *t, const char *name)
 		t->oom = 1;
 		return lost;
 	}
-	t->rows = rows;
 	t->rows[t->n++] = r;
 	return r->v;
 }
