@@ -7,6 +7,9 @@
 #   make test-asan   the unit tests under ASan+UBSan (build/asan)
 #   make fuzz        build the libFuzzer targets (clang) and run each briefly
 #   make all         build only
+#   make lint        cppcheck + clang-tidy over the product's C (scripts/lint.sh)
+#   make format      clang-format in place (.clang-format); FORMAT_CHECK=1 counts
+#   make compile_commands.json   the compilation database
 #
 # Each area has a fragment <dir>/module.mk included below.  A fragment adds:
 #   BINS        files `make all` builds
@@ -56,7 +59,7 @@ TESTS :=
 UNIT_TESTS :=
 FUZZ_TARGETS :=
 
-.PHONY: all test test-asan fuzz demo deps clean build-all
+.PHONY: all test test-asan fuzz demo deps clean build-all lint format compile_commands.json
 all: build-all
 
 # ---- shared pattern rules
@@ -129,6 +132,29 @@ fuzz:
 		$(BUILD)/fuzz/$$t -max_total_time=$${FUZZ_SECONDS:-30} -artifact_prefix=$(BUILD)/fuzz/$$t- \
 			$(BUILD)/fuzz/$$t.corpus tests/fuzz/$$t/corpus || exit 1; \
 	done
+
+# The compilation database (clang's compile_commands.json) of every C/C++
+# file, from make's own recipes (nothing is rebuilt): $(BUILD)/ and a link at
+# the top for editors and clang tools.
+compile_commands.json:
+	@scripts/compile_commands.sh $(BUILD)/compile_commands.json
+	@ln -sf $(BUILD)/compile_commands.json compile_commands.json
+
+# cppcheck and clang-tidy over the product's C (scripts/lint.sh says which
+# checks and why); clean or it fails.
+lint:
+	@scripts/deps.sh --lint
+	@BUILD=$(BUILD) scripts/lint.sh
+
+# clang-format (.clang-format) in place: FILES, or every C/C++ file of the
+# tree.  FORMAT_CHECK=1 changes nothing and prints how many lines would change.
+FORMAT_FILES = $(or $(FILES),$(shell git ls-files '*.c' '*.h' '*.cpp' '*.cu' '*.cuh'))
+format:
+	@if [ "$(FORMAT_CHECK)" = 1 ]; then \
+		n=0; for f in $(FORMAT_FILES); do \
+			c=$$(clang-format "$$f" | diff "$$f" - | grep -c '^<'); n=$$((n + c)); done; \
+		echo "format: $$n lines would change"; \
+	else clang-format -i $(FORMAT_FILES); fi
 
 demo:
 	@scripts/deps.sh

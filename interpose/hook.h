@@ -16,7 +16,7 @@
  *     HOOK_FINISH(&f, result, (args));         // time, trace, log
  *
  * hook_begin initialises the library on the first hooked call of the process
- * (pthread_once; ddp_init.c), counts the call in the calling thread's own
+ * (pthread_once; hook_init.c), counts the call in the calling thread's own
  * counters and decides whether this call is timed (always when tracing or
  * logging at trace level, else one call in DDP_HOOK_SAMPLE).
  *
@@ -45,7 +45,7 @@
 #define HOOK_HIDDEN __attribute__((visibility("hidden")))
 
 enum hook_id {
-#define HOOK(b, s, v, k, r, p, a, x) HOOK_ID_##b##s,
+#define HOOK(b, s, v, k, r, p, a, x, y) HOOK_ID_##b##s,
 #include "hooks.def"
 #undef HOOK
 	HOOK_COUNT
@@ -53,7 +53,7 @@ enum hook_id {
 
 /* Typed real entry points, and the same storage as an array for filling. */
 struct hook_real_typed {
-#define HOOK(b, s, v, k, r, p, a, x) r (*b##s) p;
+#define HOOK(b, s, v, k, r, p, a, x, y) r (*b##s) p;
 #include "hooks.def"
 #undef HOOK
 };
@@ -66,7 +66,7 @@ extern union hook_real hook_real_ HOOK_HIDDEN;
 
 /* The hook bodies (hidden; the exported symbols and both lookup paths
  * answer these). */
-#define HOOK(b, s, v, k, r, p, a, x) r hook_##b##s p HOOK_HIDDEN;
+#define HOOK(b, s, v, k, r, p, a, x, y) r hook_##b##s p HOOK_HIDDEN;
 #include "hooks.def"
 #undef HOOK
 
@@ -105,7 +105,7 @@ struct hook_tls {
 extern __thread struct hook_tls hook_tls_
 	__attribute__((tls_model("initial-exec"))) HOOK_HIDDEN;
 
-/* Library state the fast path reads (ddp_init.c). */
+/* Library state the fast path reads (hook_init.c). */
 extern int ddp_ready_ HOOK_HIDDEN;        /* init finished                */
 extern int hook_timing_all_ HOOK_HIDDEN;  /* time every call (trace/log)  */
 extern int hook_tracing_ HOOK_HIDDEN;     /* DDP_TRACE is set             */

@@ -267,7 +267,7 @@ static void view_ref(struct hook_shard_open *o)
 
 struct hook_shard_open *hook_shard_get(int fd)
 {
-	if ((unsigned)fd >= HOOK_FD_MAX)
+	if (fd < 0 || fd >= HOOK_FD_MAX)
 		return NULL;
 	return __atomic_load_n(&fd_views[fd], __ATOMIC_ACQUIRE);
 }
@@ -275,7 +275,7 @@ struct hook_shard_open *hook_shard_get(int fd)
 /* Sets fd's view (NULL clears), dropping what was there. */
 static void view_set(int fd, struct hook_shard_open *o)
 {
-	if ((unsigned)fd >= HOOK_FD_MAX)
+	if (fd < 0 || fd >= HOOK_FD_MAX)
 		return;
 	view_unref(__atomic_exchange_n(&fd_views[fd], o, __ATOMIC_ACQ_REL));
 }

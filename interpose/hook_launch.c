@@ -24,6 +24,15 @@
  * it returns a token, ddp_sync_launched(token) follows the launch (an early
  * gradient reduction enqueued behind it).
  *
+ * The launch hooks' bodies are generated from hooks.def: the LAUNCH and
+ * LAUNCH_EX before-columns run the one launch body, hook_launch_enter
+ * (hook_launch.h, inline), and when synchronisation, tracing or logging is
+ * on, normalise the six entry points' arguments into one record (struct
+ * ddp_launch_call; an Ex launch without a config gets zero dimensions and is
+ * not handed to the synchronisation) for hook_launch_full; the LAUNCHED
+ * after-column follows a successful launch.  This file holds the slow
+ * halves.
+ *
  * Contract: the steady-state path (known kernel, no observer, no trace,
  * sync off) takes no lock, allocates nothing, makes no syscall and writes
  * no shared cache line but once per HOOK_KCOUNT_BATCH launches: hash probe,
@@ -94,26 +103,6 @@ static void foreign_nccl(const struct ddp_kfunc *k)
 	ddp_sync_step_aside(why);
 }
 
-/* One launch of k by this thread: counted in the thread's slot for k, added
- * to k's shared counter every HOOK_KCOUNT_BATCH launches or when another
- * kernel takes the slot. */
-static inline void count_launch(struct ddp_kfunc *k)
-{
-	struct hook_tls *t = &hook_tls_;
-	unsigned i = k->id & (HOOK_KCOUNT_SLOTS - 1);
-	if (__builtin_expect(t->kc[i].k == k, 1)) {
-		if (++t->kc[i].n < HOOK_KCOUNT_BATCH)
-			return;
-		t->kc[i].n = 0;
-		__atomic_fetch_add(&k->launches, HOOK_KCOUNT_BATCH, __ATOMIC_RELAXED);
-		return;
-	}
-	if (t->kc[i].k && t->kc[i].n)
-		__atomic_fetch_add(&t->kc[i].k->launches, t->kc[i].n, __ATOMIC_RELAXED);
-	t->kc[i].k = k;
-	t->kc[i].n = 1;
-}
-
 void hook_launch_flush(void)
 {
 	struct hook_tls *t = &hook_tls_;
@@ -124,136 +113,63 @@ void hook_launch_flush(void)
 	}
 }
 
-static inline struct ddp_kfunc *launch_prepare(struct hook_frame *fr, CUfunction f,
-					       void **params, void **extra)
+/* The slow half of hook_launch_enter: a kernel the registry has not seen
+ * (discovered once through the driver), or one of NCCL's. */
+struct ddp_kfunc *hook_launch_unusual(struct hook_frame *fr, CUfunction f)
 {
 	struct ddp_kfunc *k = ddp_kreg_lookup(f);
-	if (__builtin_expect(!k, 0)) {
-		k = ddp_kreg_discover(f);
-		if (!k)
-			return NULL;
-	}
-	if (__builtin_expect(k->untracked, 0)) {
+	if (!k && !(k = ddp_kreg_discover(f)))
+		return NULL;
+	if (k->untracked) {
 		/* NCCL's kernels; libddp's own never reach the hooks (hook_begin) */
 		if (ddp_sync_on_)
 			foreign_nccl(k);
 		fr->kname = k->demangled;
 		return NULL;
 	}
-	fr->kname = k->demangled;
-	if (__builtin_expect(hook_launch_observe_, 0)) {
-		/* the inspector may write its report (launch counts) from here */
-		__atomic_fetch_add(&k->launches, 1, __ATOMIC_RELAXED);
-	} else {
-		count_launch(k);
-	}
-	if (__builtin_expect(!params && !extra && k->layout_known && k->nparams, 0))
-		warn_once(k, "kernelParams and extra are both NULL");
-	else if (__builtin_expect(hook_launch_observe_, 0))
-		observe(k, params, extra);
 	return k;
 }
 
-static inline void set_dims(struct hook_frame *fr, unsigned gx, unsigned gy, unsigned gz,
-			    unsigned bx, unsigned by, unsigned bz)
+void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra)
 {
-	fr->grid[0] = gx;
-	fr->grid[1] = gy;
-	fr->grid[2] = gz;
-	fr->block[0] = bx;
-	fr->block[1] = by;
-	fr->block[2] = bz;
+	if (!params && !extra && k->layout_known && k->nparams)
+		warn_once(k, "kernelParams and extra are both NULL");
+	else if (hook_launch_observe_)
+		observe(k, params, extra);
 }
 
-#define LAUNCH_KERNEL(sym, kind) \
-	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
-			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
-			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
-			    void **kernelParams, void **extra) \
-	{ \
-		struct hook_frame fr; \
-		if (!hook_begin(&fr, HOOK_ID_##sym)) \
-			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
-					      blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
-		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
-		uint64_t tok_ = 0; \
-		struct ddp_launch_call c_; \
-		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			c_ = (struct ddp_launch_call){ kind, f, { gridDimX, gridDimY, gridDimZ }, \
-				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
-				kernelParams, extra, NULL }; \
-			tok_ = ddp_sync_launch(k_, &c_); \
-		} \
-		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
-					    blockDimZ, sharedMemBytes, hStream, kernelParams, extra); \
-		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
-			ddp_sync_launched(tok_, &c_); \
-		if (__builtin_expect(fr.trace | fr.log, 0)) \
-			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
-		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
-				     sharedMemBytes, hStream, kernelParams, extra)); \
-		return r; \
-	}
-LAUNCH_KERNEL(cuLaunchKernel, DDP_LAUNCH_PLAIN)
-LAUNCH_KERNEL(cuLaunchKernel_ptsz, DDP_LAUNCH_PTSZ)
 
-#define LAUNCH_COOP(sym, kind) \
-	CUresult hook_##sym(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, \
-			    unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY, \
-			    unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream, \
-			    void **kernelParams) \
-	{ \
-		struct hook_frame fr; \
-		if (!hook_begin(&fr, HOOK_ID_##sym)) \
-			return HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
-					      blockDimZ, sharedMemBytes, hStream, kernelParams); \
-		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, NULL); \
-		uint64_t tok_ = 0; \
-		struct ddp_launch_call c_; \
-		if (__builtin_expect(ddp_sync_on_, 0) && k_) { \
-			c_ = (struct ddp_launch_call){ kind, f, { gridDimX, gridDimY, gridDimZ }, \
-				{ blockDimX, blockDimY, blockDimZ }, sharedMemBytes, hStream, \
-				kernelParams, NULL, NULL }; \
-			tok_ = ddp_sync_launch(k_, &c_); \
-		} \
-		CUresult r = HOOK_REAL(sym)(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, \
-					    blockDimZ, sharedMemBytes, hStream, kernelParams); \
-		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
-			ddp_sync_launched(tok_, &c_); \
-		if (__builtin_expect(fr.trace | fr.log, 0)) \
-			set_dims(&fr, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ); \
-		HOOK_FINISH(&fr, r, (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, \
-				     sharedMemBytes, hStream, kernelParams)); \
-		return r; \
+uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k, const struct ddp_launch_call *c)
+{
+	if (fr->trace | fr->log) {
+		for (int d = 0; d < 3; d++) {
+			fr->grid[d] = c->grid[d];
+			fr->block[d] = c->block[d];
+		}
 	}
-LAUNCH_COOP(cuLaunchCooperativeKernel, DDP_LAUNCH_COOP)
-LAUNCH_COOP(cuLaunchCooperativeKernel_ptsz, DDP_LAUNCH_COOP_PTSZ)
+	if (ddp_sync_on_ && k && (c->config || (c->kind != DDP_LAUNCH_EX && c->kind != DDP_LAUNCH_EX_PTSZ)))
+		return ddp_sync_launch(k, c);
+	return 0;
+}
 
-#define LAUNCH_EX(sym, kind) \
-	CUresult hook_##sym(const CUlaunchConfig *config, CUfunction f, void **kernelParams, \
-			    void **extra) \
-	{ \
-		struct hook_frame fr; \
-		if (!hook_begin(&fr, HOOK_ID_##sym)) \
-			return HOOK_REAL(sym)(config, f, kernelParams, extra); \
-		struct ddp_kfunc *k_ = launch_prepare(&fr, f, kernelParams, extra); \
-		uint64_t tok_ = 0; \
-		struct ddp_launch_call c_; \
-		if (__builtin_expect(ddp_sync_on_, 0) && k_ && config) { \
-			c_ = (struct ddp_launch_call){ kind, f, { config->gridDimX, config->gridDimY, \
-				config->gridDimZ }, { config->blockDimX, config->blockDimY, \
-				config->blockDimZ }, config->sharedMemBytes, config->hStream, \
-				kernelParams, extra, config }; \
-			tok_ = ddp_sync_launch(k_, &c_); \
-		} \
-		CUresult r = HOOK_REAL(sym)(config, f, kernelParams, extra); \
-		if (__builtin_expect(tok_ != 0, 0) && r == CUDA_SUCCESS) \
-			ddp_sync_launched(tok_, &c_); \
-		if (__builtin_expect(fr.trace | fr.log, 0) && config) \
-			set_dims(&fr, config->gridDimX, config->gridDimY, config->gridDimZ, \
-				 config->blockDimX, config->blockDimY, config->blockDimZ); \
-		HOOK_FINISH(&fr, r, (config, f, kernelParams, extra)); \
-		return r; \
+void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind,
+			   const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	*c = (struct ddp_launch_call){ .kind = kind, .f = f, .params = params, .extra = extra,
+				       .config = config };
+	if (config) {
+		c->grid[0] = config->gridDimX;
+		c->grid[1] = config->gridDimY;
+		c->grid[2] = config->gridDimZ;
+		c->block[0] = config->blockDimX;
+		c->block[1] = config->blockDimY;
+		c->block[2] = config->blockDimZ;
+		c->shmem = config->sharedMemBytes;
+		c->stream = config->hStream;
 	}
-LAUNCH_EX(cuLaunchKernelEx, DDP_LAUNCH_EX)
-LAUNCH_EX(cuLaunchKernelEx_ptsz, DDP_LAUNCH_EX_PTSZ)
+}
+
+void hook_launch_done(uint64_t token, const struct ddp_launch_call *c)
+{
+	ddp_sync_launched(token, c);
+}

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
- * hook_module.c - module and library hooks: feed the kernel registry
- * (runtime/track/ddp_kreg.c).
+ * hook_module.c - what the module and library hooks do: feed the kernel
+ * registry (runtime/track/ddp_kreg.c).  The hook bodies are generated from
+ * hooks.def, whose KREG_* after-columns name the actions here (run only when
+ * the driver call succeeded).
  *
  *   cuModuleLoad*, cuLibraryLoad*    image parsed once, after the driver
  *                                    accepted it (a corrupt image is the
@@ -101,162 +103,39 @@ static void loaded_from_image(const void *handle, int is_library, const void *im
 	ddp_kreg_module_loaded(handle, is_library, image, 0, "memory");
 }
 
-CUresult hook_cuModuleLoad(CUmodule *module, const char *fname)
+void hook_module_loaded_file(const void *handle, int is_library, const char *path)
 {
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleLoad))
-		return HOOK_REAL(cuModuleLoad)(module, fname);
-	CUresult r = HOOK_REAL(cuModuleLoad)(module, fname);
-	if (r == CUDA_SUCCESS && module && fname)
-		loaded_from_file(*module, 0, fname);
-	HOOK_FINISH(&f, r, (module, fname));
-	return r;
+	if (handle && path)
+		loaded_from_file(handle, is_library, path);
 }
 
-CUresult hook_cuModuleLoadData(CUmodule *module, const void *image)
+void hook_module_loaded_image(const void *handle, int is_library, const void *image)
 {
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleLoadData))
-		return HOOK_REAL(cuModuleLoadData)(module, image);
-	CUresult r = HOOK_REAL(cuModuleLoadData)(module, image);
-	if (r == CUDA_SUCCESS && module && image)
-		loaded_from_image(*module, 0, image);
-	HOOK_FINISH(&f, r, (module, image));
-	return r;
+	if (handle && image)
+		loaded_from_image(handle, is_library, image);
 }
 
-CUresult hook_cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
-				 CUjit_option *options, void **optionValues)
+void hook_module_unloaded(const void *handle)
 {
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleLoadDataEx))
-		return HOOK_REAL(cuModuleLoadDataEx)(module, image, numOptions, options, optionValues);
-	CUresult r = HOOK_REAL(cuModuleLoadDataEx)(module, image, numOptions, options, optionValues);
-	if (r == CUDA_SUCCESS && module && image)
-		loaded_from_image(*module, 0, image);
-	HOOK_FINISH(&f, r, (module, image, numOptions, options, optionValues));
-	return r;
+	ddp_kreg_module_unloaded(handle);
 }
 
-CUresult hook_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+void hook_module_kernel(struct hook_frame *f, const void *fn, const void *handle,
+			const char *name)
 {
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleLoadFatBinary))
-		return HOOK_REAL(cuModuleLoadFatBinary)(module, fatCubin);
-	CUresult r = HOOK_REAL(cuModuleLoadFatBinary)(module, fatCubin);
-	if (r == CUDA_SUCCESS && module && fatCubin)
-		loaded_from_image(*module, 0, fatCubin);
-	HOOK_FINISH(&f, r, (module, fatCubin));
-	return r;
+	if (!fn || !name)
+		return;
+	struct ddp_kfunc *k = ddp_kreg_register(fn, handle, name);
+	f->kname = k ? k->demangled : NULL;
 }
 
-CUresult hook_cuModuleUnload(CUmodule hmod)
+void hook_module_alias(struct hook_frame *f, const void *fn, const void *kernel)
 {
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleUnload))
-		return HOOK_REAL(cuModuleUnload)(hmod);
-	CUresult r = HOOK_REAL(cuModuleUnload)(hmod);
-	if (r == CUDA_SUCCESS)
-		ddp_kreg_module_unloaded(hmod);
-	HOOK_FINISH(&f, r, (hmod));
-	return r;
-}
-
-CUresult hook_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuModuleGetFunction))
-		return HOOK_REAL(cuModuleGetFunction)(hfunc, hmod, name);
-	CUresult r = HOOK_REAL(cuModuleGetFunction)(hfunc, hmod, name);
-	if (r == CUDA_SUCCESS && hfunc && name) {
-		struct ddp_kfunc *k = ddp_kreg_register(*hfunc, hmod, name);
-		f.kname = k ? k->demangled : NULL;
-	}
-	HOOK_FINISH(&f, r, (hfunc, hmod, name));
-	return r;
-}
-
-CUresult hook_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
-				void **jitOptionsValues, unsigned int numJitOptions,
-				CUlibraryOption *libraryOptions, void **libraryOptionValues,
-				unsigned int numLibraryOptions)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuLibraryLoadData))
-		return HOOK_REAL(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues,
-						    numJitOptions, libraryOptions,
-						    libraryOptionValues, numLibraryOptions);
-	CUresult r = HOOK_REAL(cuLibraryLoadData)(library, code, jitOptions, jitOptionsValues,
-						  numJitOptions, libraryOptions,
-						  libraryOptionValues, numLibraryOptions);
-	if (r == CUDA_SUCCESS && library && code)
-		loaded_from_image(*library, 1, code);
-	HOOK_FINISH(&f, r, (library, code, jitOptions, jitOptionsValues, numJitOptions,
-			    libraryOptions, libraryOptionValues, numLibraryOptions));
-	return r;
-}
-
-CUresult hook_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
-				    CUjit_option *jitOptions, void **jitOptionsValues,
-				    unsigned int numJitOptions, CUlibraryOption *libraryOptions,
-				    void **libraryOptionValues, unsigned int numLibraryOptions)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuLibraryLoadFromFile))
-		return HOOK_REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions,
-							jitOptionsValues, numJitOptions,
-							libraryOptions, libraryOptionValues,
-							numLibraryOptions);
-	CUresult r = HOOK_REAL(cuLibraryLoadFromFile)(library, fileName, jitOptions,
-						      jitOptionsValues, numJitOptions,
-						      libraryOptions, libraryOptionValues,
-						      numLibraryOptions);
-	if (r == CUDA_SUCCESS && library && fileName)
-		loaded_from_file(*library, 1, fileName);
-	HOOK_FINISH(&f, r, (library, fileName, jitOptions, jitOptionsValues, numJitOptions,
-			    libraryOptions, libraryOptionValues, numLibraryOptions));
-	return r;
-}
-
-CUresult hook_cuLibraryUnload(CUlibrary library)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuLibraryUnload))
-		return HOOK_REAL(cuLibraryUnload)(library);
-	CUresult r = HOOK_REAL(cuLibraryUnload)(library);
-	if (r == CUDA_SUCCESS)
-		ddp_kreg_module_unloaded(library);
-	HOOK_FINISH(&f, r, (library));
-	return r;
-}
-
-CUresult hook_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuLibraryGetKernel))
-		return HOOK_REAL(cuLibraryGetKernel)(pKernel, library, name);
-	CUresult r = HOOK_REAL(cuLibraryGetKernel)(pKernel, library, name);
-	if (r == CUDA_SUCCESS && pKernel && name) {
-		struct ddp_kfunc *k = ddp_kreg_register(*pKernel, library, name);
-		f.kname = k ? k->demangled : NULL;
-	}
-	HOOK_FINISH(&f, r, (pKernel, library, name));
-	return r;
-}
-
-CUresult hook_cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
-{
-	struct hook_frame f;
-	if (!hook_begin(&f, HOOK_ID_cuKernelGetFunction))
-		return HOOK_REAL(cuKernelGetFunction)(pFunc, kernel);
-	CUresult r = HOOK_REAL(cuKernelGetFunction)(pFunc, kernel);
-	if (r == CUDA_SUCCESS && pFunc) {
-		struct ddp_kfunc *k = ddp_kreg_lookup(kernel);
-		if (!k)
-			k = ddp_kreg_discover(kernel);
-		ddp_kreg_alias(*pFunc, k);
-		f.kname = k ? k->demangled : NULL;
-	}
-	HOOK_FINISH(&f, r, (pFunc, kernel));
-	return r;
+	if (!fn)
+		return;
+	struct ddp_kfunc *k = ddp_kreg_lookup(kernel);
+	if (!k)
+		k = ddp_kreg_discover(kernel);
+	ddp_kreg_alias(fn, k);
+	f->kname = k ? k->demangled : NULL;
 }

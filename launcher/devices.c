@@ -64,8 +64,7 @@ int launch_devices_detect(void)
 		n = 0;
 	close(p[0]);
 	kill(pid, SIGKILL); /* harmless if it already exited; bounded wait below */
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	(void)DDP_EINTR_RETRY(waitpid(pid, NULL, 0));
 	return n < 0 ? 0 : n;
 }
 

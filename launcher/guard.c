@@ -103,9 +103,7 @@ static void guard_main(int rfd, const char *kv)
 			close(nul);
 		}
 	}
-	do
-		n = read(rfd, &c, 1);
-	while (n < 0 && errno == EINTR);
+	n = DDP_EINTR_RETRY(read(rfd, &c, 1));
 	if (n == 1)
 		_exit(0); /* ddprun ended normally and swept the job itself */
 	/* ddprun is gone: its ranks die by their parent-death signal; what

@@ -162,8 +162,7 @@ int launch_inspect_main(int argc, char **argv)
 		launch_msg("inspect: cannot run %s: %s", argv[i], strerror(errno));
 		_exit(127);
 	}
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
+	(void)DDP_EINTR_RETRY(waitpid(pid, &status, 0));
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
 		goto out;
 	}

@@ -23,7 +23,9 @@
  * path; the exit status is then 1.
  *
  * Contract: a command of ddprun (single thread); allocates freely; reads the
- * files whole.  Contains a small strict JSON reader (the files are ours).
+ * files whole.  JSON is jansson's (Debian libjansson-dev); only the outer
+ * punctuation of a trace is scanned here, to keep the whole events of a
+ * trace cut short.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -32,234 +34,39 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <jansson.h>
+#include "ddp_array.h"
 #include "launch.h"
 
-/* ---- a small JSON reader: values keep their text span */
-enum jt { J_NULL, J_BOOL, J_NUM, J_STR, J_ARR, J_OBJ };
-struct jv {
-	enum jt t;
-	double num;
-	char *str;              /* J_STR: decoded; J_OBJ member key in keys[] */
-	size_t n;               /* items of J_ARR / J_OBJ */
-	struct jv *items;
-	char **keys;
-	const char *beg, *end;  /* raw text of the value */
-};
-struct jp {
-	const char *s, *p, *e;
-	const char *err;
-};
-
-static void jfree(struct jv *v)
+/* Reads and parses path (jansson); on error prints one line and returns
+ * NULL.  The caller json_decref's the result. */
+static json_t *load_json(const char *path)
 {
-	for (size_t i = 0; i < v->n; i++) {
-		jfree(&v->items[i]);
-		if (v->keys)
-			free(v->keys[i]);
-	}
-	free(v->items);
-	free(v->keys);
-	free(v->str);
-}
-
-static void ws(struct jp *j)
-{
-	while (j->p < j->e && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
-		j->p++;
-}
-
-static int jparse(struct jp *j, struct jv *v, int depth);
-
-static int jstring(struct jp *j, char **out)
-{
-	size_t cap = 16, n = 0;
-	char *s = malloc(cap);
-	if (!s || *j->p != '"')
-		return free(s), j->err = "expected a string", -1;
-	j->p++;
-	while (j->p < j->e && *j->p != '"') {
-		char c = *j->p++;
-		if ((unsigned char)c < 0x20)
-			return free(s), j->err = "control character in a string", -1;
-		if (c == '\\') {
-			if (j->p >= j->e)
-				break;
-			c = *j->p++;
-			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'u':
-				if (j->e - j->p < 4)
-					return free(s), j->err = "bad \\u escape", -1;
-				c = (char)strtol((char[5]){ j->p[0], j->p[1], j->p[2], j->p[3], 0 }, NULL, 16);
-				j->p += 4;
-				break;
-			case '"': case '\\': case '/': break;
-			default: return free(s), j->err = "bad escape", -1;
-			}
-		}
-		if (n + 2 > cap) {
-			char *t = realloc(s, cap *= 2);
-			if (!t)
-				return free(s), j->err = "out of memory", -1;
-			s = t;
-		}
-		s[n++] = c;
-	}
-	if (j->p >= j->e)
-		return free(s), j->err = "unterminated string", -1;
-	j->p++;
-	s[n] = '\0';
-	*out = s;
-	return 0;
-}
-
-static int jpush(struct jv *v, size_t *cap, int keyed)
-{
-	if (v->n < *cap)
-		return 0;
-	*cap = *cap ? *cap * 2 : 8;
-	struct jv *it = realloc(v->items, *cap * sizeof *it);
-	if (!it)
-		return -1;
-	v->items = it;
-	if (keyed) {
-		char **k = realloc(v->keys, *cap * sizeof *k);
-		if (!k)
-			return -1;
-		v->keys = k;
-	}
-	return 0;
-}
-
-static int jparse(struct jp *j, struct jv *v, int depth)
-{
-	memset(v, 0, sizeof *v);
-	ws(j);
-	v->beg = j->p;
-	if (depth > 64)
-		return j->err = "nested too deep", -1;
-	if (j->p >= j->e)
-		return j->err = "unexpected end of file", -1;
-	char c = *j->p;
-	if (c == '{' || c == '[') {
-		int obj = c == '{';
-		size_t cap = 0;
-		v->t = obj ? J_OBJ : J_ARR;
-		j->p++;
-		ws(j);
-		if (j->p < j->e && *j->p == (obj ? '}' : ']')) {
-			j->p++;
-			v->end = j->p;
-			return 0;
-		}
-		for (;;) {
-			char *key = NULL;
-			ws(j);
-			if (obj) {
-				if (jstring(j, &key))
-					return -1;
-				ws(j);
-				if (j->p >= j->e || *j->p != ':')
-					return free(key), j->err = "expected ':'", -1;
-				j->p++;
-			}
-			if (jpush(v, &cap, obj))
-				return free(key), j->err = "out of memory", -1;
-			if (obj)
-				v->keys[v->n] = key;
-			if (jparse(j, &v->items[v->n], depth + 1)) {
-				v->n++;
-				return -1;
-			}
-			v->n++;
-			ws(j);
-			if (j->p < j->e && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p < j->e && *j->p == (obj ? '}' : ']')) {
-				j->p++;
-				break;
-			}
-			return j->err = obj ? "expected ',' or '}'" : "expected ',' or ']'", -1;
-		}
-	} else if (c == '"') {
-		v->t = J_STR;
-		if (jstring(j, &v->str))
-			return -1;
-	} else if (c == '-' || (c >= '0' && c <= '9')) {
-		char *end;
-		v->t = J_NUM;
-		v->num = strtod(j->p, &end);
-		if (end == j->p || end > j->e)
-			return j->err = "bad number", -1;
-		j->p = end;
-	} else if (j->e - j->p >= 4 && !strncmp(j->p, "true", 4)) {
-		v->t = J_BOOL, v->num = 1, j->p += 4;
-	} else if (j->e - j->p >= 5 && !strncmp(j->p, "false", 5)) {
-		v->t = J_BOOL, j->p += 5;
-	} else if (j->e - j->p >= 4 && !strncmp(j->p, "null", 4)) {
-		v->t = J_NULL, j->p += 4;
-	} else {
-		return j->err = "unexpected character", -1;
-	}
-	v->end = j->p;
-	return 0;
-}
-
-static const struct jv *jget(const struct jv *o, const char *key)
-{
-	if (!o || o->t != J_OBJ)
-		return NULL;
-	for (size_t i = 0; i < o->n; i++)
-		if (!strcmp(o->keys[i], key))
-			return &o->items[i];
-	return NULL;
-}
-
-static double jnum(const struct jv *o, const char *key)
-{
-	const struct jv *v = jget(o, key);
-	return v && v->t == J_NUM ? v->num : 0;
-}
-
-/* Reads and parses path; on error prints one line and returns -1. */
-static int load_json(const char *path, char **text, struct jv *v)
-{
+	json_error_t err;
+	json_t *v;
 	FILE *f = fopen(path, "rb");
-	long n;
 	if (!f) {
 		launch_msg("report: cannot read %s: %s", path, strerror(errno));
-		return -1;
+		return NULL;
 	}
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	*text = malloc((size_t)n + 1);
-	if (!*text || fread(*text, 1, (size_t)n, f) != (size_t)n) {
-		fclose(f);
-		launch_msg("report: cannot read %s", path);
-		return -1;
-	}
+	v = json_loadf(f, JSON_DECODE_ANY, &err);
 	fclose(f);
-	(*text)[n] = '\0';
-	struct jp j = { *text, *text, *text + n, NULL };
-	if (jparse(&j, v, 0) == 0) {
-		ws(&j);
-		if (j.p != j.e)
-			j.err = "text after the JSON value";
-	}
-	if (j.err) {
-		launch_msg("report: %s is not valid JSON (byte %ld: %s); was the run cut short?", path,
-			   (long)(j.p - j.s), j.err);
-		jfree(v);
-		return -1;
-	}
-	return 0;
+	if (!v)
+		launch_msg("report: %s is not valid JSON (line %d, column %d: %s); was the run cut "
+			   "short?", path, err.line, err.column, err.text);
+	return v;
+}
+
+/* The number at key of object o (integer or real); 0 when absent. */
+static double jnum(const json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* The string at key of object o; NULL when absent or not a string. */
+static const char *jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
 }
 
 /* Reads path whole into *text (NUL-terminated) and *len; one line on error. */
@@ -287,104 +94,133 @@ static int read_all(const char *path, char **text, size_t *len)
 	return 0;
 }
 
+/* One trace event: decoded, and its text as the rank wrote it (copied into
+ * the combined timeline unchanged). */
+struct trace_event {
+	json_t *v;
+	const char *beg;
+	size_t len;
+};
+
 /* A rank's trace, read as far as it is whole. */
 struct trace_in {
 	char *text;
-	struct jv events;       /* J_ARR of the whole events                  */
+	struct trace_event *ev;  /* the whole events, in file order          */
+	size_t n, cap;
 	int complete;           /* libddp closed it ("otherData" complete)    */
 	int cut_mid_event;      /* not valid JSON: cut inside an event        */
 	size_t cut_at;          /* byte where the whole part ends             */
 };
 
+/* Position of the next non-blank byte of [p, e). */
+static const char *skip_ws(const char *p, const char *e)
+{
+	while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
+		p++;
+	return p;
+}
+
+/* Decodes the one JSON value starting at *p (jansson, any type, text after
+ * it allowed) and moves *p past it; NULL (and *p unchanged) when the text
+ * there is not a whole value. */
+static json_t *take_value(const char **p, const char *e)
+{
+	json_error_t err;
+	json_t *v = json_loadb(*p, (size_t)(e - *p), JSON_DECODE_ANY | JSON_DISABLE_EOF_CHECK, &err);
+	if (v)
+		*p += err.position;
+	return v;
+}
+
 /* Parses a trace; the traceEvents array item by item, so a file cut in the
- * middle keeps its whole events.  -1 (one line) only when nothing is usable. */
+ * middle keeps its whole events.  Only the outer object's punctuation is
+ * scanned here; every key and value is jansson's.  -1 (one line) only when
+ * nothing is usable. */
 static int load_trace(const char *path, struct trace_in *t)
 {
-	size_t len, cap = 0;
+	size_t len;
+	const char *p, *e;
 	memset(t, 0, sizeof *t);
-	t->events.t = J_ARR;
 	if (read_all(path, &t->text, &len))
 		return -1;
-	struct jp j = { t->text, t->text, t->text + len, NULL };
-	ws(&j);
-	if (j.p >= j.e || *j.p != '{') {
+	p = skip_ws(t->text, t->text + len);
+	e = t->text + len;
+	if (p >= e || *p != '{') {
 		launch_msg("report: %s is not a trace (it does not start with '{')", path);
 		return -1;
 	}
-	j.p++;
+	p++;
 	for (;;) {
-		char *key = NULL;
-		ws(&j);
-		if (j.p < j.e && *j.p == '}')
+		p = skip_ws(p, e);
+		if (p < e && *p == '}')
 			break;
-		if (jstring(&j, &key))
-			goto cut;
-		ws(&j);
-		if (j.p >= j.e || *j.p != ':') {
-			free(key);
+		json_t *key = p < e && *p == '"' ? take_value(&p, e) : NULL;
+		if (!json_is_string(key)) {
+			json_decref(key);
 			goto cut;
 		}
-		j.p++;
-		ws(&j);
-		if (!strcmp(key, "traceEvents") && j.p < j.e && *j.p == '[') {
-			free(key);
-			j.p++;
+		int is_events = !strcmp(json_string_value(key), "traceEvents");
+		int is_other = !strcmp(json_string_value(key), "otherData");
+		json_decref(key);
+		p = skip_ws(p, e);
+		if (p >= e || *p != ':')
+			goto cut;
+		p = skip_ws(p + 1, e);
+		if (is_events && p < e && *p == '[') {
+			p++;
 			for (;;) {
-				ws(&j);
-				if (j.p < j.e && *j.p == ']') {
-					j.p++;
+				p = skip_ws(p, e);
+				if (p < e && *p == ']') {
+					p++;
 					break;
 				}
-				if (jpush(&t->events, &cap, 0))
+				struct trace_event *ev = ddp_array_grow(t->ev, &t->cap, t->n + 1, sizeof *ev, 256);
+				if (!ev)
 					goto cut;
-				const char *at = j.p;
-				if (jparse(&j, &t->events.items[t->events.n], 0)) {
-					jfree(&t->events.items[t->events.n]);
-					j.p = at;
+				t->ev = ev;
+				const char *at = p;
+				json_t *v = take_value(&p, e);
+				if (!v) {
 					t->cut_mid_event = 1;
 					goto cut;
 				}
-				t->events.n++;
-				ws(&j);
-				if (j.p < j.e && *j.p == ',') {
-					j.p++;
+				t->ev[t->n++] = (struct trace_event){ v, at, (size_t)(p - at) };
+				p = skip_ws(p, e);
+				if (p < e && *p == ',') {
+					p++;
 					continue;
 				}
-				if (j.p < j.e && *j.p == ']') {
-					j.p++;
+				if (p < e && *p == ']') {
+					p++;
 					break;
 				}
 				goto cut;
 			}
 		} else {
-			struct jv v;
-			int is_other = !strcmp(key, "otherData");
-			free(key);
-			if (jparse(&j, &v, 0)) {
-				jfree(&v);
+			json_t *v = take_value(&p, e);
+			if (!v)
 				goto cut;
-			}
-			const struct jv *c = is_other ? jget(&v, "ddprun") : NULL;
-			if (c && c->t == J_STR && !strcmp(c->str, "complete"))
+			const char *c = is_other ? jstr(v, "ddprun") : NULL;
+			if (c && !strcmp(c, "complete"))
 				t->complete = 1;
-			jfree(&v);
+			json_decref(v);
 		}
-		ws(&j);
-		if (j.p < j.e && *j.p == ',') {
-			j.p++;
+		p = skip_ws(p, e);
+		if (p < e && *p == ',') {
+			p++;
 			continue;
 		}
-		if (j.p < j.e && *j.p == '}')
+		if (p < e && *p == '}')
 			break;
 		goto cut;
 	}
-	t->cut_at = (size_t)(j.p - j.s);
+	t->cut_at = (size_t)(p - t->text);
 	return 0;
 cut:
 	t->complete = 0;
 	t->cut_mid_event = 1; /* not the JSON libddp writes: truncated or damaged */
-	t->cut_at = (size_t)(j.p - j.s);
-	if (!t->events.n) {
+	t->cut_at = (size_t)(p - t->text);
+	if (!t->n) {
 		launch_msg("report: %s holds no whole trace event (cut at byte %zu)", path, t->cut_at);
 		return -1;
 	}
@@ -393,7 +229,9 @@ cut:
 
 static void trace_free(struct trace_in *t)
 {
-	jfree(&t->events);
+	for (size_t i = 0; i < t->n; i++)
+		json_decref(t->ev[i].v);
+	free(t->ev);
 	free(t->text);
 }
 
@@ -420,6 +258,7 @@ struct row {
 struct table {
 	size_t n, cap, nranks;
 	struct row **rows;
+	int oom;      /* a row could not be added */
 };
 
 static double *cell(struct table *t, const char *name)
@@ -427,12 +266,19 @@ static double *cell(struct table *t, const char *name)
 	for (size_t i = 0; i < t->n; i++)
 		if (!strcmp(t->rows[i]->name, name))
 			return t->rows[i]->v;
-	if (t->n == t->cap) {
-		t->cap = t->cap ? t->cap * 2 : 32;
-		t->rows = realloc(t->rows, t->cap * sizeof *t->rows);
+	struct row **rows = ddp_array_grow(t->rows, &t->cap, t->n + 1, sizeof *rows, 32);
+	struct row *r = NULL;
+	if (rows) {
+		t->rows = rows;
+		r = calloc(1, sizeof *r + t->nranks * sizeof(double));
 	}
-	struct row *r = calloc(1, sizeof *r + t->nranks * sizeof(double));
-	r->name = strdup(name);
+	if (!r || !(r->name = strdup(name))) {
+		/* out of memory: the value goes nowhere, the table says so */
+		static double lost[MAX_RANKS];
+		free(r);
+		t->oom = 1;
+		return lost;
+	}
 	t->rows[t->n++] = r;
 	return r->v;
 }
@@ -455,6 +301,8 @@ static int by_total(const void *a, const void *b)
 static void print_table(const char *title, struct table *t, const int *ranks, size_t nranks,
 			size_t limit, int sort)
 {
+	if (t->oom)
+		launch_msg("report: out of memory; the table \"%s\" is incomplete", title);
 	if (!t->n)
 		return;
 	g_nranks = nranks;
@@ -508,30 +356,28 @@ struct comm_col {
  * unreadable or malformed file: one line printed). */
 static int read_comm(const char *dir, int rank, struct comm_col *col)
 {
-	char path[4096], *text = NULL;
-	struct jv v;
+	char path[4096];
+	json_t *v;
 	memset(col, 0, sizeof *col);
 	snprintf(path, sizeof path, "%s/rank%d.sync.json", dir, rank);
 	FILE *probe = fopen(path, "r");
 	if (!probe)
 		return 0;
 	fclose(probe);
-	if (load_json(path, &text, &v)) {
-		free(text);
+	if (!(v = load_json(path)))
 		return -1;
-	}
-	const struct jv *ps = jget(&v, "per_step"), *ov = jget(&v, "overlap");
-	if (ps && ps->t != J_ARR) {
+	const json_t *ps = json_object_get(v, "per_step");
+	const char *ov = jstr(v, "overlap");
+	if (ps && !json_is_array(ps)) {
 		launch_msg("report: %s: \"per_step\" is not an array", path);
-		jfree(&v);
-		free(text);
+		json_decref(v);
 		return -1;
 	}
 	col->present = 1;
 	col->peer_known = 1;
-	snprintf(col->overlap, sizeof col->overlap, "%s", ov && ov->t == J_STR ? ov->str : "-");
-	for (size_t i = 0; ps && i < ps->n; i++) {
-		const struct jv *e = &ps->items[i];
+	snprintf(col->overlap, sizeof col->overlap, "%s", ov ? ov : "-");
+	for (size_t i = 0; i < json_array_size(ps); i++) {
+		const json_t *e = json_array_get(ps, i);
 		if (jnum(e, "step") < COMM_FIRST_STEP)
 			continue;
 		col->steps++;
@@ -539,7 +385,7 @@ static int read_comm(const char *dir, int rank, struct comm_col *col)
 		col->comm += jnum(e, "comm_ms");
 		col->hidden += jnum(e, "comm_hidden_ms");
 		col->wait += jnum(e, "grad_wait_ms");
-		if (jget(e, "peer_wait_ms")) {
+		if (json_object_get(e, "peer_wait_ms")) {
 			col->peer += jnum(e, "peer_wait_ms");
 			col->peer_hidden += jnum(e, "peer_wait_hidden_ms");
 		} else {
@@ -548,8 +394,7 @@ static int read_comm(const char *dir, int rank, struct comm_col *col)
 	}
 	if (!col->steps)
 		col->peer_known = 0;
-	jfree(&v);
-	free(text);
+	json_decref(v);
 	return 0;
 }
 
@@ -639,32 +484,33 @@ struct thread_row {
 	size_t events;
 };
 
-static void print_threads(int rank, const struct jv *ev)
+static void print_threads(int rank, const struct trace_in *t)
 {
 	struct thread_row *th = NULL;
 	size_t n = 0;
-	for (size_t i = 0; i < ev->n; i++) {
-		const struct jv *e = &ev->items[i], *tid = jget(e, "tid"), *ph = jget(e, "ph"),
-				*nm = jget(e, "name");
-		if (!tid || tid->t != J_NUM || !ph || ph->t != J_STR)
+	for (size_t i = 0; i < t->n; i++) {
+		const json_t *e = t->ev[i].v, *tid = json_object_get(e, "tid");
+		const char *ph = jstr(e, "ph"), *nm = jstr(e, "name");
+		if (!json_is_number(tid) || !ph)
 			continue;
+		long long id = (long long)json_number_value(tid);
 		size_t k = 0;
-		while (k < n && th[k].tid != (long long)tid->num)
+		while (k < n && th[k].tid != id)
 			k++;
 		if (k == n) {
 			struct thread_row *t2 = realloc(th, (n + 1) * sizeof *th);
 			if (!t2)
 				break;
 			th = t2;
-			th[n++] = (struct thread_row){ (long long)tid->num, NULL, 0 };
+			th[n++] = (struct thread_row){ id, NULL, 0 };
 		}
-		if (!strcmp(ph->str, "M") && nm && nm->t == J_STR && !strcmp(nm->str, "thread_name")) {
-			const struct jv *a = jget(jget(e, "args"), "name");
-			if (a && a->t == J_STR) {
+		if (!strcmp(ph, "M") && nm && !strcmp(nm, "thread_name")) {
+			const char *a = jstr(json_object_get(e, "args"), "name");
+			if (a) {
 				free(th[k].name);
-				th[k].name = strdup(a->str);
+				th[k].name = strdup(a);
 			}
-		} else if (!strcmp(ph->str, "X")) {
+		} else if (!strcmp(ph, "X")) {
 			th[k].events++;
 		}
 	}
@@ -683,16 +529,16 @@ static void print_threads(int rank, const struct jv *ev)
 }
 
 /* Start and end (µs) of the complete events of a trace; 0 when none. */
-static int trace_span(const struct jv *ev, double *t0, double *t1)
+static int trace_span(const struct trace_in *t, double *t0, double *t1)
 {
 	int any = 0;
-	for (size_t i = 0; i < ev->n; i++) {
-		const struct jv *ts = jget(&ev->items[i], "ts"), *dur = jget(&ev->items[i], "dur");
-		if (!ts || ts->t != J_NUM)
+	for (size_t i = 0; i < t->n; i++) {
+		const json_t *ts = json_object_get(t->ev[i].v, "ts");
+		if (!json_is_number(ts))
 			continue;
-		double e = ts->num + (dur && dur->t == J_NUM ? dur->num : 0);
-		if (!any || ts->num < *t0)
-			*t0 = ts->num;
+		double b = json_number_value(ts), e = b + jnum(t->ev[i].v, "dur");
+		if (!any || b < *t0)
+			*t0 = b;
 		if (!any || e > *t1)
 			*t1 = e;
 		any = 1;
@@ -758,46 +604,43 @@ int launch_report_main(int argc, char **argv)
 	if (!have_sum || !have_sync)
 		goto out;
 	for (size_t r = 0; r < nranks; r++) {
-		char *text = NULL;
-		struct jv v;
+		json_t *v;
 		snprintf(path, sizeof path, "%s/rank%d.summary.json", dir, ranks[r]);
 		if (access(path, F_OK) != 0)
 			continue; /* a rank that did not exit normally */
-		if (load_json(path, &text, &v)) {
-			free(text);
+		if (!(v = load_json(path)))
 			goto out;
-		}
-		const struct jv *h = jget(&v, "hooks"), *k = jget(&v, "kernels"), *a = jget(&v, "alloc"),
-				*c = jget(&v, "copies");
-		if (!h || h->t != J_ARR || !k || k->t != J_ARR || !a || !c) {
+		const json_t *h = json_object_get(v, "hooks"), *k = json_object_get(v, "kernels"),
+			     *a = json_object_get(v, "alloc"), *c = json_object_get(v, "copies");
+		if (!json_is_array(h) || !json_is_array(k) || !a || !c) {
 			launch_msg("report: %s is not a libddp summary (no hooks/kernels/alloc/copies)", path);
-			jfree(&v);
-			free(text);
+			json_decref(v);
 			goto out;
 		}
 		have_sum[r] = 1;
 		nsum++;
-		for (size_t i = 0; i < h->n; i++) {
-			const struct jv *nm = jget(&h->items[i], "name");
-			if (nm && nm->t == J_STR)
-				cell(&hooks, nm->str)[r] = jnum(&h->items[i], "calls");
+		for (size_t i = 0; i < json_array_size(h); i++) {
+			const char *nm = jstr(json_array_get(h, i), "name");
+			if (nm)
+				cell(&hooks, nm)[r] = jnum(json_array_get(h, i), "calls");
 		}
-		for (size_t i = 0; i < k->n; i++) {
-			const struct jv *nm = jget(&k->items[i], "name");
-			if (nm && nm->t == J_STR)
-				cell(&kernels, nm->str)[r] = jnum(&k->items[i], "launches");
+		for (size_t i = 0; i < json_array_size(k); i++) {
+			const char *nm = jstr(json_array_get(k, i), "name");
+			if (nm)
+				cell(&kernels, nm)[r] = jnum(json_array_get(k, i), "launches");
 		}
 		cell(&mem, "allocations made")[r] = jnum(a, "count");
 		cell(&mem, "bytes allocated")[r] = jnum(a, "bytes");
 		cell(&mem, "peak bytes allocated")[r] = jnum(a, "peak");
 		cell(&mem, "allocations live at exit")[r] = jnum(a, "live");
-		for (size_t i = 0; c->t == J_OBJ && i < c->n; i++) {
-			snprintf(path, sizeof path, "bytes copied %s", c->keys[i]);
-			cell(&mem, path)[r] = jnum(&c->items[i], "bytes");
+		const char *dir_name;
+		const json_t *dv;
+		json_object_foreach((json_t *)c, dir_name, dv) {
+			snprintf(path, sizeof path, "bytes copied %s", dir_name);
+			cell(&mem, path)[r] = jnum(dv, "bytes");
 		}
-		cell(&mem, "time in hooked calls (us, estimated)")[r] = jnum(&v, "hook_time_ns") / 1000.0;
-		jfree(&v);
-		free(text);
+		cell(&mem, "time in hooked calls (us, estimated)")[r] = jnum(v, "hook_time_ns") / 1000.0;
+		json_decref(v);
 	}
 	/* gradient synchronisation: totals and per step */
 	for (size_t r = 0; r < nranks; r++) {
@@ -817,32 +660,28 @@ int launch_report_main(int argc, char **argv)
 			{ "bytes_reduced_per_step", "per step: bytes reduced" },
 			{ "coll_ms_per_step", "per step: ms in collectives" },
 		};
-		char *text = NULL;
-		struct jv v;
+		json_t *v;
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", dir, ranks[r]);
 		if (access(path, F_OK) != 0)
 			continue;
-		if (load_json(path, &text, &v)) {
-			free(text);
+		if (!(v = load_json(path)))
 			goto out;
-		}
 		have_sync[r] = 1;
 		nsync++;
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-			cell(&sync, rows[i].row)[r] = jnum(&v, rows[i].key);
-		const struct jv *b = jget(&v, "buffers");
+			cell(&sync, rows[i].row)[r] = jnum(v, rows[i].key);
+		const json_t *b = json_object_get(v, "buffers");
 		double grads = 0, gbytes = 0;
-		for (size_t i = 0; b && b->t == J_ARR && i < b->n; i++) {
-			const struct jv *role = jget(&b->items[i], "role");
-			if (role && role->t == J_STR && !strcmp(role->str, "gradient")) {
+		for (size_t i = 0; i < json_array_size(b); i++) {
+			const char *role = jstr(json_array_get(b, i), "role");
+			if (role && !strcmp(role, "gradient")) {
 				grads++;
-				gbytes += jnum(&b->items[i], "bytes");
+				gbytes += jnum(json_array_get(b, i), "bytes");
 			}
 		}
 		cell(&sync, "gradient buffers")[r] = grads;
 		cell(&sync, "gradient bytes")[r] = gbytes;
-		jfree(&v);
-		free(text);
+		json_decref(v);
 	}
 	mark_absent(&hooks, have_sum);
 	mark_absent(&kernels, have_sum);
@@ -891,16 +730,16 @@ int launch_report_main(int argc, char **argv)
 		}
 		if (!printed_threads++)
 			printf("\nThreads (from the traces)\n");
-		print_threads(ranks[r], &t.events);
+		print_threads(ranks[r], &t);
 		if (!t.complete) {
 			double t0 = 0, t1 = 0;
-			int span = trace_span(&t.events, &t0, &t1);
+			int span = trace_span(&t, &t0, &t1);
 			cut++;
 			printf("  rank %d's trace was cut: %s; it holds %zu events%s",
 			       ranks[r],
 			       t.cut_mid_event ? "it ends in the middle of an event (kept: the whole ones before)"
 					       : "the rank stopped before closing it (killed?)",
-			       t.events.n, span ? " over " : "");
+			       t.n, span ? " over " : "");
 			if (span)
 				printf("%.3f s", (t1 - t0) / 1e6);
 			if (t.cut_mid_event)
@@ -908,9 +747,8 @@ int launch_report_main(int argc, char **argv)
 			else
 				printf("; what it did after its last flush (at most 1 s) is lost\n");
 		}
-		for (size_t i = 0; i < t.events.n; i++, events++)
-			fprintf(out, "%s\n%.*s", events ? "," : "",
-				(int)(t.events.items[i].end - t.events.items[i].beg), t.events.items[i].beg);
+		for (size_t i = 0; i < t.n; i++, events++)
+			fprintf(out, "%s\n%.*s", events ? "," : "", (int)t.ev[i].len, t.ev[i].beg);
 		traces++;
 		trace_free(&t);
 	}

@@ -29,6 +29,7 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "ddp_array.h"
 #include "ddp_status.h"
 #include "launch.h"
 
@@ -36,20 +37,17 @@ extern char **environ;
 
 struct env_vec {
 	char **v;
-	int n, cap;
+	int n;
+	size_t cap;
 	int first_set; /* index of the first variable ddprun set */
 };
 
 static ddp_result env_push(struct env_vec *e, char *kv)
 {
-	if (e->n + 2 > e->cap) {
-		int cap = e->cap ? e->cap * 2 : 64;
-		char **nv = realloc(e->v, sizeof *nv * (size_t)cap);
-		if (!nv)
-			return DDP_ERR_NOMEM;
-		e->v = nv;
-		e->cap = cap;
-	}
+	char **nv = ddp_array_grow(e->v, &e->cap, (size_t)e->n + 2, sizeof *nv, 64);
+	if (!nv)
+		return DDP_ERR_NOMEM;
+	e->v = nv;
 	e->v[e->n++] = kv;
 	e->v[e->n] = NULL;
 	return DDP_OK;
@@ -291,9 +289,7 @@ static ddp_result spawn_one(struct launch_job *job, struct launch_rank *r, int *
 	r->running = 1;
 	r->out_fd = out[0];
 	r->err_fd = err[0];
-	do
-		n = read(fail[0], &e, sizeof e);
-	while (n < 0 && errno == EINTR);
+	n = DDP_EINTR_RETRY(read(fail[0], &e, sizeof e));
 	close(fail[0]);
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(err[0], F_SETFL, O_NONBLOCK);

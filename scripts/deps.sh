@@ -6,10 +6,17 @@
 # Needs: gcc, g++, make, the CUDA toolkit (nvcc on PATH or CUDA_HOME), and the
 # Debian packages below.  Run as root it installs missing packages with
 # apt-get; otherwise it prints the exact apt-get line and fails.
-# Usage: scripts/deps.sh [--fuzz]   (--fuzz also wants clang with libFuzzer)
+# Usage: scripts/deps.sh [--fuzz] [--lint]   (--fuzz also wants clang with
+# libFuzzer; --lint cppcheck and clang-tidy for `make lint`)
 set -u
 want_fuzz=0
-[ "${1:-}" = --fuzz ] && want_fuzz=1
+want_lint=0
+for a in "$@"; do
+	case "$a" in
+	--fuzz) want_fuzz=1 ;;
+	--lint) want_lint=1 ;;
+	esac
+done
 
 missing_pkgs=()
 have_header() { echo "#include <$1>" | ${CC:-gcc} -E -x c - >/dev/null 2>&1; }
@@ -20,10 +27,15 @@ done
 have_header libelf.h || missing_pkgs+=(libelf-dev)
 have_header zstd.h   || missing_pkgs+=(libzstd-dev)
 have_header lz4.h    || missing_pkgs+=(liblz4-dev)
+have_header jansson.h || missing_pkgs+=(libjansson-dev)
 command -v timeout >/dev/null || missing_pkgs+=(coreutils)
 command -v python3 >/dev/null || missing_pkgs+=(python3)
 if [ $want_fuzz = 1 ]; then
 	command -v clang >/dev/null || missing_pkgs+=(clang)
+fi
+if [ $want_lint = 1 ]; then
+	command -v cppcheck >/dev/null || missing_pkgs+=(cppcheck)
+	command -v clang-tidy >/dev/null || missing_pkgs+=(clang-tidy)
 fi
 
 if [ ${#missing_pkgs[@]} -gt 0 ]; then

@@ -58,14 +58,17 @@ void ddp_log_breadcrumb(const char *file, int line, const char *expr, ddp_result
 ddp_result ddp_cu_result(int r, const char *what);
 #define DDP_CUCHECK(call, what) DDP_CHECK(ddp_cu_result((int)(call), (what)))
 
-/* System call returning -1 on error, retried on EINTR; returns DDP_ERR_SYS. */
-#define DDP_SYSCHECK(call, name) do { \
-	long ddp_sys_; \
-	do { ddp_sys_ = (long)(call); } while (ddp_sys_ == -1 && errno == EINTR); \
-	if (ddp_sys_ == -1) { \
-		DDP_WARN("%s failed: %s", (name), strerror(errno)); \
-		return DDP_ERR_SYS; \
-	} \
-} while (0)
+/* The value of a system call (an expression returning -1 with errno on
+ * error), made again while it fails with EINTR: n = DDP_EINTR_RETRY(read(fd,
+ * b, 1)).  What a failure means is the caller's: the code base's EINTR loops
+ * go on to short counts, EOF or a timeout, so no check macro fits them all
+ * (DDP_SYSCHECK, which returned DDP_ERR_SYS, had no user and is gone). */
+#define DDP_EINTR_RETRY(call) __extension__({ \
+	__typeof__(call) ddp_eintr_; \
+	do \
+		ddp_eintr_ = (call); \
+	while (ddp_eintr_ == -1 && errno == EINTR); \
+	ddp_eintr_; \
+})
 
 #endif /* DDP_ERR_H */

@@ -36,6 +36,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "ddp_array.h"
+#include "ddp_hash.h"
 #include "ddp_log.h"
 #include "ddp_port.h"
 #include "ddp_trace.h"
@@ -91,16 +93,12 @@ static void sb_grow(struct sbuf *b, size_t more)
 {
 	if (b->oom || b->n + more + 1 <= b->cap)
 		return;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap < b->n + more + 1)
-		cap *= 2;
-	char *p = realloc(b->p, cap);
+	char *p = ddp_array_grow(b->p, &b->cap, b->n + more + 1, 1, 4096);
 	if (!p) {
 		b->oom = 1;
 		return;
 	}
 	b->p = p;
-	b->cap = cap;
 }
 
 static void sb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -357,13 +355,11 @@ static char *interned[INTERN_SLOTS];
 
 const char *ddp_trace_intern(const char *s)
 {
-	uint64_t h = 1469598103934665603ull;
 	const char *r = "?";
 
 	if (!s)
 		return NULL;
-	for (const char *p = s; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	uint64_t h = ddp_fnv1a_str(DDP_FNV1A_INIT, s);
 	pthread_mutex_lock(&intern_lock);
 	for (size_t i = 0; i < INTERN_SLOTS; i++) {
 		char **slot = &interned[(h + i) % INTERN_SLOTS];

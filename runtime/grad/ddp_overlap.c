@@ -778,7 +778,7 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 		struct ov_part *need = malloc(np * sizeof *need);
 		struct ddp_coll_bucket *bk = malloc(np * sizeof *bk);
 		if (!need || !bk)
-			die_oom();
+			return free(need), free(bk), die_oom(), DDP_ERR_NOMEM; /* die_oom stops the rank */
 		memcpy(need, ov.parts, np * sizeof *need);
 		scratch(np);
 		for (size_t i = 0; i < np; i++) {

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp_array.h"
 #include "ddp_fatbin.h"
 
 #ifndef EM_CUDA
@@ -148,17 +149,12 @@ struct kp_slot {
 /* Grows *slots to hold ordinal ord. */
 static ddp_result kp_reserve(struct kp_slot **slots, size_t *cap, size_t ord)
 {
-	if (ord < *cap)
-		return DDP_OK;
-	size_t ncap = *cap ? *cap : 16;
-	while (ncap <= ord)
-		ncap *= 2;
-	struct kp_slot *n = realloc(*slots, ncap * sizeof *n);
+	size_t old = *cap;
+	struct kp_slot *n = ddp_array_grow(*slots, cap, ord + 1, sizeof *n, 16);
 	if (!n)
 		return DDP_ERR_NOMEM;
-	memset(n + *cap, 0, (ncap - *cap) * sizeof *n);
+	memset(n + old, 0, (*cap - old) * sizeof *n);
 	*slots = n;
-	*cap = ncap;
 	return DDP_OK;
 }
 

@@ -308,11 +308,11 @@ out_free_params:
 ddp_result ddp_ptx_parse(const char *text, size_t len, struct ddp_module_info *m, char *err, size_t errlen)
 {
 	struct ptx_ctx c = { text, err, errlen };
-	struct lexer lx = { text, text + len, TOK_END, text, 0 };
 	bool saw_version = false;
 
 	if (!text)
 		return ddp_fatbin_fail(err, errlen, "PTX text pointer is NULL");
+	struct lexer lx = { text, text + len, TOK_END, text, 0 };
 	for (lex_next(&lx); lx.kind != TOK_END; lex_next(&lx)) {
 		if (tok_is(&lx, ".version"))
 			saw_version = true;

@@ -13,8 +13,8 @@
  * with the DDP_STORE_SECRET the user exported (docs/launcher.md, "Under
  * Slurm, torchrun or mpirun", gives the address and port rules).
  *
- * Contract: ddp_job_init runs once at library init (ddp_init.c), only when
- * gradient synchronisation is on.  ddp_job_store and ddp_job_comm are used
+ * Contract: ddp_job_init runs once at library init (from ddp_sync_init,
+ * runtime/grad/ddp_sync.c), only when gradient synchronisation is on.  ddp_job_store and ddp_job_comm are used
  * by the synchronising thread under ddp_sync's lock.  ddp_job_progress may
  * be called from any thread (one relaxed atomic add).  ddp_job_fini runs at
  * exit (a forked child's exit leaves the parent's job alone).

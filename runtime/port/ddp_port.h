@@ -15,7 +15,7 @@
  *                filled with dlvsym(RTLD_NEXT, ...) before anything else
  *                runs, so the archive member with the plain filling is never
  *                linked into it.
- *   ddp_driver_  the real driver entry points the runtime needs (copies,
+ *   ddp_driver_  the real driver entry points of ddp_driver.def (copies,
  *                syncs, pinned memory, error names, kernel names and
  *                parameter layouts, the relaunch of a captured launch) and
  *                whether the driver is the CPU device.  Filled by interpose/
@@ -97,48 +97,10 @@ struct ddp_launch_call {
 
 struct ddp_driver {
 	int cpu_device;  /* the driver is the CPU device (cpudev)   */
-	CUresult (*memcpyDtoHAsync)(void *dst, CUdeviceptr src, size_t bytes, CUstream s);
-	CUresult (*memcpyHtoDAsync)(CUdeviceptr dst, const void *src, size_t bytes, CUstream s);
-	CUresult (*streamSynchronize)(CUstream s);
-	CUresult (*streamQuery)(CUstream s);
-	CUresult (*ctxSynchronize)(void);
-	CUresult (*memAllocHost)(void **p, size_t bytes);
-	CUresult (*memFreeHost)(void *p);
-	CUresult (*getErrorName)(CUresult e, const char **name);
-	CUresult (*funcGetName)(const char **name, CUfunction f);
-	CUresult (*kernelGetName)(const char **name, CUkernel k);
-	CUresult (*funcGetParamInfo)(CUfunction f, size_t i, size_t *off, size_t *size);
-	CUresult (*kernelGetParamInfo)(CUkernel k, size_t i, size_t *off, size_t *size);
-	CUresult (*ctxGetDevice)(CUdevice *dev);
-	/* streams, events and host functions: the collectives' communication
-	 * stream (ddp_coll.h, the _async calls) */
-	CUresult (*streamCreateWithPriority)(CUstream *s, unsigned flags, int priority);
-	CUresult (*streamDestroy)(CUstream s);
-	CUresult (*ctxGetStreamPriorityRange)(int *least, int *greatest);
-	CUresult (*eventCreate)(CUevent *e, unsigned flags);
-	CUresult (*eventDestroy)(CUevent e);
-	CUresult (*eventRecord)(CUevent e, CUstream s);
-	CUresult (*eventQuery)(CUevent e);
-	CUresult (*eventSynchronize)(CUevent e);
-	CUresult (*streamWaitEvent)(CUstream s, CUevent e, unsigned flags);
-	CUresult (*launchHostFunc)(CUstream s, CUhostFn fn, void *user);
-	CUresult (*ctxSetCurrent)(CUcontext ctx);
-	CUresult (*deviceGetAttribute)(int *v, CUdevice_attribute a, CUdevice dev);
-	CUresult (*ctxGetCurrent)(CUcontext *ctx);
-	CUresult (*devicePrimaryCtxGetState)(CUdevice dev, unsigned *flags, int *active);
-	CUresult (*devicePrimaryCtxRetain)(CUcontext *ctx, CUdevice dev);
-	CUresult (*devicePrimaryCtxRelease)(CUdevice dev);
-	/* the launch entry points, by enum ddp_launch_kind (ddp_port_relaunch) */
-	CUresult (*launchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-				 unsigned, unsigned, CUstream, void **, void **);
-	CUresult (*launchKernel_ptsz)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-				      unsigned, unsigned, CUstream, void **, void **);
-	CUresult (*launchCooperativeKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-					    unsigned, unsigned, unsigned, CUstream, void **);
-	CUresult (*launchCooperativeKernel_ptsz)(CUfunction, unsigned, unsigned, unsigned, unsigned,
-						 unsigned, unsigned, unsigned, CUstream, void **);
-	CUresult (*launchKernelEx)(const CUlaunchConfig *, CUfunction, void **, void **);
-	CUresult (*launchKernelEx_ptsz)(const CUlaunchConfig *, CUfunction, void **, void **);
+	/* the real entry points (ddp_driver.def) */
+#define DDP_DRIVER(ret, field, base, suffix, ver, params) ret (*field) params;
+#include "ddp_driver.def"
+#undef DDP_DRIVER
 	/* marks the calling thread's next hooked driver calls as ddp's own
 	 * (NULL outside libddp) */
 	void (*own_begin)(void);

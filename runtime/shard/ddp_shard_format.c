@@ -269,7 +269,7 @@ static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_
 
 	l->fmt = DDP_SHARD_FMT_NPY;
 	if (n < 10 || h[6] < 1 || h[6] > 3 || (h[6] >= 2 && n < 12)) {
-		ERR("npy header is truncated or has an unknown version %u", n > 6 ? h[6] : 0);
+		ERR("npy header is truncated or has an unknown version %u", n > 6 ? (unsigned)h[6] : 0u);
 		return DDP_ERR_INVALID;
 	}
 	pre = h[6] == 1 ? 10 : 12;

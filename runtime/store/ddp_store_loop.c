@@ -389,10 +389,7 @@ void ddp_store_server_stop(struct ddp_store_server *s)
 		return;
 	__atomic_store_n(&s->stopping, 1, __ATOMIC_RELEASE);
 	if (s->thread_started) {
-		ssize_t w;
-		do {
-			w = write(s->wake[1], "x", 1);
-		} while (w < 0 && errno == EINTR);
+		(void)DDP_EINTR_RETRY(write(s->wake[1], "x", 1));
 		pthread_join(s->thread, NULL);
 	}
 	DDP_SYS(close)(s->listen_fd);

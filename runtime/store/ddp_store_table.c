@@ -16,16 +16,14 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "ddp_hash.h"
 #include "ddp_store_server_int.h"
 
 /* ---- key-value table ------------------------------------------------------ */
 
 static uint64_t key_hash(const char *key)
 {
-	uint64_t h = 1469598103934665603ull;
-	for (; *key; key++)
-		h = (h ^ (uint8_t)*key) * 1099511628211ull;
-	return h;
+	return ddp_fnv1a_str(DDP_FNV1A_INIT, key);
 }
 
 static struct kv **kv_slot(struct ddp_store_server *s, const char *key, uint64_t h)

@@ -45,11 +45,12 @@ gpu-suite-sim-build: $(GPU_SUITE_DEPS) $(GPU_SUITE_SIM_DEPS)
 gpu-test:
 	@BUILD=$(BUILD) tests/gpu/run.sh $(GPU_TEST_FLAGS) $(GPU_REPORT_DIR); rc=$$?; [ $$rc -eq 77 ] || exit $$rc
 
-# libddp.so's non-libc dependencies (libelf, libzstd, liblz4, libz), copied to
-# $(BUILD)/gpu-deps; run.sh puts that folder on LD_LIBRARY_PATH when present.
-gpu-bundle: $(BUILD)/lib/libddp.so
+# libddp.so's and ddprun's non-libc dependencies (libelf, libzstd, liblz4,
+# libz, libjansson), copied to $(BUILD)/gpu-deps; run.sh puts that folder on
+# LD_LIBRARY_PATH when present.
+gpu-bundle: $(BUILD)/lib/libddp.so $(DDPRUN)
 	@mkdir -p $(BUILD)/gpu-deps
-	$(Q)ldd $< | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt)\.so/ { print $$3 }' \
-		| xargs -r cp -L -t $(BUILD)/gpu-deps
+	$(Q)ldd $^ | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt)\.so/ { print $$3 }' \
+		| sort -u | xargs -r cp -L -t $(BUILD)/gpu-deps
 
 TESTS += tests/gpu/skip.sh
