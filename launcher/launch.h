@@ -157,10 +157,11 @@ int launch_progress_stuck(struct launch_job *job, double now, double limit, int 
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
 
-/* Two running local ranks that have waited, each for `settle` seconds or
- * more, inside different collectives (another number or another kind): they
- * can never meet (a rank skipped or added a step, ranks run with different
- * settings).  Returns 1 and says which, with their steps, in *why. */
+/* Two running local ranks (not stopped) that have waited, each for
+ * `settle` seconds or more, inside collectives of different kinds (an
+ * allreduce and a hash exchange): they can never meet (a rank skipped or
+ * added a step, ranks run with different settings).  Returns 1 and says
+ * which, with their steps and collective numbers, in *why. */
 int launch_progress_diverged(struct launch_job *job, double now, double settle, char *why, size_t cap);
 
 /* The progress line: steps/s, each local rank's step, the share of time in

@@ -20,8 +20,9 @@
  *    Without --timeout the same judgement runs with half of
  *    DDP_COLL_TIMEOUT, but names only a rank outside a collective that a
  *    running rank waits for.
- *  - two running ranks that each waited a while in a different collective
- *    (another number or another kind) can never meet.
+ *  - two running ranks that each waited a while in collectives of
+ *    different kinds can never meet (the same kind under different numbers
+ *    is also what allreduces in flight, or a frozen rank, look like).
  *  - a rank that exited, with any code, while a running rank waits for it in
  *    a collective it never finished (or at the first rendezvous) stops the
  *    job at once, naming the rank that left.
@@ -243,6 +244,22 @@ static void coll_name(struct ddp_status_slot *s, char *name /* sizeof s->coll_na
 	name[sizeof s->coll_name] = '\0';
 }
 
+/* Is process pid stopped (SIGSTOP, a debugger)?  Such a rank is frozen,
+ * not waiting: whatever it shows is not where it will go next. */
+static int is_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && (p[2] == 'T' || p[2] == 't');
+}
+
 int launch_progress_diverged(struct launch_job *job, double now, double settle, char *why, size_t cap)
 {
 	int first = -1;
@@ -255,8 +272,8 @@ int launch_progress_diverged(struct launch_job *job, double now, double settle, 
 		if (!s || !job->ranks[i].running)
 			continue;
 		uint64_t in = DDP_STATUS_LOAD(s->coll_in), since = DDP_STATUS_LOAD(s->coll_since_ns);
-		if (!in || !since || now - ns_to_s(since) < settle)
-			continue; /* not waiting, or not for long: it may still be on its way */
+		if (!in || !since || now - ns_to_s(since) < settle || is_stopped(job->ranks[i].pid))
+			continue; /* not waiting, or not for long (it may still be on its way), or frozen */
 		coll_name(s, name);
 		if (first < 0) {
 			first = i;
@@ -264,7 +281,10 @@ int launch_progress_diverged(struct launch_job *job, double now, double settle, 
 			memcpy(first_name, name, sizeof name);
 			continue;
 		}
-		if (in == first_in && strcmp(name, first_name) == 0)
+		/* only another kind is proof: the same kind under another number is
+		 * also what asynchronous allreduces in flight, or a rank frozen
+		 * inside one whose data already went out, look like */
+		if (strcmp(name, first_name) == 0)
 			continue;
 		struct ddp_status_slot *f = slot_of(job, first);
 		snprintf(why, cap, "rank %d (step %llu) waits in collective #%llu (%s) and rank %d (step %llu) "

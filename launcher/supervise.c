@@ -26,9 +26,10 @@
  *    it stopped, and the job stops; exit 124;
  *  - without --timeout, a rank that another waits for inside a collective
  *    and that made no progress for half of DDP_COLL_TIMEOUT is named the
- *    same way (before the waiter's own timeout would blame the waiter);
- *  - ranks that have waited 1.5 s in different collectives (number or kind
- *    on the status board) can never meet: both are named, exit 1;
+ *    same way (before the waiter's own timeout would blame the waiter),
+ *    exit 1;
+ *  - ranks that have waited 1.5 s in collectives of different kinds on the
+ *    status board can never meet: both are named, exit 1;
  *  - when every rank is gone, remaining descendants (daemons, orphans) get
  *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child;
  *  - a progress line every DDPRUN_PROGRESS seconds (default 10; not with
@@ -197,7 +198,7 @@ struct sup_state {
 	double deadline;
 	int interrupted;     /* signal that stopped ddprun, 0 if none     */
 	int sigints;
-	int timed_out;
+	int timed_out;       /* 1: --timeout, 2: the default watch        */
 	int broken;          /* ddprun itself failed while supervising    */
 	double term_at;      /* after an interrupt: when to send SIGTERM  */
 	int left;            /* local index of a rank that left while needed, -1 */
@@ -334,7 +335,7 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 	int li = stuck - job->ranks[0].rank;
 	if (li >= 0 && li < job->nranks)
 		launch_output_print_tail(li);
-	st->timed_out = 1;
+	st->timed_out = o->timeout ? 1 : 2;
 	begin_stop(job, st, SIGTERM);
 }
 
@@ -540,7 +541,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.diverged) {
 		code = 1;
 	} else if (st.timed_out) {
-		code = 124;
+		code = st.timed_out == 1 ? 124 : 1; /* 124: the --timeout the user set */
 	} else if (st.interrupted) {
 		code = 128 + st.interrupted;
 	} else if (st.broken) {

@@ -79,6 +79,25 @@ else
 	kill -KILL $pid
 fi
 
+# the same under a folder whose path is about 2 KB: the line keeps its reason
+long=$TMP/$(printf 'd%.0s' {1..200})
+for i in $(seq 1 9); do long=$long/$(printf 'e%.0s' {1..200}); done
+mkdir -p "$long" && mk 0 20 >"$long/data.raw"
+rm -f go
+: >out
+"$DDPRUN" -n 2 --shard "$long/data.raw:record=16" python3 reader.py "$long/data.raw" go >out 2>err &
+pid=$!
+if wait_for out '^\[rank 0\] rank 0 saw ' 1 30; then
+	mk 20 25 >>"$long/data.raw"
+	touch go
+	wait $pid
+	check "long path: the whole line, the reason at its end" \
+		has err "^\[rank 1\] libddp ERROR .*--shard $long/data.raw: $long/data.raw changed since .*run again once nothing writes the file$"
+else
+	notok "long path: rank 0 never read"
+	kill -KILL $pid
+fi
+
 # negative control: the check is what refuses it.  Without ddprun's list
 # (a rank started by hand, as under torchrun) rank 1 splits the grown file
 # by the size it sees: records 20..24 land where rank 0 never looked
