@@ -157,12 +157,16 @@ int launch_progress_stuck(struct launch_job *job, double now, double limit, int 
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
 
-/* Two running local ranks (not stopped) that have waited, each for
- * `settle` seconds or more, inside collectives of different kinds (an
- * allreduce and a hash exchange): they can never meet (a rank skipped or
- * added a step, ranks run with different settings).  Returns 1 and says
- * which, with their steps and collective numbers, in *why. */
-int launch_progress_diverged(struct launch_job *job, double now, double settle, char *why, size_t cap);
+/* Two running local ranks (not stopped) waiting inside collectives of
+ * different kinds (an allreduce and a hash exchange): they can never meet (a
+ * rank skipped or added a step, ranks run with different settings).  Each
+ * must have waited `settle` seconds when the numbers are equal or the one
+ * further on finished the other's; else (its board may show a collective
+ * entered on its main thread while an earlier one is still in flight)
+ * `settle_unsure`.  Returns 1 and says which, with their steps and
+ * collective numbers, in *why. */
+int launch_progress_diverged(struct launch_job *job, double now, double settle, double settle_unsure,
+			     char *why, size_t cap);
 
 /* The progress line: steps/s, each local rank's step, the share of time in
  * collectives since the last line (nothing when no rank has a board slot). */

@@ -260,10 +260,11 @@ static int is_stopped(pid_t pid)
 	return p && (p[2] == 'T' || p[2] == 't');
 }
 
-int launch_progress_diverged(struct launch_job *job, double now, double settle, char *why, size_t cap)
+int launch_progress_diverged(struct launch_job *job, double now, double settle, double settle_unsure,
+			     char *why, size_t cap)
 {
 	int first = -1;
-	uint64_t first_in = 0;
+	uint64_t first_in = 0, first_done = 0;
 	char first_name[40], name[40];
 
 	why[0] = '\0';
@@ -275,23 +276,36 @@ int launch_progress_diverged(struct launch_job *job, double now, double settle, 
 		if (!in || !since || now - ns_to_s(since) < settle || is_stopped(job->ranks[i].pid))
 			continue; /* not waiting, or not for long (it may still be on its way), or frozen */
 		coll_name(s, name);
+		uint64_t done = DDP_STATUS_LOAD(s->coll_done);
 		if (first < 0) {
 			first = i;
 			first_in = in;
+			first_done = done;
 			memcpy(first_name, name, sizeof name);
 			continue;
 		}
-		/* only another kind is proof: the same kind under another number is
-		 * also what asynchronous allreduces in flight, or a rank frozen
-		 * inside one whose data already went out, look like */
+		/* Proof that they can never meet: other kinds, and either the same
+		 * number or the one further on has finished the collective the
+		 * other waits in.  The same kind under another number is also what
+		 * allreduces in flight, or a rank frozen inside one whose data went
+		 * out, look like; and a rank whose board shows a collective entered
+		 * on its main thread may still have an earlier one in flight (not
+		 * finished) that the other waits for. */
 		if (strcmp(name, first_name) == 0)
+			continue;
+		double waited = now - ns_to_s(since), first_waited = now - ns_to_s(DDP_STATUS_LOAD(
+			slot_of(job, first)->coll_since_ns));
+		double need = settle;
+		if (in != first_in && !(in > first_in ? done >= first_in : first_done >= in))
+			need = settle_unsure; /* maybe an earlier one in flight: wait longer */
+		if (waited < need || first_waited < need)
 			continue;
 		struct ddp_status_slot *f = slot_of(job, first);
 		snprintf(why, cap, "rank %d (step %llu) waits in collective #%llu (%s) and rank %d (step %llu) "
 			 "in collective #%llu (%s), each for %.1f s or more",
 			 job->ranks[first].rank, (unsigned long long)DDP_STATUS_LOAD(f->step),
 			 (unsigned long long)first_in, first_name, job->ranks[i].rank,
-			 (unsigned long long)DDP_STATUS_LOAD(s->step), (unsigned long long)in, name, settle);
+			 (unsigned long long)DDP_STATUS_LOAD(s->step), (unsigned long long)in, name, need);
 		return 1;
 	}
 	return 0;

@@ -339,17 +339,20 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 	begin_stop(job, st, SIGTERM);
 }
 
-/* Ranks waiting in different collectives (numbers or kinds) can never
- * meet: stop the job, naming them, instead of waiting for a timeout.  A rank
- * that just left a collective may still show it for a moment (longer on a
- * loaded machine), hence the 1.5 s of settling. */
+/* Ranks waiting in collectives of different kinds can never meet: stop
+ * the job, naming them, instead of waiting for a timeout.  A rank that just
+ * left a collective may still show it for a moment (longer on a loaded
+ * machine), hence 1.5 s of settling; 10 s where the rank further on may
+ * still have the other's collective in flight (overlap). */
 #define DIVERGE_SETTLE_S 1.5
+#define DIVERGE_SETTLE_UNSURE_S 10.0
 static void check_diverged(struct launch_job *job, struct sup_state *st)
 {
 	char why[600];
 	if (st->stopping || st->interrupted || st->first_fail >= 0 || !job->status)
 		return;
-	if (!launch_progress_diverged(job, launch_now(), DIVERGE_SETTLE_S, why, sizeof why))
+	if (!launch_progress_diverged(job, launch_now(), DIVERGE_SETTLE_S, DIVERGE_SETTLE_UNSURE_S, why,
+				      sizeof why))
 		return;
 	st->diverged = 1;
 	launch_msg("the ranks reached different collectives and can never meet: %s; a rank skipped or "
