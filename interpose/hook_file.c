@@ -13,6 +13,8 @@
  * kernel shares the offset).  Whether an opened path is sharded: its name
  * must equal the name (or the real name) of a file matched at init, then
  * fstat's device and inode must match: one fstat per open of such a name.
+ * Under ddprun, a view is built only from the bytes ddprun saw at launch
+ * (DDP_SHARD_FILES): a file that changed since is refused (view_unchanged).
  * This file also holds the lazy init and the table of real functions;
  * stat-family hooks live in hook_file_stat.c, stdio in hook_file_stdio.c,
  * write redirection in hook_write.c.

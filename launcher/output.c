@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <limits.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "launch.h"
@@ -251,23 +253,32 @@ void launch_term_finish(int sigfd)
 						{ .fd = sigfd, .events = POLLIN } };
 			if (poll(pf, sigfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
 				break;
-			if (sigfd >= 0 && (pf[1].revents & POLLIN))
-				break;
+			if (sigfd < 0 || !(pf[1].revents & POLLIN))
+				continue;
+			struct signalfd_siginfo si;
+			int stop = 0;
+			while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+				stop |= si.ssi_signo != SIGCHLD; /* late exits of the job do not count */
+			if (stop) { /* SIGINT, SIGTERM, SIGHUP: stop waiting for the reader */
+				term_drop(t, t->pend, t->len);
+				t->len = 0;
+			}
 		}
 	}
 	for (int fd = 1; fd <= 2; fd++) {
 		struct term *t = &terms[fd];
-		if (t->dropped_bytes || t->len) {
+		if (t->dropped_bytes) {
 			char msg[256];
 			int m = snprintf(msg, sizeof msg, "ddprun: %llu line%s (%llu bytes) of output to %s "
 					 "were dropped because it was not read\n",
 					 t->dropped_lines, t->dropped_lines == 1 ? "" : "s",
-					 t->dropped_bytes + t->len, fd == 1 ? "stdout" : "stderr");
+					 t->dropped_bytes, fd == 1 ? "stdout" : "stderr");
 			struct term *e = &terms[2];
 			if (e->mode == TERM_UNSET)
 				term_setup(e, 2);
 			if (!e->gone && !e->len)
 				term_try(e, msg, (size_t)m);
+			t->dropped_lines = t->dropped_bytes = 0; /* said once */
 		}
 		if (t->wfd > 2)
 			close(t->wfd);

@@ -16,8 +16,9 @@
  * straight into the caller's buffer.
  *
  * Contract: the parsers and the view functions are pure (no globals, no
- * allocation, no logging) and safe from any thread.  ddp_shard_check_spec
- * does file I/O and allocates (glob); it is for ddprun and tools.
+ * allocation, no logging) and safe from any thread (ddp_shard_snapshot_find
+ * too).  ddp_shard_check_spec and ddp_shard_snapshot do file I/O and
+ * allocate (glob); they are for ddprun and tools.
  */
 #include <fcntl.h>
 #include <glob.h>

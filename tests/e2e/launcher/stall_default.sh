@@ -29,7 +29,8 @@ if wait_for "$err" '^\[rank 1\] fault: rank 1 spin at step 5$' 1 30; then
 	check "spinning rank: rank 1 named, with where it stopped and who waits" \
 		has "$err" '^ddprun: rank 1 made no progress for 4 s \(at step 4, [0-9]+ collectives done, not inside one; rank 0 waits in collective #[0-9]+ \(allreduce\)\); stopping the job \(no --timeout: the default, half of DDP_COLL_TIMEOUT, after which the waiting ranks would fail\)$'
 	check "spinning rank: the victim is not blamed" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)|libddp ERROR.*rank 0'
-	check "spinning rank: named 4 s after the stall, before the victim's 8 s (${t} ms)" [ $t -ge 3800 -a $t -lt 6500 ]
+	# (measured from when this script saw the fault line: up to a poll late on a loaded machine)
+	check "spinning rank: named 4 s after the stall, before the victim's 8 s (${t} ms)" [ $t -ge 2500 -a $t -lt 6500 ]
 	share=$(sed -n 's/^ddprun: job failed after .* \([0-9]*\)% of the time in collectives.*/\1/p' "$err")
 	check "spinning rank: the end line counts rank 0's wait (${share:-?}% in collectives, not 0%)" \
 		[ "${share:-0}" -ge 25 ]
