@@ -13,6 +13,8 @@
  * kernel shares the offset).  Whether an opened path is sharded: its name
  * must equal the name (or the real name) of a file matched at init, then
  * fstat's device and inode must match: one fstat per open of such a name.
+ * Under ddprun, a view is built only from the bytes ddprun saw at launch
+ * (DDP_SHARD_FILES): a file that changed since is refused (view_unchanged).
  * This file also holds the lazy init and the table of real functions;
  * stat-family hooks live in hook_file_stat.c, stdio in hook_file_stdio.c,
  * write redirection in hook_write.c.
@@ -73,6 +75,9 @@ struct shard_file {
 	int64_t cache_mtime_ns;
 	uint64_t cache_vsize;        /* virtual size; valid when cache_ok  */
 	int cache_ok;
+	int fixed;                   /* 1: ddprun listed it (DDP_SHARD_FILES), 2: it did not */
+	int stale_said;              /* the "changed since launch" line was logged */
+	struct ddp_shard_fixed at_launch; /* size, mtime, dev, ino when fixed == 1 */
 };
 
 static struct ddp_shard_spec specs[DDP_SHARD_MAX_SPECS];
@@ -119,6 +124,8 @@ static void add_spec_files(int si)
 		if (!f->path)
 			break;
 		f->name = base_name(f->path);
+		if (ddp_param_shard_files())
+			f->fixed = ddp_shard_snapshot_find(ddp_param_shard_files(), f->path, &f->at_launch) ? 1 : 2;
 		pthread_mutex_init(&f->lock, NULL);
 		n_files++;
 		DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
@@ -181,6 +188,44 @@ static ssize_t real_pread_cb(void *ctx, void *buf, size_t n, uint64_t off)
 	return ddp_libc_.pread64(fd, buf, n, (off64_t)off);
 }
 
+/* Is file fi, open on fd with real size `size`, the file ddprun checked at
+ * launch (DDP_SHARD_FILES)?  When it changed (or appeared) since, every rank
+ * could split different bytes: one line, and the open fails (ESTALE). */
+static int view_unchanged(int fd, int fi, uint64_t size)
+{
+	struct shard_file *f = &files[fi];
+	struct stat64 st;
+	int said;
+
+	if (!f->fixed)
+		return 1; /* no ddprun (torchrun, srun): the rank's own view */
+	if (f->fixed == 2) {
+		if (!__atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED))
+			DDP_ERROR("--shard %s: %s was not there when ddprun checked the --shard files at "
+				  "launch; every rank must split the same files: run again once the files are "
+				  "complete", specs[f->spec].path, f->path);
+		errno = ESTALE;
+		return 0;
+	}
+	if (!REAL(fstat64) || ddp_libc_.fstat64(fd, &st) != 0)
+		return 1;
+	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	if (size == f->at_launch.size && mt == f->at_launch.mtime_ns &&
+	    (uint64_t)st.st_ino == f->at_launch.ino)
+		return 1;
+	said = __atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED);
+	if (!said)
+		DDP_ERROR("--shard %s: %s changed since ddprun checked it at launch (%llu bytes then, %llu "
+			  "now%s); the ranks would split different bytes and some records would be seen by "
+			  "nobody: refusing it; run again once nothing writes the file",
+			  specs[f->spec].path, f->path, (unsigned long long)f->at_launch.size,
+			  (unsigned long long)size,
+			  (uint64_t)st.st_ino != f->at_launch.ino ? ", another file by that name"
+			  : mt != f->at_launch.mtime_ns ? ", modified since" : "");
+	errno = ESTALE;
+	return 0;
+}
+
 /* Builds the view of file fi for this rank from the open real fd. */
 static struct hook_shard_open *view_create(int fd, int fi, uint64_t size)
 {
@@ -195,6 +240,8 @@ static struct hook_shard_open *view_create(int fd, int fi, uint64_t size)
 
 	if (!head)
 		goto out_nomem;
+	if (!view_unchanged(fd, fi, size))
+		goto out_free_head;
 	got = want ? real_pread_cb((void *)(intptr_t)fd, head, want, 0) : 0;
 	if (got != (ssize_t)want) {
 		DDP_ERROR("cannot read the header of %s: %s", f->path,

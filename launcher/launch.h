@@ -123,8 +123,11 @@ struct launch_job {
 	char *preload;            /* libddp.so path, NULL if none  */
 	struct launch_devices dev;
 	char *write_dir;
+	char *shard_files;        /* DDP_SHARD_FILES: the --shard files as checked at launch */
 	double grace;             /* seconds between SIGTERM and SIGKILL */
 	double progress_every;    /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
+	double stall_default;     /* without --timeout: a rank others wait for is named after
+				   * this many seconds without progress (half DDP_COLL_TIMEOUT) */
 	double start;             /* launch_now() when the ranks started */
 	/* the status board (runtime/ddp_status.h): one slot per local rank */
 	int status_fd;            /* memfd, -1 when none                 */
@@ -144,12 +147,26 @@ void launch_guard_stop(struct launch_job *job);
 /* progress.c: the status board (created before the ranks start). */
 ddp_result launch_status_create(struct launch_job *job);
 void launch_status_free(struct launch_job *job);
-/* --timeout: the rank that stopped progressing (global rank), or -1.
- * *why gets what it was doing and who waits for it. */
-int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t cap);
+/* The rank that made no progress for `limit` seconds (global rank), or -1
+ * (--timeout, or the default watch).  needs_waiter: name it only when a
+ * running local rank waits for it inside a collective.  *why gets what it
+ * was doing and who waits for it. */
+int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter,
+			  char *why, size_t cap);
 /* A local rank that exited (index `left`) while a running local rank waits
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
+
+/* Two running local ranks (not stopped) waiting inside collectives of
+ * different kinds (an allreduce and a hash exchange): they can never meet (a
+ * rank skipped or added a step, ranks run with different settings).  Each
+ * must have waited `settle` seconds when the numbers are equal or the one
+ * further on finished the other's; else (its board may show a collective
+ * entered on its main thread while an earlier one is still in flight)
+ * `settle_unsure`.  Returns 1 and says which, with their steps and
+ * collective numbers, in *why. */
+int launch_progress_diverged(struct launch_job *job, double now, double settle, double settle_unsure,
+			     char *why, size_t cap);
 
 /* The progress line: steps/s, each local rank's step, the share of time in
  * collectives since the last line (nothing when no rank has a board slot). */
@@ -179,6 +196,17 @@ int launch_output_read(int idx, int is_err, int fd);
 void launch_output_finish(void);
 /* Prints the last stderr lines of rank (at most 10) as ddprun messages. */
 void launch_output_print_tail(int idx);
+/* Everything ddprun writes to its stdout (fd 1) or stderr (fd 2) while a job
+ * runs, launch_msg included: never blocks.  What the reader does not take
+ * waits (16 MiB at most per stream); beyond that it is dropped and counted
+ * (said once). */
+void launch_term_write(int fd, const char *p, size_t n);
+/* Tries to write what waits; puts in fds the descriptors that still hold
+ * some (to poll for POLLOUT) and returns how many (0..2). */
+int launch_term_pending(int fds[2]);
+/* After the job: waits for the readers to take what is left (until a signal
+ * arrives on sigfd, when sigfd >= 0) and says how much was dropped. */
+void launch_term_finish(int sigfd);
 
 /* supervise.c: runs the job until every rank and child is gone; returns
  * ddprun's exit code. */

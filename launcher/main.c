@@ -11,6 +11,9 @@
  * to a signalfd, subreaper on -> store (node 0) -> environments -> ranks ->
  * supervise.c until no process of the job is left -> exit code.
  *
+ * Standard input, output and error closed at start get /dev/null before
+ * anything else is opened (reserve_std_fds).
+ *
  * Contract: main thread; the store server runs its own thread, started after
  * the signals are blocked so that it never receives one.
  */
@@ -165,7 +168,7 @@ static int free_port(int avoid)
 /* --log-dir DIR: this run's folder DIR/<id>-<date>-<time>-<pid> (id:
  * --rdzv-id, else "run"), and the link DIR/latest to it, so that no run
  * overwrites another's logs and side files. */
-static ddp_result run_dir(const struct launch_opts *o, char **out)
+static ddp_result run_dir(const struct launch_opts *o, int create, char **out)
 {
 	char stamp[32], *path = NULL, *tmp = NULL, *link = NULL;
 	time_t t = time(NULL);
@@ -185,6 +188,13 @@ static ddp_result run_dir(const struct launch_opts *o, char **out)
 	    asprintf(&tmp, "%s/.latest.%d", o->log_dir, (int)getpid()) < 0 ||
 	    asprintf(&link, "%s/latest", o->log_dir) < 0)
 		goto nomem;
+	if (!create) { /* --dry-run: the name the run would use */
+		free(base);
+		free(tmp);
+		free(link);
+		*out = path;
+		return DDP_OK;
+	}
 	if (mkdir(path, 0755) != 0) {
 		launch_msg("--log-dir: cannot create %s: %s", path, strerror(errno));
 		goto fail;
@@ -301,6 +311,18 @@ static int run(int argc, char **argv)
 		code = 2;
 		goto out;
 	}
+	/* without --timeout, a rank the others wait for inside a collective is
+	 * named after half the collective timeout (DDP_COLL_TIMEOUT, default
+	 * 300 s, which the ranks read too): before the waiters' own timeout
+	 * would blame them */
+	{
+		double coll;
+		if (read_seconds("DDP_COLL_TIMEOUT", 300, 604800, &coll) != DDP_OK) {
+			code = 2;
+			goto out;
+		}
+		job.stall_default = coll / 2;
+	}
 	if (python_argv(&o, &py_argv) != DDP_OK) {
 		code = 1;
 		goto out;
@@ -372,14 +394,16 @@ static int run(int argc, char **argv)
 			goto out;
 		}
 		/* each run its own subfolder, DIR/latest names the newest */
-		if (!o.dry_run && run_dir(&o, &run_path) != DDP_OK) {
+		if (run_dir(&o, !o.dry_run, &run_path) != DDP_OK) {
 			code = 2;
 			goto out;
 		}
-		if (run_path)
-			o.log_dir = run_path;
+		o.log_dir = run_path;
+		/* --dry-run shows the folder a run would use (created at start) */
 		char *abs = realpath(o.log_dir, NULL);
-		if (asprintf(&job.write_dir, "%s", abs ? abs : o.log_dir) < 0) {
+		if (asprintf(&job.write_dir, "%s%s%s", abs || o.log_dir[0] == '/' ? "" : cwd,
+			     abs || o.log_dir[0] == '/' ? "" : "/", abs ? abs : o.log_dir) < 0) {
+			free(abs);
 			code = 1;
 			goto out;
 		}
@@ -465,8 +489,10 @@ static int run(int argc, char **argv)
 	job.start = launch_now();
 	code = launch_supervise(&job, sigfd);
 	ddp_store_server_stop(job.store);
+	launch_term_finish(sigfd);
 	close(sigfd);
 out:
+	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
 	launch_status_free(&job);
 	launch_job_free(&job);
@@ -476,8 +502,27 @@ out:
 	return code;
 }
 
+/* Started with standard input, output or error closed (cron, daemons,
+ * `prog <&- >&-`): the next open would land on fd 0, 1 or 2, and a pipe of
+ * ddprun's there (the guardian's, the status board) would be clobbered by the
+ * ranks' /dev/null stdin or taken for the terminal.  Each closed one gets
+ * /dev/null first, so everything ddprun opens later lands above 2. */
+static void reserve_std_fds(void)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		int n = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+		if (n >= 0 && n != fd) { /* a lower one was closed too: filled above */
+			dup2(n, fd);
+			close(n);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
+	reserve_std_fds();
 	if (argc >= 2 && strcmp(argv[1], "report") == 0)
 		return launch_report_main(argc - 1, argv + 1);
 	if (argc >= 2 && strcmp(argv[1], "inspect") == 0)

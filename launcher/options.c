@@ -46,38 +46,61 @@ static const struct opt_desc opt_table[LOPT_COUNT_] = {
 #undef LAUNCH_OPT
 };
 
+/* Programs that link options.c alone (the command-line fuzzer) write
+ * directly; ddprun uses output.c's, which never blocks. */
+__attribute__((weak)) void launch_term_write(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* One write of "ddprun: <message>\n" to stderr, never cut: a long message
+ * (a long path before the reason) gets a buffer of its size. */
 void launch_msg(const char *fmt, ...)
 {
-	char buf[2048];
-	int n = snprintf(buf, sizeof buf, "ddprun: ");
+	char small[2048], *buf = small;
+	size_t cap = sizeof small;
 	va_list ap;
 
 	va_start(ap, fmt);
-	int m = vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+	int m = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
-	n = m < 0 ? n : (n + m > (int)sizeof buf - 2 ? (int)sizeof buf - 2 : n + m);
-	buf[n++] = '\n';
-	for (char *p = buf; n > 0;) {
-		ssize_t w = write(2, p, (size_t)n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) { /* O_NONBLOCK stderr */
-			struct pollfd pf = { .fd = 2, .events = POLLOUT };
-			if (poll(&pf, 1, -1) >= 0 || errno == EINTR)
-				continue;
+	if (m < 0)
+		return;
+	if ((size_t)m + 10 > cap) {
+		char *big = malloc((size_t)m + 10);
+		if (big) {
+			buf = big;
+			cap = (size_t)m + 10;
 		}
-		if (w <= 0)
-			break;
-		p += w;
-		n -= (int)w;
 	}
+	int n = snprintf(buf, cap, "ddprun: ");
+	va_start(ap, fmt);
+	vsnprintf(buf + n, cap - (size_t)n - 1, fmt, ap);
+	va_end(ap);
+	n += (size_t)m < cap - (size_t)n - 1 ? m : (int)(cap - (size_t)n - 2);
+	buf[n++] = '\n';
+	launch_term_write(2, buf, (size_t)n);
+	if (buf != small)
+		free(buf);
 }
+
+/* The variable being read when it is not the option's DDPRUN_<NAME> (a
+ * torchrun PET_<NAME>), for messages; NULL otherwise. */
+static const char *env_reading;
 
 /* What a value came from, for messages: "--name 'v'" or "ENV='v'". */
 static void bad_value(const struct opt_desc *d, int from_env, const char *v, const char *what)
 {
 	if (from_env)
-		launch_msg("%s='%s' %s", d->env, v, what);
+		launch_msg("%s='%s' %s", env_reading ? env_reading : d->env, v, what);
 	else
 		launch_msg("--%s '%s' %s", d->lng, v, what);
 }
@@ -209,6 +232,12 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 			*(int *)field = v[0] != '0';
 			break;
 		}
+		if (id == LOPT_ID_tee && v[0] >= '0' && v[0] <= '9' && strspn(v, "0123456789") == strlen(v)) {
+			/* a number, but not torchrun's 0..3 */
+			bad_value(d, from_env, v, "is out of range: torchrun's --tee takes 0..3 (0: off; 1, 2, "
+				  "3: log files and terminal)");
+			return DDP_ERR_INVALID;
+		}
 		if (id == LOPT_ID_tee && strchr(v, ':')) {
 			bad_value(d, from_env, v, "is a per-rank mapping; ddprun tees every rank alike: use "
 				  "--tee 3 and --ranks-filter LIST for what the terminal shows");
@@ -327,8 +356,10 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 		const char *v = getenv(pet);
 		if (!v || !*v || getenv(opt_table[id].env))
 			continue;
+		env_reading = pet;
 		if (set_value(o, id, v, 1) != DDP_OK)
 			rc = DDP_ERR_INVALID;
+		env_reading = NULL;
 	}
 	for (int id = 0; id < LOPT_COUNT_; id++) {
 		const char *v = getenv(opt_table[id].env);

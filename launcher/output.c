@@ -14,6 +14,14 @@
  * terminal.  The last TAIL_LINES stderr lines of each rank are kept for the
  * failure report.
  *
+ * ddprun's own stdout and stderr are written without ever blocking the
+ * event loop (launch_term_write, for ddprun's messages too): a consumer that
+ * stalls (`| less` not scrolled) must not delay failure handling.  What it
+ * does not take waits, up to TERM_PENDING_MAX bytes per stream; beyond that
+ * output to it is dropped and counted (said once, and the count at the end;
+ * the log files keep everything).  After the job, ddprun waits for the
+ * reader to take what waits (a signal ends that wait).
+ *
  * Contract: main thread only (supervise.c's poll loop).  No thread per pipe.
  */
 #include <errno.h>
@@ -21,7 +29,11 @@
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "launch.h"
 
@@ -45,33 +57,232 @@ struct out_rank {
 
 static struct out_rank *out_ranks;
 static int out_nranks;
-static int term_ok[3] = { 1, 1, 1 }; /* cleared when fd 1/2 is gone (EPIPE) */
 static char *stage;                   /* one read's worth of prefixed lines  */
 static size_t stage_len, stage_cap;
 
-/* Writes all of p.  ddprun's stdout/stderr may be non-blocking (an O_NONBLOCK
- * set on a shared pipe or terminal by whoever started ddprun): a full pipe
- * then says EAGAIN, and ddprun waits for room as a blocking write would,
- * rather than dropping the rest of the job's output. */
+/* Writes all of p to a log file (a regular file: it never waits for a
+ * reader). */
 static void write_all(int fd, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pf = { .fd = fd, .events = POLLOUT };
-			if (poll(&pf, 1, -1) < 0 && errno != EINTR)
-				return;
-			continue;
-		}
-		if (w <= 0) {
-			if (fd == 1 || fd == 2)
-				term_ok[fd] = 0;
+		if (w <= 0)
 			return;
-		}
 		p += w;
 		n -= (size_t)w;
+	}
+}
+
+/* ddprun's own stdout (fd 1) and stderr (fd 2), written without ever
+ * blocking the event loop: what the consumer does not take now waits in
+ * `pend` (at most TERM_PENDING_MAX bytes); beyond that, output to it is
+ * dropped and counted until it has taken what waits. */
+#define TERM_PENDING_MAX (16u << 20)
+struct term {
+	int wfd;             /* descriptor written: fd itself or a non-blocking reopen */
+	int mode;            /* TERM_*                                                  */
+	int gone;            /* EPIPE or another hard error: nothing more goes there    */
+	int stalled;         /* dropping now (pend was full)                            */
+	char *pend;          /* bytes not yet taken, in order                           */
+	size_t len, cap;
+	unsigned long long dropped_lines, dropped_bytes;
+};
+enum { TERM_UNSET, TERM_NONBLOCK, TERM_DIRECT, TERM_POLL };
+static struct term terms[3] = { { .wfd = -1 }, { .wfd = -1 }, { .wfd = -1 } };
+
+/* How fd 1 or 2 can be written without blocking: a pipe gets a description
+ * of its own with O_NONBLOCK (reopened through /proc/self/fd, so the flag
+ * never changes the description ddprun shares with its parent); one that is
+ * already non-blocking is used as it is; a regular file is written directly
+ * (it never waits for a reader); anything else (a terminal, a socket) is
+ * written only when poll(2) says it has room, PIPE_BUF bytes at a time. */
+static void term_setup(struct term *t, int fd)
+{
+	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	t->wfd = fd;
+	t->mode = TERM_POLL;
+	if (fl < 0 || fstat(fd, &st) != 0) {
+		t->gone = 1;
+		return;
+	}
+	if (fl & O_NONBLOCK) {
+		t->mode = TERM_NONBLOCK;
+	} else if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+		t->mode = TERM_DIRECT;
+	} else if (S_ISFIFO(st.st_mode)) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+		int n = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		if (n >= 0) {
+			t->wfd = n;
+			t->mode = TERM_NONBLOCK;
+		}
+	}
+}
+
+/* One write that never blocks: bytes taken, 0 when there is no room, -1
+ * when the consumer is gone. */
+static ssize_t term_try(struct term *t, const char *p, size_t n)
+{
+	if (t->mode == TERM_POLL) {
+		struct pollfd pf = { .fd = t->wfd, .events = POLLOUT };
+		if (poll(&pf, 1, 0) <= 0)
+			return 0;
+		if (pf.revents & (POLLERR | POLLNVAL))
+			return -1;
+		if (n > PIPE_BUF)
+			n = PIPE_BUF;
+	}
+	for (;;) {
+		ssize_t w = write(t->wfd, p, n);
+		if (w >= 0)
+			return w;
+		if (errno == EINTR)
+			continue;
+		return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+	}
+}
+
+static void term_drop(struct term *t, const char *p, size_t n)
+{
+	t->dropped_bytes += n;
+	for (const char *q = p; q < p + n && (q = memchr(q, '\n', (size_t)(p + n - q))); q++)
+		t->dropped_lines++;
+}
+
+/* Writes what is pending; 1 when nothing is left. */
+static int term_flush(struct term *t)
+{
+	size_t off = 0;
+	while (off < t->len && !t->gone) {
+		ssize_t w = term_try(t, t->pend + off, t->len - off);
+		if (w < 0)
+			t->gone = 1;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	if (t->gone)
+		off = t->len;
+	memmove(t->pend, t->pend + off, t->len - off);
+	t->len -= off;
+	return t->len == 0;
+}
+
+void launch_term_write(int fd, const char *p, size_t n)
+{
+	struct term *t = &terms[fd == 1 ? 1 : 2];
+	if (t->mode == TERM_UNSET)
+		term_setup(t, fd == 1 ? 1 : 2);
+	if (t->gone)
+		return;
+	if (t->len && !term_flush(t) && t->len + n > TERM_PENDING_MAX) {
+		if (!t->stalled) {
+			t->stalled = 1;
+			char msg[320];
+			int m = snprintf(msg, sizeof msg,
+					 "ddprun: %s is not being read (%u MiB wait for its reader); output to it "
+					 "is dropped and counted until it reads again%s\n",
+					 fd == 1 ? "stdout" : "stderr", TERM_PENDING_MAX >> 20,
+					 out_nranks && out_ranks[0].log_fd >= 0 ? " (the log files keep all of it)"
+										: "");
+			/* said once, on stderr when that one is not the stuck one */
+			if (fd == 1 && !terms[2].stalled)
+				launch_term_write(2, msg, (size_t)m);
+		}
+		term_drop(t, p, n);
+		return;
+	}
+	if (!t->len)
+		t->stalled = 0; /* it has read what waited */
+	if (!t->len) {
+		while (n > 0) {
+			ssize_t w = term_try(t, p, n);
+			if (w < 0) {
+				t->gone = 1;
+				return;
+			}
+			if (w == 0)
+				break;
+			p += w;
+			n -= (size_t)w;
+		}
+		if (!n)
+			return;
+	}
+	if (t->len + n > t->cap) {
+		size_t cap = t->cap ? t->cap : 65536;
+		while (cap < t->len + n)
+			cap *= 2;
+		char *b = realloc(t->pend, cap);
+		if (!b) {
+			term_drop(t, p, n);
+			return;
+		}
+		t->pend = b;
+		t->cap = cap;
+	}
+	memcpy(t->pend + t->len, p, n);
+	t->len += n;
+}
+
+int launch_term_pending(int fds[2])
+{
+	int k = 0;
+	for (int fd = 1; fd <= 2; fd++) {
+		struct term *t = &terms[fd];
+		if (t->len && !t->gone)
+			term_flush(t);
+		if (t->len && !t->gone)
+			fds[k++] = t->wfd;
+	}
+	return k;
+}
+
+void launch_term_finish(int sigfd)
+{
+	for (int fd = 1; fd <= 2; fd++) {
+		struct term *t = &terms[fd];
+		while (t->len && !t->gone && !term_flush(t)) {
+			/* the job is over: wait for the reader, but a signal ends it */
+			struct pollfd pf[2] = { { .fd = t->wfd, .events = POLLOUT },
+						{ .fd = sigfd, .events = POLLIN } };
+			if (poll(pf, sigfd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+				break;
+			if (sigfd < 0 || !(pf[1].revents & POLLIN))
+				continue;
+			struct signalfd_siginfo si;
+			int stop = 0;
+			while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+				stop |= si.ssi_signo != SIGCHLD; /* late exits of the job do not count */
+			if (stop) { /* SIGINT, SIGTERM, SIGHUP: stop waiting for the reader */
+				term_drop(t, t->pend, t->len);
+				t->len = 0;
+			}
+		}
+	}
+	for (int fd = 1; fd <= 2; fd++) {
+		struct term *t = &terms[fd];
+		if (t->dropped_bytes) {
+			char msg[256];
+			int m = snprintf(msg, sizeof msg, "ddprun: %llu line%s (%llu bytes) of output to %s "
+					 "were dropped because it was not read\n",
+					 t->dropped_lines, t->dropped_lines == 1 ? "" : "s",
+					 t->dropped_bytes, fd == 1 ? "stdout" : "stderr");
+			struct term *e = &terms[2];
+			if (e->mode == TERM_UNSET)
+				term_setup(e, 2);
+			if (!e->gone && !e->len)
+				term_try(e, msg, (size_t)m);
+			t->dropped_lines = t->dropped_bytes = 0; /* said once */
+		}
+		if (t->wfd > 2)
+			close(t->wfd);
+		t->wfd = fd;
 	}
 }
 
@@ -180,8 +391,8 @@ static void emit(struct out_rank *r, int is_err, const char *data, size_t n, int
 			break;
 		p += len + (nl ? 1 : 0);
 	}
-	if (r->show && stage_len && term_ok[is_err ? 2 : 1])
-		write_all(is_err ? 2 : 1, stage, stage_len);
+	if (r->show && stage_len)
+		launch_term_write(is_err ? 2 : 1, stage, stage_len);
 	stage_len = 0;
 }
 
@@ -239,12 +450,17 @@ void launch_output_print_tail(int idx)
 	if (r->tail_count == 0 && !partial)
 		return;
 	launch_msg("last lines of rank %d's stderr:", r->rank);
+	char line[TAIL_LINE_BYTES + 32];
 	for (int i = 0; i < r->tail_count; i++) {
 		int k = (r->tail_next - r->tail_count + i + TAIL_LINES) % TAIL_LINES;
 		if (partial && i == 0 && r->tail_count == TAIL_LINES)
 			continue;
-		dprintf(2, "    [rank %d] %s\n", r->rank, r->tail[k]);
+		int m = snprintf(line, sizeof line, "    [rank %d] %s\n", r->rank, r->tail[k]);
+		launch_term_write(2, line, (size_t)(m < (int)sizeof line ? m : (int)sizeof line - 1));
 	}
-	if (partial)
-		dprintf(2, "    [rank %d] %.*s\n", r->rank, (int)(s->len < 500 ? s->len : 500), s->buf);
+	if (partial) {
+		int m = snprintf(line, sizeof line, "    [rank %d] %.*s\n", r->rank,
+				 (int)(s->len < 500 ? s->len : 500), s->buf);
+		launch_term_write(2, line, (size_t)(m < (int)sizeof line ? m : (int)sizeof line - 1));
+	}
 }

@@ -17,6 +17,12 @@
  *    from the job's start, once any rank has progressed (a rank hung before
  *    its first CUDA call); while no rank has, nobody is judged (a program
  *    that never reaches the driver).
+ *    Without --timeout the same judgement runs with half of
+ *    DDP_COLL_TIMEOUT, but names only a rank outside a collective that a
+ *    running rank waits for.
+ *  - two running ranks that each waited a while in collectives of
+ *    different kinds can never meet (the same kind under different numbers
+ *    is also what allreduces in flight, or a frozen rank, look like).
  *  - a rank that exited, with any code, while a running rank waits for it in
  *    a collective it never finished (or at the first rendezvous) stops the
  *    job at once, naming the rank that left.
@@ -158,11 +164,12 @@ static int describe_waiters(struct launch_job *job, int skip, uint64_t above, ch
 	return n;
 }
 
-int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t cap)
+int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter,
+			  char *why, size_t cap)
 {
 	int world = job->world_size, base = job->ranks[0].rank, any_seen = 0, busy = 0;
 	int out_pick = -1, in_pick = -1;
-	double timeout = (double)job->o->timeout, out_last = 0, in_last = 0;
+	double timeout = limit, out_last = 0, in_last = 0;
 	uint64_t in_seq = 0;
 
 	why[0] = '\0';
@@ -212,6 +219,13 @@ int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t 
 	if (stuck < 0)
 		return -1;
 	int li = stuck - base;
+	if (needs_waiter) {
+		/* the default watch: only a rank outside a collective that a running
+		 * local rank waits for in one */
+		char tmp[8] = "";
+		if (stuck != out_pick || describe_waiters(job, li, 0, tmp, sizeof tmp) == 0)
+			return -1;
+	}
 	if (li >= 0 && li < job->nranks && any_attached(job)) {
 		char what[512] = "", waiters[512] = "";
 		describe(job, li, now, what, sizeof what);
@@ -220,6 +234,81 @@ int launch_progress_stuck(struct launch_job *job, double now, char *why, size_t 
 			snprintf(why, cap, " (%s%s%s)", what, what[0] && waiters[0] ? "; " : "", waiters);
 	}
 	return stuck;
+}
+
+/* Copies the collective name of slot s. */
+static void coll_name(struct ddp_status_slot *s, char *name /* sizeof s->coll_name + 1 */)
+{
+	for (size_t i = 0; i < sizeof s->coll_name; i++)
+		name[i] = __atomic_load_n(&s->coll_name[i], __ATOMIC_RELAXED);
+	name[sizeof s->coll_name] = '\0';
+}
+
+/* Is process pid stopped (SIGSTOP, a debugger)?  Such a rank is frozen,
+ * not waiting: whatever it shows is not where it will go next. */
+static int is_stopped(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *p = strrchr(buf, ')');
+	return p && (p[2] == 'T' || p[2] == 't');
+}
+
+int launch_progress_diverged(struct launch_job *job, double now, double settle, double settle_unsure,
+			     char *why, size_t cap)
+{
+	int first = -1;
+	uint64_t first_in = 0, first_done = 0;
+	char first_name[40], name[40];
+
+	why[0] = '\0';
+	for (int i = 0; i < job->nranks; i++) {
+		struct ddp_status_slot *s = slot_of(job, i);
+		if (!s || !job->ranks[i].running)
+			continue;
+		uint64_t in = DDP_STATUS_LOAD(s->coll_in), since = DDP_STATUS_LOAD(s->coll_since_ns);
+		if (!in || !since || now - ns_to_s(since) < settle || is_stopped(job->ranks[i].pid))
+			continue; /* not waiting, or not for long (it may still be on its way), or frozen */
+		coll_name(s, name);
+		uint64_t done = DDP_STATUS_LOAD(s->coll_done);
+		if (first < 0) {
+			first = i;
+			first_in = in;
+			first_done = done;
+			memcpy(first_name, name, sizeof name);
+			continue;
+		}
+		/* Proof that they can never meet: other kinds, and either the same
+		 * number or the one further on has finished the collective the
+		 * other waits in.  The same kind under another number is also what
+		 * allreduces in flight, or a rank frozen inside one whose data went
+		 * out, look like; and a rank whose board shows a collective entered
+		 * on its main thread may still have an earlier one in flight (not
+		 * finished) that the other waits for. */
+		if (strcmp(name, first_name) == 0)
+			continue;
+		double waited = now - ns_to_s(since), first_waited = now - ns_to_s(DDP_STATUS_LOAD(
+			slot_of(job, first)->coll_since_ns));
+		double need = settle;
+		if (in != first_in && !(in > first_in ? done >= first_in : first_done >= in))
+			need = settle_unsure; /* maybe an earlier one in flight: wait longer */
+		if (waited < need || first_waited < need)
+			continue;
+		struct ddp_status_slot *f = slot_of(job, first);
+		snprintf(why, cap, "rank %d (step %llu) waits in collective #%llu (%s) and rank %d (step %llu) "
+			 "in collective #%llu (%s), each for %.1f s or more",
+			 job->ranks[first].rank, (unsigned long long)DDP_STATUS_LOAD(f->step),
+			 (unsigned long long)first_in, first_name, job->ranks[i].rank,
+			 (unsigned long long)DDP_STATUS_LOAD(s->step), (unsigned long long)in, name, need);
+		return 1;
+	}
+	return 0;
 }
 
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap)

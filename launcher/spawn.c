@@ -32,6 +32,7 @@
 #include "ddp_array.h"
 #include "ddp_status.h"
 #include "launch.h"
+#include "ddp_shard.h"
 
 extern char **environ;
 
@@ -159,6 +160,22 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		}
 		DDP_CHECK(env_set(&e, "DDP_SHARD", s));
 		free(s);
+		/* each file's size and mtime, fixed now: every rank splits these
+		 * bytes and refuses a file that changed (runtime/shard/ddp_shard.h) */
+		if (!job->shard_files) {
+			size_t cap = 120000, flen = 0; /* below the kernel's 128 KiB per variable */
+			char err[512] = "";
+			job->shard_files = calloc(1, cap);
+			if (!job->shard_files)
+				return DDP_ERR_NOMEM;
+			for (int i = 0; i < o->shard.n; i++)
+				if (ddp_shard_snapshot(o->shard.v[i], job->shard_files, cap, &flen, err,
+						       sizeof err) != DDP_OK) {
+					launch_msg("%s", err);
+					return DDP_ERR_INVALID;
+				}
+		}
+		DDP_CHECK(env_set(&e, "DDP_SHARD_FILES", job->shard_files));
 	}
 	DDP_CHECK(env_set(&e, "DDP_WRITE_DIR", job->write_dir));
 	if (o->all_ranks_write)
@@ -349,5 +366,6 @@ void launch_job_free(struct launch_job *job)
 	free(job->self_dir);
 	free(job->preload);
 	free(job->write_dir);
+	free(job->shard_files);
 	job->self_dir = job->preload = job->write_dir = NULL;
 }

@@ -24,6 +24,12 @@
  *  - --timeout SEC (node 0, which holds the store): the rank whose training
  *    progress stopped SEC seconds ago first (progress.c) is named, with where
  *    it stopped, and the job stops; exit 124;
+ *  - without --timeout, a rank that another waits for inside a collective
+ *    and that made no progress for half of DDP_COLL_TIMEOUT is named the
+ *    same way (before the waiter's own timeout would blame the waiter),
+ *    exit 1;
+ *  - ranks that have waited 1.5 s in collectives of different kinds on the
+ *    status board can never meet: both are named, exit 1;
  *  - when every rank is gone, remaining descendants (daemons, orphans) get
  *    SIGTERM, then SIGKILL, and are reaped until ddprun has no child;
  *  - a progress line every DDPRUN_PROGRESS seconds (default 10; not with
@@ -192,10 +198,11 @@ struct sup_state {
 	double deadline;
 	int interrupted;     /* signal that stopped ddprun, 0 if none     */
 	int sigints;
-	int timed_out;
+	int timed_out;       /* 1: --timeout, 2: the default watch        */
 	int broken;          /* ddprun itself failed while supervising    */
 	double term_at;      /* after an interrupt: when to send SIGTERM  */
 	int left;            /* local index of a rank that left while needed, -1 */
+	int diverged;        /* ranks waited in different collectives     */
 	double next_hb_check;
 	double next_progress; /* when the next progress line is due, 0 off */
 };
@@ -298,6 +305,10 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 		}
 		return;
 	}
+	/* the same signal again, already passed on: `timeout` sends SIGTERM to
+	 * ddprun and then to its whole process group, ddprun included */
+	if (st->interrupted == sig && st->stopping)
+		return;
 	st->interrupted = st->interrupted ? st->interrupted : sig;
 	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s)", name, job->grace);
 	begin_stop(job, st, sig);
@@ -307,19 +318,45 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 {
 	const struct launch_opts *o = job->o;
 	double now = launch_now();
+	double limit = o->timeout ? (double)o->timeout : job->stall_default;
 	char why[1200];
 
-	if (!o->timeout || !job->store || st->stopping || now < st->next_hb_check)
+	if (limit <= 0 || !job->store || st->stopping || now < st->next_hb_check)
 		return;
-	st->next_hb_check = now + (o->timeout < 4 ? 0.25 : 1.0);
-	int stuck = launch_progress_stuck(job, now, why, sizeof why);
+	st->next_hb_check = now + (limit < 4 ? 0.25 : 1.0);
+	/* without --timeout only a rank others wait for is named: before the
+	 * waiters' own collective timeout blames them (launch_job.stall_default) */
+	int stuck = launch_progress_stuck(job, now, limit, !o->timeout, why, sizeof why);
 	if (stuck < 0)
 		return;
-	launch_msg("rank %d made no progress for %ld s%s; stopping the job", stuck, o->timeout, why);
+	launch_msg("rank %d made no progress for %.0f s%s; stopping the job%s", stuck, limit, why,
+		   o->timeout ? "" : " (no --timeout: the default, half of DDP_COLL_TIMEOUT, after which "
+		   "the waiting ranks would fail)");
 	int li = stuck - job->ranks[0].rank;
 	if (li >= 0 && li < job->nranks)
 		launch_output_print_tail(li);
-	st->timed_out = 1;
+	st->timed_out = o->timeout ? 1 : 2;
+	begin_stop(job, st, SIGTERM);
+}
+
+/* Ranks waiting in collectives of different kinds can never meet: stop
+ * the job, naming them, instead of waiting for a timeout.  A rank that just
+ * left a collective may still show it for a moment (longer on a loaded
+ * machine), hence 1.5 s of settling; 10 s where the rank further on may
+ * still have the other's collective in flight (overlap). */
+#define DIVERGE_SETTLE_S 1.5
+#define DIVERGE_SETTLE_UNSURE_S 10.0
+static void check_diverged(struct launch_job *job, struct sup_state *st)
+{
+	char why[600];
+	if (st->stopping || st->interrupted || st->first_fail >= 0 || !job->status)
+		return;
+	if (!launch_progress_diverged(job, launch_now(), DIVERGE_SETTLE_S, DIVERGE_SETTLE_UNSURE_S, why,
+				      sizeof why))
+		return;
+	st->diverged = 1;
+	launch_msg("the ranks reached different collectives and can never meet: %s; a rank skipped or "
+		   "added a step, or the ranks run with different settings; stopping the job", why);
 	begin_stop(job, st, SIGTERM);
 }
 
@@ -370,8 +407,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	const struct launch_opts *o = job->o;
 	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
 		st.next_progress = job->start + job->progress_every;
-	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 1), sizeof *pfd);
-	int *who = calloc((size_t)(2 * job->nranks + 1), sizeof *who);
+	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 3), sizeof *pfd);
+	int *who = calloc((size_t)(2 * job->nranks + 3), sizeof *who);
 	int code = 0;
 
 	if (!pfd || !who) {
@@ -399,6 +436,13 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				who[n++] = 2 * i + 1;
 			}
 		}
+		/* ddprun's own stdout/stderr when output waits for their reader
+		 * (output.c never blocks on them) */
+		int term[2], nterm = launch_term_pending(term);
+		for (int k = 0; k < nterm; k++) {
+			pfd[n] = (struct pollfd){ .fd = term[k], .events = POLLOUT };
+			who[n++] = -2;
+		}
 		int ms = -1;
 		if (st.stopping && !st.killed) {
 			double left = st.deadline - launch_now();
@@ -412,11 +456,14 @@ int launch_supervise(struct launch_job *job, int sigfd)
 			if (ms < 0 || ms > t)
 				ms = t;
 		}
-		if (job->o->timeout && job->store && !st.stopping) {
-			int hb_ms = job->o->timeout < 4 ? 250 : 1000;
+		if ((job->o->timeout || job->stall_default > 0) && job->store && !st.stopping) {
+			double lim = job->o->timeout ? (double)job->o->timeout : job->stall_default;
+			int hb_ms = lim < 4 ? 250 : 1000;
 			if (ms < 0 || ms > hb_ms)
 				ms = hb_ms;
 		}
+		if (job->status && !st.stopping && (ms < 0 || ms > 250))
+			ms = 250; /* watch for ranks in different collectives */
 		if (job->status && !st.stopping && some_exited(job) && (ms < 0 || ms > 200))
 			ms = 200; /* watch for ranks waiting on one that left */
 		if (st.next_progress && !st.stopping) {
@@ -432,8 +479,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 			break;
 		}
 		for (int k = 0; ready > 0 && k < n; k++) {
-			if (!pfd[k].revents)
-				continue;
+			if (!pfd[k].revents || who[k] == -2)
+				continue; /* -2: written at the next launch_term_pending */
 			if (who[k] < 0) {
 				struct signalfd_siginfo si;
 				while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si) {
@@ -471,6 +518,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		}
 		check_progress(job, &st);
 		check_left(job, &st);
+		check_diverged(job, &st);
 		check_report(job, &st);
 	}
 
@@ -493,8 +541,10 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.left >= 0) {
 		int s = job->ranks[st.left].status;
 		code = WIFEXITED(s) && WEXITSTATUS(s) ? WEXITSTATUS(s) : 1;
+	} else if (st.diverged) {
+		code = 1;
 	} else if (st.timed_out) {
-		code = 124;
+		code = st.timed_out == 1 ? 124 : 1; /* 124: the --timeout the user set */
 	} else if (st.interrupted) {
 		code = 128 + st.interrupted;
 	} else if (st.broken) {
@@ -510,8 +560,12 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				 sig_name(WTERMSIG(r->status), sig, sizeof sig));
 	} else if (st.left >= 0) {
 		snprintf(why, sizeof why, "rank %d left while the others needed it", job->ranks[st.left].rank);
-	} else if (st.timed_out) {
+	} else if (st.diverged) {
+		snprintf(why, sizeof why, "the ranks reached different collectives");
+	} else if (st.timed_out && o->timeout) {
 		snprintf(why, sizeof why, "stopped by --timeout %ld", o->timeout);
+	} else if (st.timed_out) {
+		snprintf(why, sizeof why, "a rank made no progress while the others waited for it");
 	} else if (st.interrupted) {
 		snprintf(why, sizeof why, "ddprun got %s", sig_name(st.interrupted, sig, sizeof sig));
 	}

@@ -157,7 +157,9 @@ void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
 		  const char *fmt, ...)
 {
 	static const char *const tags[] = { "", "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
-	char buf[1024];
+	/* room for two PATH_MAX paths and the reason after them: a message is
+	 * not cut where a long path would hide why (no malloc here) */
+	char buf[10240];
 	int n = 0;
 	va_list ap;
 

@@ -16,14 +16,16 @@
  * straight into the caller's buffer.
  *
  * Contract: the parsers and the view functions are pure (no globals, no
- * allocation, no logging) and safe from any thread.  ddp_shard_check_spec
- * does file I/O and allocates (glob); it is for ddprun and tools.
+ * allocation, no logging) and safe from any thread (ddp_shard_snapshot_find
+ * too).  ddp_shard_check_spec and ddp_shard_snapshot do file I/O and
+ * allocate (glob); they are for ddprun and tools.
  */
 #include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ddp_shard.h"
@@ -467,6 +469,18 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 	}
 	grc = glob(s.path, 0, NULL, &g);
 	if (grc == GLOB_NOMATCH || (grc == 0 && g.gl_pathc == 0)) {
+		/* `good.rec:RECORD=16`, `x:Pad`: a mistyped option, taken as part
+		 * of PATH because options are lowercase; say so rather than
+		 * "no file" */
+		const char *c = strrchr(s.path, ':');
+		if (c && c[1] && (strchr(c, '=') || strcasecmp(c + 1, "pad") == 0 ||
+				  strcasecmp(c + 1, "drop") == 0)) {
+			ERR("--shard %s: unknown option '%s' (no file is named %s); the options are "
+			    "lowercase: mode=, record=, header=, pad or drop", spec, c + 1, s.path);
+			if (grc == 0)
+				globfree(&g);
+			return DDP_ERR_INVALID;
+		}
 		ERR("--shard %s: no file matches %s", spec, s.path);
 		if (grc == 0)
 			globfree(&g);
@@ -480,4 +494,62 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 		rc = check_file(&s, g.gl_pathv[i], world_size, err, errlen);
 	globfree(&g);
 	return rc;
+}
+
+ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len,
+			      char *err, size_t errlen)
+{
+	struct ddp_shard_spec s;
+	ddp_result rc = DDP_OK;
+	glob_t g;
+
+	DDP_CHECK(ddp_shard_parse_spec(spec, &s, err, errlen));
+	if (glob(s.path, 0, NULL, &g) != 0)
+		return DDP_OK; /* ddp_shard_check_spec says what is wrong */
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		struct stat st;
+		const char *p = g.gl_pathv[i];
+		if (strchr(p, '\n')) {
+			ERR("--shard %s: the file name '%s' holds a newline; rename it", spec, p);
+			rc = DDP_ERR_INVALID;
+			break;
+		}
+		if (ddp_sys_fstatat(AT_FDCWD, p, &st, 0) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		int n = snprintf(out + *len, cap - *len, "%llu %lld %llu %llu %s\n",
+				 (unsigned long long)st.st_size,
+				 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
+				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, p);
+		if (n < 0 || (size_t)n >= cap - *len) {
+			out[*len] = '\0';
+			ERR("--shard %s: too many files to list (at most %zu bytes of names)", spec, cap);
+			rc = DDP_ERR_INVALID;
+			break;
+		}
+		*len += (size_t)n;
+	}
+	globfree(&g);
+	return rc;
+}
+
+int ddp_shard_snapshot_find(const char *list, const char *path, struct ddp_shard_fixed *out)
+{
+	size_t plen = strlen(path);
+	for (const char *l = list; l && *l;) {
+		const char *end = strchr(l, '\n');
+		size_t llen = end ? (size_t)(end - l) : strlen(l);
+		unsigned long long size, dev, ino;
+		long long mt;
+		int off = 0;
+		if (sscanf(l, "%llu %lld %llu %llu %n", &size, &mt, &dev, &ino, &off) == 4 && off > 0 &&
+		    (size_t)off + plen == llen && memcmp(l + off, path, plen) == 0) {
+			out->size = size;
+			out->mtime_ns = mt;
+			out->dev = dev;
+			out->ino = ino;
+			return 1;
+		}
+		l += llen + (end ? 1 : 0);
+	}
+	return 0;
 }

@@ -128,6 +128,29 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 				    const unsigned char *head, size_t head_len, uint64_t file_size,
 				    struct ddp_shard_layout *out /* OUT */, char *err, size_t errlen);
 
+/* ---- the files as ddprun saw them at launch (DDP_SHARD_FILES) ----
+ * ddprun records, for each file a spec matches, its size and mtime when it
+ * checked the specs; every rank splits exactly those bytes and refuses a
+ * file that changed since (a file growing between the ranks' opens would be
+ * split by different sizes, and records seen by nobody).  One line per
+ * file: "<size> <mtime_ns> <dev> <ino> <path>\n", path as the glob gave it. */
+struct ddp_shard_fixed {
+	uint64_t size;
+	int64_t mtime_ns;
+	uint64_t dev, ino;
+};
+
+/* Appends the lines of the files that spec matches (from the working
+ * folder) to out[*len..cap), keeping it NUL-terminated.  DDP_ERR_INVALID
+ * with a message when a file cannot be listed or out is full.  For ddprun:
+ * does file I/O. */
+ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len,
+			      char *err, size_t errlen);
+
+/* Looks up path in a DDP_SHARD_FILES value.  1 and *out filled when it is
+ * listed, 0 when not.  Pure. */
+int ddp_shard_snapshot_find(const char *list, const char *path, struct ddp_shard_fixed *out /* OUT */);
+
 /* The view of rank `rank` of `world` ranks. */
 ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec,
 			       const struct ddp_shard_layout *l, int rank, int world,

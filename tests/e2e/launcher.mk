@@ -27,3 +27,12 @@ $(LAUNCH_PROGS_DIR)/libown_nccl.so: tests/e2e/progs/own_nccl.c $(BUILD)/tests/e2
 	$(Q)$(CC) $(CPPFLAGS) -shared -fPIC -O2 $^ -o $@ -ldl
 BINS += $(LAUNCH_PROGS_DIR)/libown_nccl.so $(LAUNCH_PROGS_DIR)/libown_nccl.so.kern.so
 $(eval $(call sim_kernel_lib,$(LAUNCH_PROGS_DIR)/libown_nccl.so.kern.so,tests/e2e/progs/own_nccl.cu,$(BUILD)/tests/e2e/progs/own_nccl.fatbin))
+
+# steptrainer: a minimal trainer with one injectable fault (skip a step,
+# spin, slow down) on one rank, for diverge.sh and stall_default.sh; its
+# CPU-device kernels beside it.
+$(LAUNCH_PROGS_DIR)/steptrainer: $(BUILD)/tests/e2e/progs/steptrainer.o $(BUILD)/tests/e2e/progs/steptrainer.fatbin.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
+BINS += $(LAUNCH_PROGS_DIR)/steptrainer $(LAUNCH_PROGS_DIR)/steptrainer.kern.so
+$(eval $(call sim_kernel_lib,$(LAUNCH_PROGS_DIR)/steptrainer.kern.so,tests/e2e/progs/steptrainer.cu,$(BUILD)/tests/e2e/progs/steptrainer.fatbin))
