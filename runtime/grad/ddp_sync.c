@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
 #include "ddp_job.h"
@@ -1122,14 +1123,16 @@ static int is_count_type(uint8_t dt)
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
 }
 
-/* The range each pointer argument covers: the launch's element count, when
- * one integer argument bounds every typed pointer into an allocation of
- * more than 64 bytes (the largest such count wins: a step number fits too);
- * else the rest of the allocation (ext 0). */
-static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, uint32_t n)
+/* The range each pointer argument covers, from the launch's integer
+ * arguments and its grid (ddp_extent.h: one instance's count, or the union
+ * over a grid-strided launch's instances); else the rest of the allocation
+ * (ext 0). */
+static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, const unsigned grid[3],
+			 uint32_t n)
 {
-	uint64_t counts[16], best = 0;
-	int nc = 0;
+	static struct ddp_extent_ptr ep[DDP_LAUNCH_MAX_ARGS];
+	uint64_t counts[16];
+	uint32_t nc = 0;
 
 	if (!k->types_known)
 		return;
@@ -1151,33 +1154,24 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 		if (x > 0)
 			counts[nc++] = (uint64_t)x;
 	}
-	for (int c = 0; c < nc; c++) {
-		int fits = 1, any = 0;
-		for (uint32_t j = 0; j < n && fits; j++) {
-			const struct ddp_launch_arg *a = &launch_buf.args[j];
-			size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
-			if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es || a->alloc.size <= 64)
-				continue;
-			uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
-			any = 1;
-			fits = counts[c] <= room / es;
-		}
-		if (fits && any && counts[c] > best)
-			best = counts[c];
-	}
-	if (!best)
-		return;
+	if (n > DDP_LAUNCH_MAX_ARGS)
+		n = DDP_LAUNCH_MAX_ARGS;
 	for (uint32_t j = 0; j < n; j++) {
 		const struct ddp_launch_arg *a = &launch_buf.args[j];
 		size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
-		if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es)
-			continue;
-		uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
-		if (best <= room / es) {
-			args_buf[j].ext = best * es;
-			args_buf[j].bounded = DDP_GB_COUNT;
-		}
+		ep[j].esize = a->in_struct || a->access == DDP_ACC_UNKNOWN ? 0 : (uint32_t)es;
+		ep[j].alloc = a->alloc.size;
+		ep[j].room = a->alloc.size - (a->value - a->alloc.base);
 	}
+	struct ddp_extent_result r = ddp_extent_bound(counts, nc, grid, ep, n);
+	if (r.rule == DDP_EXTENT_GRID_UNKNOWN)
+		DDP_DEBUG(GRAD, "%s: %" PRIu64 " grid instances and no stride argument that places them: its pointers "
+			  "reach to their allocations' ends", k->sync_kname, r.instances);
+	for (uint32_t j = 0; j < n; j++)
+		if (ep[j].bounded) {
+			args_buf[j].ext = ep[j].ext;
+			args_buf[j].bounded = ep[j].bounded;
+		}
 }
 
 /* Typed, with at least one const pointer: its non-const pointers are
@@ -1334,7 +1328,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			if (k->types_known && !a->in_struct && a->param < k->nparams)
 				g->dtype = k->params[a->param].dtype;
 		}
-		bound_ranges(k, &p, n);
+		bound_ranges(k, &p, c->grid, n);
 		libcall_bound(k, n);
 	}
 	CUstream s = call_stream(c);

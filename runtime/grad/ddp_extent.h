@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_extent.h - how far a kernel launch's pointer arguments reach, from
+ * the launch's integer arguments and its grid: the rule ddp_sync.c applies
+ * to a launch the generic decoder read (runtime/track/ddp_launch.h), before
+ * the tracker (ddp_grad.h) sees it.
+ *
+ * The rules (docs/gradient-sync.md, "Ranges, not allocations"):
+ * - Count: the largest positive integer argument that, as an element count,
+ *   fits every typed pointer into an allocation of more than 64 bytes is the
+ *   launch's count n; each typed pointer it fits reaches n elements.  A
+ *   guess (DDP_GB_COUNT): right for elementwise kernels, too small for a
+ *   2-D or scatter kernel.  The tracker never makes a gradient from it
+ *   alone: an optimizer's written range is measured by calibration, and a
+ *   read-only range becomes a gradient only by pairing with one (ddp_grad.c).
+ * - Grid-strided: a launch with I = grid.y * grid.z > 1 instances (one of
+ *   grid.y, grid.z is 1) runs its body once per instance l, each at
+ *   ptr + l * s + [0, n) (llm.c's adamw_kernel3 and global_norm_squared
+ *   with their stride arguments, one instance per layer).  Its pointers
+ *   reach the union over the instances, I * n elements, when a second
+ *   integer argument has the count's value (the stride: the instances tile
+ *   the range) and that union fits every typed pointer into an allocation
+ *   of more than 64 bytes.  Read-only and written pointers of the launch
+ *   take the same (n, s), so a gradient and the master weights it pairs
+ *   with cover the same instances.  Otherwise (no such argument, a stride
+ *   apart from the count: a padded or sharded layout, whose union is not
+ *   one range; a union that does not fit; both grid.y and grid.z above 1)
+ *   the extent is not known and one instance's count would be a fraction
+ *   of it: every pointer reaches to its allocation's end (DDP_GB_NONE), and
+ *   the tracker decides from that (calibration, pairing; a gradient that
+ *   cannot be bounded is not made, and the job stops, ddp_grad.c).
+ * Contract: pure functions, no allocation, no I/O; any thread.
+ */
+#ifndef DDP_EXTENT_H
+#define DDP_EXTENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One pointer argument as the rule sees it.  IN: room, esize, typed.
+ * OUT: ext, bounded. */
+struct ddp_extent_ptr {
+	uint64_t room;      /* bytes from the pointer to its allocation's end   */
+	uint64_t alloc;     /* its allocation's bytes (> 64: it votes)          */
+	uint32_t esize;     /* element bytes (0: untyped, never bounded)        */
+	uint64_t ext;       /* OUT: bytes it reaches (0: to the allocation's end) */
+	uint8_t bounded;    /* OUT: enum ddp_grad_bound (ddp_grad.h)            */
+};
+
+/* What ddp_extent_bound found (for logs and tests). */
+enum ddp_extent_rule {
+	DDP_EXTENT_NONE = 0,     /* no count fits: every pointer unbounded      */
+	DDP_EXTENT_COUNT,        /* one instance: n elements                    */
+	DDP_EXTENT_GRID,         /* I instances at stride s: (I - 1) * s + n     */
+	DDP_EXTENT_GRID_UNKNOWN, /* instances whose stride is not known:
+				  * every pointer unbounded                     */
+};
+
+struct ddp_extent_result {
+	enum ddp_extent_rule rule;
+	uint64_t count, stride, instances;
+};
+
+/* The launch's integer arguments ints[0..nints) (positive values only;
+ * others are ignored), its grid (grid[3]), and its pointers p[0..np):
+ * sets each p[i].ext and p[i].bounded; returns what was found. */
+struct ddp_extent_result ddp_extent_bound(const uint64_t *ints, uint32_t nints, const unsigned grid[3],
+					  struct ddp_extent_ptr *p, uint32_t np);
+
+const char *ddp_extent_rule_name(enum ddp_extent_rule r);
+
+#endif /* DDP_EXTENT_H */
