@@ -29,13 +29,40 @@
  *   of it: every pointer reaches to its allocation's end (DDP_GB_NONE), and
  *   the tracker decides from that (calibration, pairing; a gradient that
  *   cannot be bounded is not made, and the job stops, ddp_grad.c).
- * Contract: pure functions, no allocation, no I/O; any thread.
+ * - Measured (optimizer launches only; ddp_extent_measured): while the
+ *   tracker is in its calibration steps (the first two optimizer steps), an
+ *   optimizer launch any of whose pointers has a count-guessed extent
+ *   (DDP_GB_COUNT) is run once on copies of its allocations (the port's
+ *   copies, then every allocation put back, as ddp_grad.c's calibration
+ *   does), and for each written (non-const) pointer that is alone in its
+ *   allocation among the launch's arguments, the bytes it changed are
+ *   compared with its extent (everything in flight drained first).
+ *   Changes within the count: the count stands for it.  Changes beyond it:
+ *   the changed extent, in elements, is turned into a rule of the launch's
+ *   integer arguments (one argument, a product of two, or
+ *   (a - 1) * b + c: rows x ld of a 2-D block), and that rule bounds it
+ *   (DDP_GB_MEASURED); each later calibration launch checks the rule (and
+ *   the count that stood), and after the calibration steps the rule alone
+ *   bounds the pointer.  A (kernel, argument) never measured is measured
+ *   at its first launch, whatever the step.  A read-only pointer (or one the launch did
+ *   not change) whose guessed extent equals a measured pointer's count in
+ *   elements takes the measured extent in its own element size (the
+ *   gradient pairs with the weights it updates).  What cannot be bounded
+ *   stops the job with one line (the caller's fatal path): a pointer that
+ *   wrote before its address, a change beyond the count that no rule of the
+ *   arguments describes, a rule that fails its check (its later launches
+ *   would have nothing else to bound them).
+ *
+ * Contract: ddp_extent_bound is pure.  The rule table is one per process;
+ * the caller serialises calls (ddp_sync.c's lock).  ddp_extent_measured
+ * allocates host copies while it measures (the calibration steps only).
  */
 #ifndef DDP_EXTENT_H
 #define DDP_EXTENT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include "ddp_err.h"
 
 /* One pointer argument as the rule sees it.  IN: room, esize, typed.
  * OUT: ext, bounded. */
@@ -68,5 +95,37 @@ struct ddp_extent_result ddp_extent_bound(const uint64_t *ints, uint32_t nints, 
 					  struct ddp_extent_ptr *p, uint32_t np);
 
 const char *ddp_extent_rule_name(enum ddp_extent_rule r);
+
+/* ---- measured extents (optimizer launches) */
+
+struct ddp_grad_arg;
+
+/* Device access for a measurement: the tracker's calibration callbacks
+ * (ddp_grad.h struct ddp_grad_ops: read, write, relaunch). */
+struct ddp_extent_probe {
+	void *ctx;
+	ddp_result (*read)(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream);
+	ddp_result (*write)(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream);
+	ddp_result (*relaunch)(void *ctx, void *launch_ctx);
+	/* May be NULL: waits for everything in flight (a stream-ordered
+	 * reduction still writing a gradient would look like the launch's
+	 * write); called before the copies are taken. */
+	ddp_result (*drain)(void *ctx);
+	void *stream, *launch_ctx;
+};
+
+/* An optimizer launch of kernel kid (kname for messages): ints[0..nints)
+ * its integer arguments in signature order (0 for a value <= 0), a[0..n)
+ * its decoded pointers with their count-rule extents (ddp_extent_bound).
+ * measure: the calibration steps (run the launch on copies, learn and
+ * check rules); else the rules learned apply.  Updates a[i].ext and
+ * a[i].bounded.  An extent that cannot be known: DDP_ERR_UNSUPPORTED with
+ * one line in msg.  (The caller skips it under DDP_DEBUG_NO_MEASURE, the
+ * negative control.) */
+ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *ints, uint32_t nints,
+			       struct ddp_grad_arg *a, uint32_t n, int measure, const struct ddp_extent_probe *p,
+			       char *msg, size_t cap);
+/* Forget every rule (tests). */
+void ddp_extent_reset(void);
 
 #endif /* DDP_EXTENT_H */

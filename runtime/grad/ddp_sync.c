@@ -106,6 +106,7 @@ static int dry;                      /* ddprun inspect: no collectives      */
 static int at_exit;                  /* ddp_sync_exit is ending the run     */
 static int check_inv;                /* DDP_CHECK_INVARIANT                 */
 static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
+static int no_measure;               /* DDP_DEBUG_NO_MEASURE                */
 static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
 static int torch_seen;               /* a PyTorch kernel was decoded        */
@@ -445,6 +446,16 @@ static ddp_result op_relaunch(void *ctx, void *launch_ctx)
 	r = ddp_port_relaunch(c);
 	DDP_CUCHECK(r, "calibration launch");
 	return ddp_cu_result(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
+}
+
+/* Everything in flight, stream-ordered reductions included (a measurement
+ * must see only its own launch's writes). */
+static ddp_result op_drain(void *ctx)
+{
+	(void)ctx;
+	if (real_ctx_sync && real_ctx_sync() != CUDA_SUCCESS)
+		return DDP_ERR_CUDA;
+	return DDP_OK;
 }
 
 /* Is b's allocation still the one the tracker learned?  (A freed buffer's
@@ -1002,6 +1013,7 @@ void ddp_sync_init(int rank, int world)
 	check_every = ddp_param_check();
 	check_inv = ddp_param_check_invariant();
 	skip_avg = ddp_param_debug_skip_avg();
+	no_measure = ddp_param_debug_no_measure();
 	opt_wait_s = ddp_param_opt_wait();
 	real_sync = ddp_driver_.streamSynchronize;
 	real_ctx_sync = ddp_driver_.ctxSynchronize;
@@ -1123,17 +1135,22 @@ static int is_count_type(uint8_t dt)
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
 }
 
+static uint64_t ints_buf[16];         /* the launch's integer arguments (0: <= 0) */
+static uint32_t nints;
+
 /* The range each pointer argument covers, from the launch's integer
  * arguments and its grid (ddp_extent.h: one instance's count, or the union
  * over a grid-strided launch's instances); else the rest of the allocation
- * (ext 0). */
+ * (ext 0).  Leaves the integer arguments in ints_buf (measured extents). */
+
 static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, const unsigned grid[3],
 			 uint32_t n)
 {
 	static struct ddp_extent_ptr ep[DDP_LAUNCH_MAX_ARGS];
-	uint64_t counts[16];
+	uint64_t *counts = ints_buf;
 	uint32_t nc = 0;
 
+	nints = 0;
 	if (!k->types_known)
 		return;
 	for (uint32_t i = 0; i < k->nparams && nc < 16; i++) {
@@ -1151,9 +1168,9 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 		} else if (d->size == 8) {
 			memcpy(&x, v, 8);
 		}
-		if (x > 0)
-			counts[nc++] = (uint64_t)x;
+		counts[nc++] = x > 0 ? (uint64_t)x : 0;
 	}
+	nints = nc;
 	if (n > DDP_LAUNCH_MAX_ARGS)
 		n = DDP_LAUNCH_MAX_ARGS;
 	for (uint32_t j = 0; j < n; j++) {
@@ -1172,6 +1189,32 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 			args_buf[j].ext = ep[j].ext;
 			args_buf[j].bounded = ep[j].bounded;
 		}
+}
+
+/* A gradient whose extent only a count argument gives, unconfirmed (the
+ * optimizer launch's measurement bounded nothing it pairs with: it passes
+ * several pointers into one allocation): averaged on a guess it may be too
+ * small, so the job stops (ddp_extent.h).  Checked after each optimizer
+ * launch that changed the set of ranges. */
+static void refuse_guessed_gradients(void)
+{
+	static uint64_t seen_gen = ~0ULL;
+	uint64_t gen = ddp_grad_gen(tracker);
+	if (gen == seen_gen || no_measure)
+		return;
+	seen_gen = gen;
+	for (size_t i = 0, n = ddp_grad_nbufs(tracker); i < n; i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+		if (b->role != DDP_GR_GRAD || b->named || b->bounded != DDP_GB_COUNT)
+			continue;
+		char msg[600];
+		snprintf(msg, sizeof msg, "libddp: gradient %s (%" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) is "
+			 "bounded only by a count argument of its optimizer launch, and no measurement confirmed it (the "
+			 "launch passes several pointers into one allocation): averaged on a guess it may be too small, "
+			 "so the job stops; report the optimizer kernel", b->label, b->size, b->base - b->alloc_base,
+			 b->alloc_id);
+		die(msg);
+	}
 }
 
 /* Typed, with at least one const pointer: its non-const pointers are
@@ -1332,6 +1375,16 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		libcall_bound(k, n);
 	}
 	CUstream s = call_stream(c);
+	if (cls == DDP_GK_OPT && !explicit_ranges && !no_measure) {
+		/* count-guessed extents of an optimizer launch: measured in the
+		 * calibration steps, the rules learned apply after them */
+		char msg[700];
+		struct ddp_extent_probe pr = { NULL, op_read, op_write, op_relaunch, op_drain, (void *)s, (void *)c };
+		check_stream = (void *)s;
+		if (ddp_extent_measured(k->id, k->sync_kname, ints_buf, nints, args_buf, n,
+					ddp_grad_steps(tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
+			die(msg);
+	}
 	struct ddp_grad_launch gl = {
 		.kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
@@ -1351,6 +1404,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	if (cls == DDP_GK_OPT)
+		refuse_guessed_gradients();
 	if (ddp_overlap_before(gl.seq, &gl))
 		token = gl.seq;
 	fast_update();
@@ -1519,9 +1574,10 @@ void ddp_sync_explain(const char *path)
 			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
 				b->reader, b->paired[0] ? b->paired : "?");
 		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
-			b->bounded == DDP_GB_COUNT   ? ", range bounded by a count argument"
-			: b->bounded == DDP_GB_EXACT ? ", range exact (its tensor's extent)"
-						     : "");
+			b->bounded == DDP_GB_COUNT      ? ", range bounded by a count argument"
+			: b->bounded == DDP_GB_EXACT    ? ", range exact (its tensor's extent)"
+			: b->bounded == DDP_GB_MEASURED ? ", range measured (a rule of its launch's arguments)"
+							: "");
 		shown++;
 	}
 	if (!shown)

@@ -8,10 +8,17 @@
  * (the count rule as before), and what is not known, every pointer then
  * unbounded and never one instance's count: instances with no stride
  * argument, a stride apart from the count, a 3-D grid, a union that does
- * not fit, overflow.
+ * not fit, overflow.  Measured extents (ddp_extent_measured) on host memory
+ * with a simulated 2-D SGD kernel: a rule learned from the changed bytes
+ * (rows x ld, and (rows - 1) x ld + cols for padded lines), the gradient
+ * taking it, the rule applied after the calibration steps; a count that
+ * stands; the stops: a rule that fails its check, a change no rule
+ * describes, a write before the pointer; measuring off keeps the guess
+ * (the e2e negative control's mechanism).
  */
 #define CHECK_MAIN
 #include <stdint.h>
+#include <string.h>
 #include "check.h"
 #include "ddp_extent.h"
 #include "ddp_grad.h"
@@ -157,6 +164,178 @@ TEST(untyped_and_small_pointers)
 	r = ddp_extent_bound(NULL, 0, grid, p, 3);
 	CHECK_EQ_INT(r.rule, DDP_EXTENT_NONE);
 	CHECK_EQ_INT(p[0].bounded, DDP_GB_NONE);
+}
+
+/* ---- measured extents on host memory */
+
+static float W[4096], G[4096];
+static int k_cols, k_rows, k_ld, k_off, k_before, k_touch_g;
+
+/* the "kernel": w[r * ld + c] -= 0.1 * (g + w) over a rows x cols block */
+static ddp_result h_relaunch(void *ctx, void *launch_ctx)
+{
+	(void)ctx;
+	(void)launch_ctx;
+	for (int r = 0; r < k_rows; r++)
+		for (int c = 0; c < k_cols; c++)
+			W[k_off + r * k_ld + c] -= 0.1f * (G[k_off + r * k_ld + c] + W[k_off + r * k_ld + c]);
+	if (k_before)
+		W[0] += 1.0f;
+	if (k_touch_g) /* something else writing the read-only gradient */
+		G[4000] += 1.0f;
+	return DDP_OK;
+}
+
+static ddp_result h_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	(void)stream;
+	memcpy(host, (void *)(uintptr_t)dev, bytes);
+	return DDP_OK;
+}
+
+static ddp_result h_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	(void)stream;
+	memcpy((void *)(uintptr_t)dev, host, bytes);
+	return DDP_OK;
+}
+
+static const struct ddp_extent_probe probe_ops = { NULL, h_read, h_write, h_relaunch, NULL, NULL, NULL };
+
+/* a launch sgd_block(w + off, g + off, cols, rows, ld): its two pointers
+ * with the count rule's extents, as ddp_sync.c decodes them */
+static ddp_result launch(int measure, int off, int cols, int rows, int ld, struct ddp_grad_arg a[2], char *msg)
+{
+	uint64_t ints[3] = { (uint64_t)cols, (uint64_t)rows, (uint64_t)ld };
+	unsigned grid[3] = { 1, 1, 1 };
+	struct ddp_extent_ptr ep[2];
+	float *bufs[2] = { W, G };
+	k_cols = cols;
+	k_rows = rows;
+	k_ld = ld;
+	k_off = off;
+	for (int i = 0; i < 2; i++) {
+		memset(&a[i], 0, sizeof a[i]);
+		a[i].base = (uint64_t)(uintptr_t)bufs[i];
+		a[i].size = sizeof W;
+		a[i].ptr = a[i].base + (uint64_t)off * 4;
+		a[i].param = (uint16_t)i;
+		a[i].access = i ? DDP_GA_READ : DDP_GA_WRITE;
+		a[i].dtype = DDP_DT_F32;
+		ep[i].room = a[i].size - (uint64_t)off * 4;
+		ep[i].alloc = a[i].size;
+		ep[i].esize = 4;
+	}
+	ddp_extent_bound(ints, 3, grid, ep, 2);
+	for (int i = 0; i < 2; i++) {
+		a[i].ext = ep[i].ext;
+		a[i].bounded = ep[i].bounded;
+	}
+	return ddp_extent_measured(7, "sgd_block", ints, 3, a, 2, measure, &probe_ops, msg, 300);
+}
+
+static void fill(void)
+{
+	for (int i = 0; i < 4096; i++) {
+		W[i] = 1.0f + (float)i;
+		G[i] = 0.5f;
+	}
+}
+
+TEST(measured_rule_bounds_a_2d_block)
+{
+	struct ddp_grad_arg a[2];
+	char msg[300] = "";
+	float w0;
+	ddp_extent_reset();
+	fill();
+	w0 = W[100];
+	/* 16 rows of 64: the count guess is one row (64) */
+	CHECK_EQ_INT(launch(1, 0, 64, 16, 64, a, msg), DDP_OK);
+	CHECK_EQ_INT((long long)a[0].ext, 16 * 64 * 4);
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_MEASURED);
+	CHECK_EQ_INT((long long)a[1].ext, 16 * 64 * 4); /* the gradient takes it */
+	CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
+	CHECK(W[100] == w0); /* every byte put back */
+	/* another tensor, checked: 32 rows of 40 at offset 1024; a change
+	 * to the const gradient's bytes is not the launch's */
+	k_touch_g = 1;
+	CHECK_EQ_INT(launch(1, 1024, 40, 32, 40, a, msg), DDP_OK);
+	k_touch_g = 0;
+	CHECK_EQ_INT((long long)a[0].ext, 32 * 40 * 4);
+	CHECK_EQ_INT((long long)a[1].ext, 32 * 40 * 4);
+	/* after the calibration steps the rule alone bounds it */
+	k_rows = 0; /* nothing runs: nothing measured */
+	CHECK_EQ_INT(launch(0, 2048, 16, 8, 16, a, msg), DDP_OK);
+	CHECK_EQ_INT((long long)a[0].ext, 8 * 16 * 4);
+	CHECK_EQ_INT((long long)a[1].ext, 8 * 16 * 4);
+	CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
+}
+
+TEST(padded_lines_and_a_count_that_stands)
+{
+	struct ddp_grad_arg a[2];
+	char msg[300] = "";
+	ddp_extent_reset();
+	fill();
+	/* 10 rows of 30, 50 apart: (rows - 1) x ld + cols */
+	CHECK_EQ_INT(launch(1, 0, 30, 10, 50, a, msg), DDP_OK);
+	CHECK_EQ_INT((long long)a[0].ext, (9 * 50 + 30) * 4);
+	ddp_extent_reset();
+	/* one row: the count stands, confirmed by the bytes it changed; the
+	 * gradient pairs with it */
+	CHECK_EQ_INT(launch(1, 0, 64, 1, 64, a, msg), DDP_OK);
+	CHECK_EQ_INT((long long)a[0].ext, 64 * 4);
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_MEASURED);
+	CHECK_EQ_INT((long long)a[1].ext, 64 * 4);
+	CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
+	/* a launch that changes nothing confirms nothing: both stay guesses
+	 * (ddp_sync.c refuses a gradient bounded so) */
+	ddp_extent_reset();
+	k_rows = 0;
+	CHECK_EQ_INT(launch(1, 0, 64, 0, 64, a, msg), DDP_OK);
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_COUNT);
+	CHECK_EQ_INT(a[1].bounded, DDP_GB_COUNT);
+	/* measured once: not measured again after the calibration steps */
+	k_rows = 1;
+	CHECK_EQ_INT(launch(0, 0, 64, 1, 64, a, msg), DDP_OK);
+	CHECK(W[0] == 1.0f); /* not run: not measured */
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_COUNT);
+}
+
+TEST(what_cannot_be_bounded_stops)
+{
+	struct ddp_grad_arg a[2];
+	char msg[300] = "";
+	/* learned where cols == ld (cols x rows), then a padded launch
+	 * changes more: the rule fails its check */
+	ddp_extent_reset();
+	fill();
+	CHECK_EQ_INT(launch(1, 0, 32, 8, 32, a, msg), DDP_OK);
+	CHECK_EQ_INT(launch(1, 0, 32, 8, 48, a, msg), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(msg, "where the rule learned in an earlier calibration run") != NULL);
+	/* a change beyond the count no rule of the arguments describes */
+	{
+		/* rows x ld with a rows argument the kernel does not get: 3
+		 * integer arguments 5, 5, 5 and a 10 x 5 block */
+		uint64_t ints[3] = { 5, 5, 5 };
+		struct ddp_grad_arg b[2];
+		CHECK_EQ_INT(launch(1, 0, 5, 5, 5, b, msg), DDP_OK); /* fill a, b */
+		ddp_extent_reset();
+		k_rows = 10;
+		b[0].ext = b[1].ext = 20;
+		b[0].bounded = b[1].bounded = DDP_GB_COUNT;
+		CHECK_EQ_INT(ddp_extent_measured(8, "odd", ints, 3, b, 2, 1, &probe_ops, msg, 300), DDP_ERR_UNSUPPORTED);
+		CHECK(strstr(msg, "no rule of its integer arguments") != NULL);
+	}
+	/* a write before the pointer */
+	ddp_extent_reset();
+	k_before = 1;
+	CHECK_EQ_INT(launch(1, 64, 16, 4, 16, a, msg), DDP_ERR_UNSUPPORTED);
+	CHECK(strstr(msg, "before its argument 0's address") != NULL);
+	k_before = 0;
 }
 
 int main(int argc, char **argv)
