@@ -339,13 +339,11 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 			r->form = m ? RULE_COUNT_OK : RULE_UNCHANGED;
 		}
 		if (r->form <= RULE_COUNT_OK) {
-			/* the count stands: confirmed where this launch changed
-			 * bytes from the pointer (after the calibration steps:
-			 * where it did when measured) */
-			if (r->form == RULE_COUNT_OK && (!measure || m)) {
-				a[i].bounded = DDP_GB_MEASURED;
-				learned[i] = 1;
-			}
+			/* the count stands: nothing beyond it changed (nothing
+			 * at all for a pointer the launch only reads, passed
+			 * non-const: it may still take a rule below) */
+			a[i].bounded = DDP_GB_MEASURED;
+			learned[i] = r->form == RULE_COUNT_OK;
 			continue;
 		}
 		v = rule_eval(r, ints, nints);
@@ -359,22 +357,24 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 		a[i].bounded = DDP_GB_MEASURED;
 		learned[i] = 1;
 	}
-	/* read-only (or unchanged) pointers with a measured one's count take
-	 * its extent in their own element size */
+	/* read-only (or unchanged) pointers with a measured written one's count
+	 * take its extent in their own element size (one with a rule first) */
 	for (uint32_t j = 0; j < n; j++) {
 		if (!count[j] || learned[j] || (measure && end[j] && a[j].access != DDP_GA_READ))
 			continue;
-		for (uint32_t i = 0; i < n; i++) {
-			if (!learned[i] || count[i] != count[j])
-				continue;
-			size_t ei = ddp_dtype_size((enum ddp_dtype)a[i].dtype), ej = ddp_dtype_size((enum ddp_dtype)a[j].dtype);
-			uint64_t v = a[i].ext / ei;
-			if (v > (a[j].size - (a[j].ptr - a[j].base)) / ej)
-				break;
-			a[j].ext = v * ej;
-			a[j].bounded = DDP_GB_MEASURED;
-			break;
-		}
+		uint32_t best = n;
+		for (uint32_t i = 0; i < n; i++)
+			if (i != j && a[i].bounded == DDP_GB_MEASURED && a[i].access != DDP_GA_READ &&
+			    count[i] == count[j] && (best == n || (learned[i] && !learned[best])))
+				best = i;
+		if (best == n)
+			continue;
+		size_t ei = ddp_dtype_size((enum ddp_dtype)a[best].dtype), ej = ddp_dtype_size((enum ddp_dtype)a[j].dtype);
+		uint64_t v = a[best].ext / ei;
+		if (v > (a[j].size - (a[j].ptr - a[j].base)) / ej)
+			continue;
+		a[j].ext = v * ej;
+		a[j].bounded = DDP_GB_MEASURED;
 	}
 	return DDP_OK;
 }

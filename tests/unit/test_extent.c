@@ -291,18 +291,56 @@ TEST(padded_lines_and_a_count_that_stands)
 	CHECK_EQ_INT(a[0].bounded, DDP_GB_MEASURED);
 	CHECK_EQ_INT((long long)a[1].ext, 64 * 4);
 	CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
-	/* a launch that changes nothing confirms nothing: both stay guesses
-	 * (ddp_sync.c refuses a gradient bounded so) */
+	/* a launch that changes nothing: nothing beyond the count either (a
+	 * null driver, an update of zeros); the count stands */
 	ddp_extent_reset();
-	k_rows = 0;
 	CHECK_EQ_INT(launch(1, 0, 64, 0, 64, a, msg), DDP_OK);
-	CHECK_EQ_INT(a[0].bounded, DDP_GB_COUNT);
-	CHECK_EQ_INT(a[1].bounded, DDP_GB_COUNT);
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_MEASURED);
+	CHECK_EQ_INT((long long)a[1].ext, 64 * 4);
+	CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
 	/* measured once: not measured again after the calibration steps */
-	k_rows = 1;
 	CHECK_EQ_INT(launch(0, 0, 64, 1, 64, a, msg), DDP_OK);
 	CHECK(W[0] == 1.0f); /* not run: not measured */
-	CHECK_EQ_INT(a[0].bounded, DDP_GB_COUNT);
+	CHECK_EQ_INT(a[0].bounded, DDP_GB_MEASURED);
+	/* two pointers into one allocation cannot be measured one by one:
+	 * the guesses stay (ddp_sync.c refuses a gradient bounded so) */
+	{
+		uint64_t ints[1] = { 64 };
+		struct ddp_grad_arg b[2];
+		launch(1, 0, 64, 1, 64, b, msg);
+		ddp_extent_reset();
+		b[1].base = b[0].base;
+		b[1].ptr = b[0].ptr + 256 * 4;
+		b[0].ext = b[1].ext = 64 * 4;
+		b[0].bounded = b[1].bounded = DDP_GB_COUNT;
+		CHECK_EQ_INT(ddp_extent_measured(9, "shared", ints, 1, b, 2, 1, &probe_ops, msg, 300), DDP_OK);
+		CHECK_EQ_INT(b[0].bounded, DDP_GB_COUNT);
+		CHECK_EQ_INT(b[1].bounded, DDP_GB_COUNT);
+	}
+}
+/* a non-const pointer the launch never changes (llm.c's adamw_kernel2
+ * gradient) takes the rule its written partner learned */
+TEST(unchanged_non_const_pointer_takes_the_rule)
+{
+	struct ddp_grad_arg a[2];
+	char msg[300] = "";
+	fill();
+	{
+		uint64_t ints[3] = { 64, 16, 64 };
+		launch(1, 0, 64, 16, 64, a, msg); /* fills a[]; then back to the guesses */
+		ddp_extent_reset();
+		a[0].ext = a[1].ext = 64 * 4;
+		a[0].bounded = a[1].bounded = DDP_GB_COUNT;
+		a[1].access = DDP_GA_WRITE; /* passed non-const, never written */
+		k_cols = 64;
+		k_rows = 16;
+		k_ld = 64;
+		k_off = 0;
+		CHECK_EQ_INT(ddp_extent_measured(11, "adamw_like", ints, 3, a, 2, 1, &probe_ops, msg, 300), DDP_OK);
+		CHECK_EQ_INT((long long)a[0].ext, 16 * 64 * 4);
+		CHECK_EQ_INT((long long)a[1].ext, 16 * 64 * 4);
+		CHECK_EQ_INT(a[1].bounded, DDP_GB_MEASURED);
+	}
 }
 
 TEST(what_cannot_be_bounded_stops)
