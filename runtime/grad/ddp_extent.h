@@ -31,29 +31,28 @@
  *   cannot be bounded is not made, and the job stops, ddp_grad.c).
  * - Measured (optimizer launches only; ddp_extent_measured): while the
  *   tracker is in its calibration steps (steps 1 and 2, and step 3's first
- *   optimizer launch), an
- *   optimizer launch any of whose pointers has a count-guessed extent
- *   (DDP_GB_COUNT) is run once on copies of its allocations (the port's
- *   copies, then every allocation put back, as ddp_grad.c's calibration
- *   does), and for each written (non-const) pointer that is alone in its
- *   allocation among the launch's arguments, the bytes it changed are
- *   compared with its extent (everything in flight drained first). Changes
- *   within the count (none included): the count stands for it
- *   (DDP_GB_MEASURED).  Changes beyond it: the changed extent, in elements,
- *   is turned into a rule of the launch's integer arguments (one argument, a
- *   product of two, or (a - 1) * b + c: rows x ld of a 2-D block), and that
- *   rule bounds it (DDP_GB_MEASURED); each later calibration launch checks
- *   the rule (and the count that stood), and after the calibration steps the
- *   rule alone bounds the pointer.  A (kernel, argument) never measured is
- *   measured at its first launch, whatever the step.  A read-only pointer
- *   (or one the launch did not change) whose guessed extent equals a
- *   measured written pointer's count in elements takes its extent (one with
- *   a rule first) in its own element size (the gradient pairs with the
- *   weights it updates).  What cannot be bounded stops the job with one line
- *   (the caller's fatal path): a pointer that wrote before its address, a
- *   change beyond the count that no rule of the arguments describes, a rule
- *   that fails its check (its later launches would have nothing else to
- *   bound them).
+ *   optimizer launch), an optimizer launch any of whose pointers has a
+ *   count-guessed extent (DDP_GB_COUNT) is run once on copies of its
+ *   allocations (the port's copies, then every allocation put back, as
+ *   ddp_grad.c's calibration does), and for each written (non-const) pointer
+ *   that is alone in its allocation among the launch's arguments, the bytes
+ *   it changed are compared with its extent (everything in flight drained
+ *   first). Changes within the count (none included): the count stands for
+ *   it (DDP_GB_MEASURED).  Changes beyond it: the changed extent, in
+ *   elements, is turned into a rule of the launch's integer arguments (one
+ *   argument, a product of two, or (a - 1) * b + c: rows x ld of a 2-D
+ *   block), and that rule bounds it (DDP_GB_MEASURED); each later
+ *   calibration launch checks the rule (and the count that stood), and after
+ *   the calibration steps the rule alone bounds the pointer.  A (kernel,
+ *   argument) never measured is measured at its first launch, whatever the
+ *   step.  A read-only pointer (or one the launch did not change) whose
+ *   guessed extent equals a measured written pointer's count in elements
+ *   takes its extent (one with a rule first) in its own element size (the
+ *   gradient pairs with the weights it updates).  What cannot be bounded
+ *   stops the job with one line (the caller's fatal path): a pointer that
+ *   wrote before its address, a change beyond the count that no rule of the
+ *   arguments describes, a rule that fails its check (its later launches
+ *   would have nothing else to bound them).
  *
  * Contract: ddp_extent_bound is pure.  The rule table is one per process;
  * the caller serialises calls (ddp_sync.c's lock).  ddp_extent_measured
