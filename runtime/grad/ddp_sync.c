@@ -1384,6 +1384,9 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		if (ddp_extent_measured(k->id, k->sync_kname, ints_buf, nints, args_buf, n,
 					ddp_grad_steps(tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
 			die(msg);
+		/* its drain may have waited for the peers' collectives: the
+		 * heartbeat must not read that wait as a stalled rank */
+		ddp_job_progress();
 	}
 	struct ddp_grad_launch gl = {
 		.kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
