@@ -137,6 +137,9 @@ enum ddp_grad_bound {
 	DDP_GB_EXACT = 2, /* the tensor's own extent (PyTorch's tensor lists)
 			   * or the output a library call declares (cuBLAS's
 			   * C/D matrix): nothing outside it is touched        */
+	DDP_GB_MEASURED = 3, /* an optimizer launch's: a rule of its integer
+			   * arguments learned from the bytes it changed in the
+			   * calibration steps and checked there (ddp_extent.h) */
 };
 
 struct ddp_grad_launch {

@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
 #include "ddp_job.h"
@@ -105,6 +106,7 @@ static int dry;                      /* ddprun inspect: no collectives      */
 static int at_exit;                  /* ddp_sync_exit is ending the run     */
 static int check_inv;                /* DDP_CHECK_INVARIANT                 */
 static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
+static int no_measure;               /* DDP_DEBUG_NO_MEASURE                */
 static long opt_wait_s;              /* DDP_OPT_WAIT                        */
 static int opt_seen;                 /* an optimizer kernel was launched    */
 static int torch_seen;               /* a PyTorch kernel was decoded        */
@@ -444,6 +446,16 @@ static ddp_result op_relaunch(void *ctx, void *launch_ctx)
 	r = ddp_port_relaunch(c);
 	DDP_CUCHECK(r, "calibration launch");
 	return ddp_cu_result(real_sync(the_stream(check_stream)), "cuStreamSynchronize (libddp)");
+}
+
+/* Everything in flight, stream-ordered reductions included (a measurement
+ * must see only its own launch's writes). */
+static ddp_result op_drain(void *ctx)
+{
+	(void)ctx;
+	if (real_ctx_sync && real_ctx_sync() != CUDA_SUCCESS)
+		return DDP_ERR_CUDA;
+	return DDP_OK;
 }
 
 /* Is b's allocation still the one the tracker learned?  (A freed buffer's
@@ -1001,6 +1013,7 @@ void ddp_sync_init(int rank, int world)
 	check_every = ddp_param_check();
 	check_inv = ddp_param_check_invariant();
 	skip_avg = ddp_param_debug_skip_avg();
+	no_measure = ddp_param_debug_no_measure();
 	opt_wait_s = ddp_param_opt_wait();
 	real_sync = ddp_driver_.streamSynchronize;
 	real_ctx_sync = ddp_driver_.ctxSynchronize;
@@ -1127,15 +1140,22 @@ static int is_count_type(uint8_t dt)
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
 }
 
-/* The range each pointer argument covers: the launch's element count, when
- * one integer argument bounds every typed pointer into an allocation of
- * more than 64 bytes (the largest such count wins: a step number fits too);
- * else the rest of the allocation (ext 0). */
-static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, uint32_t n)
-{
-	uint64_t counts[16], best = 0;
-	int nc = 0;
+static uint64_t ints_buf[16];         /* the launch's integer arguments (0: <= 0) */
+static uint32_t nints;
 
+/* The range each pointer argument covers, from the launch's integer
+ * arguments and its grid (ddp_extent.h: one instance's count, or the union
+ * over a grid-strided launch's instances); else the rest of the allocation
+ * (ext 0).  Leaves the integer arguments in ints_buf (measured extents). */
+
+static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_params *p, const unsigned grid[3],
+			 uint32_t n)
+{
+	static struct ddp_extent_ptr ep[DDP_LAUNCH_MAX_ARGS];
+	uint64_t *counts = ints_buf;
+	uint32_t nc = 0;
+
+	nints = 0;
 	if (!k->types_known)
 		return;
 	for (uint32_t i = 0; i < k->nparams && nc < 16; i++) {
@@ -1153,35 +1173,56 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 		} else if (d->size == 8) {
 			memcpy(&x, v, 8);
 		}
-		if (x > 0)
-			counts[nc++] = (uint64_t)x;
+		counts[nc++] = x > 0 ? (uint64_t)x : 0;
 	}
-	for (int c = 0; c < nc; c++) {
-		int fits = 1, any = 0;
-		for (uint32_t j = 0; j < n && fits; j++) {
-			const struct ddp_launch_arg *a = &launch_buf.args[j];
-			size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
-			if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es || a->alloc.size <= 64)
-				continue;
-			uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
-			any = 1;
-			fits = counts[c] <= room / es;
-		}
-		if (fits && any && counts[c] > best)
-			best = counts[c];
-	}
-	if (!best)
-		return;
+	nints = nc;
+	if (n > DDP_LAUNCH_MAX_ARGS)
+		n = DDP_LAUNCH_MAX_ARGS;
 	for (uint32_t j = 0; j < n; j++) {
 		const struct ddp_launch_arg *a = &launch_buf.args[j];
 		size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
-		if (a->in_struct || a->access == DDP_ACC_UNKNOWN || !es)
-			continue;
-		uint64_t off = a->value - a->alloc.base, room = a->alloc.size - off;
-		if (best <= room / es) {
-			args_buf[j].ext = best * es;
-			args_buf[j].bounded = DDP_GB_COUNT;
+		ep[j].esize = a->in_struct || a->access == DDP_ACC_UNKNOWN ? 0 : (uint32_t)es;
+		ep[j].alloc = a->alloc.size;
+		ep[j].room = a->alloc.size - (a->value - a->alloc.base);
+	}
+	struct ddp_extent_result r = ddp_extent_bound(counts, nc, grid, ep, n);
+	if (r.rule == DDP_EXTENT_GRID_UNKNOWN)
+		DDP_DEBUG(GRAD, "%s: %" PRIu64 " grid instances and no stride argument that places them: its pointers "
+			  "reach to their allocations' ends", k->sync_kname, r.instances);
+	for (uint32_t j = 0; j < n; j++)
+		if (ep[j].bounded) {
+			args_buf[j].ext = ep[j].ext;
+			args_buf[j].bounded = ep[j].bounded;
 		}
+}
+
+/* A gradient whose extent only a count argument gives, unconfirmed (the
+ * optimizer launch's measurement bounded nothing it pairs with: it passes
+ * several pointers into one allocation): averaged on a guess it may be too
+ * small, so the job stops (ddp_extent.h).  Checked after each optimizer
+ * launch that changed the set of ranges. */
+static void refuse_guessed_gradients(void)
+{
+	static uint64_t seen_gen = ~0ULL;
+	uint64_t gen = ddp_grad_gen(tracker);
+	if (gen == seen_gen || no_measure)
+		return;
+	seen_gen = gen;
+	for (size_t i = 0, n = ddp_grad_nbufs(tracker); i < n; i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+		if (b->role != DDP_GR_GRAD || b->named || b->bounded != DDP_GB_COUNT)
+			continue;
+		/* a range that is its whole allocation (the data flow's gradients)
+		 * cannot be too small: nothing lies past it */
+		if (b->base == b->alloc_base && b->size == b->alloc_size)
+			continue;
+		char msg[600];
+		snprintf(msg, sizeof msg, "libddp: gradient %s (%" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) is "
+			 "bounded only by a count argument of its optimizer launch, and no measurement confirmed it (the "
+			 "launch passes several pointers into one allocation): averaged on a guess it may be too small, "
+			 "so the job stops; report the optimizer kernel", b->label, b->size, b->base - b->alloc_base,
+			 b->alloc_id);
+		die(msg);
 	}
 }
 
@@ -1361,10 +1402,23 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			if (k->types_known && !a->in_struct && a->param < k->nparams)
 				g->dtype = k->params[a->param].dtype;
 		}
-		bound_ranges(k, &p, n);
+		bound_ranges(k, &p, c->grid, n);
 		libcall_bound(k, n);
 	}
 	CUstream s = call_stream(c);
+	if (cls == DDP_GK_OPT && !explicit_ranges && !no_measure) {
+		/* count-guessed extents of an optimizer launch: measured in the
+		 * calibration steps, the rules learned apply after them */
+		char msg[700];
+		struct ddp_extent_probe pr = { NULL, op_read, op_write, op_relaunch, op_drain, (void *)s, (void *)c };
+		check_stream = (void *)s;
+		if (ddp_extent_measured(k->id, k->sync_kname, ints_buf, nints, args_buf, n,
+					ddp_grad_steps(tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
+			die(msg);
+		/* its drain may have waited for the peers' collectives: the
+		 * heartbeat must not read that wait as a stalled rank */
+		ddp_job_progress();
+	}
 	struct ddp_grad_launch gl = {
 		.kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
@@ -1386,6 +1440,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	if (cls == DDP_GK_OPT)
+		refuse_guessed_gradients();
 	if (ddp_overlap_before(gl.seq, &gl))
 		token = gl.seq;
 	fast_update();
@@ -1554,9 +1610,10 @@ void ddp_sync_explain(const char *path)
 			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
 				b->reader, b->paired[0] ? b->paired : "?");
 		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
-			b->bounded == DDP_GB_COUNT   ? ", range bounded by a count argument"
-			: b->bounded == DDP_GB_EXACT ? ", range exact (its tensor's extent)"
-						     : "");
+			b->bounded == DDP_GB_COUNT      ? ", range bounded by a count argument"
+			: b->bounded == DDP_GB_EXACT    ? ", range exact (its tensor's extent)"
+			: b->bounded == DDP_GB_MEASURED ? ", range measured (a rule of its launch's arguments)"
+							: "");
 		shown++;
 	}
 	if (!shown)

@@ -430,4 +430,119 @@ template <class Tdst, class Tsrc> __global__ void copy_and_cast_kernel(Tdst* dst
 		dst[idx] = (Tdst)src[idx];
 }
 
+/* ---- the update of llm.c's bf16 build (train_gpt2.cu, --update layers) ----
+ * One launch per tensor KIND covers every layer: grid.y = the number of
+ * layers, element i of layer l at ptr + l * stride + i (llm.c's
+ * adamw_kernel3, global_norm_squared_kernel and copy_and_cast_kernel with
+ * their stride arguments).  The bf16 parameters are written from the fp32
+ * master weights by stochastic rounding, seeded per tensor kind. */
+
+/* SquirrelNoise5 (llm.c's Get2dNoiseUint) */
+__device__ __host__ inline unsigned int squirrel_noise5(int position, unsigned int seed)
+{
+	const unsigned int n1 = 0xd2a80a3f, n2 = 0xa884f197, n3 = 0x6C736F4B, n4 = 0xB79F3ABB, n5 = 0x1b56c4f5;
+	unsigned int m = (unsigned int)position;
+	m *= n1;
+	m += seed;
+	m ^= (m >> 9);
+	m += n2;
+	m ^= (m >> 11);
+	m *= n3;
+	m ^= (m >> 13);
+	m += n4;
+	m ^= (m >> 15);
+	m *= n5;
+	m ^= (m >> 17);
+	return m;
+}
+
+__device__ __host__ inline unsigned int get_2d_noise_uint(int x, int y, unsigned int seed)
+{
+	return squirrel_noise5(x + 198491317 * y, seed);
+}
+
+/* round to bf16 up or down with a probability given by the dropped bits */
+__device__ inline void stochastic_rounding(float in, __nv_bfloat16* out, unsigned int seed)
+{
+	unsigned int random = get_2d_noise_uint(threadIdx.x, blockIdx.x * blockDim.x + blockIdx.y, seed);
+	unsigned int threshold = random & 0xFFFF;
+	unsigned int float_bits = __float_as_uint(in);
+	unsigned int rounded_bits = float_bits & 0x0000FFFF;
+	float_bits = (rounded_bits > threshold) ? (float_bits | 0xFFFF) : (float_bits & ~0xFFFF);
+	*out = __float2bfloat16_rn(__uint_as_float(float_bits));
+}
+
+template <typename Tp, typename Tg>
+__device__ void adamw_update(Tp* params_memory, float* master_params_memory, Tg* grads_memory, float* m_memory,
+			     float* v_memory, size_t num_parameters, float learning_rate, float beta1, float beta2,
+			     float beta1_correction, float beta2_correction, float eps, float weight_decay,
+			     float grad_scale, unsigned int seed)
+{
+	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (idx >= num_parameters)
+		return;
+	float grad = grad_scale * (float)grads_memory[idx];
+	float m = m_memory[idx];
+	float v = v_memory[idx];
+	m = lerp(grad, m, beta1);
+	m_memory[idx] = m;
+	v = lerp(grad * grad, v, beta2);
+	v_memory[idx] = v;
+	m /= beta1_correction;
+	v /= beta2_correction;
+	float old_param = master_params_memory != NULL ? master_params_memory[idx] : (float)params_memory[idx];
+	float param = old_param - (learning_rate * (m / (sqrtf(v) + eps) + weight_decay * old_param));
+	stochastic_rounding(param, &params_memory[idx], seed);
+	if (master_params_memory != NULL)
+		master_params_memory[idx] = param;
+}
+
+/* every pointer non-const, as llm.c writes it */
+template <typename Tp, typename Tg>
+__global__ void adamw_kernel3(Tp* params_memory, float* master_params_memory, Tg* grads_memory, float* m_memory,
+			      float* v_memory, size_t num_parameters, ptrdiff_t w_stride, ptrdiff_t g_stride,
+			      ptrdiff_t s_stride, float learning_rate, float beta1, float beta2, float beta1_correction,
+			      float beta2_correction, float eps, float weight_decay, float grad_scale, unsigned int seed)
+{
+	adamw_update(params_memory + blockIdx.y * w_stride,
+		     master_params_memory != NULL ? master_params_memory + blockIdx.y * s_stride : NULL,
+		     grads_memory + blockIdx.y * g_stride, m_memory + blockIdx.y * s_stride,
+		     v_memory + blockIdx.y * s_stride, num_parameters, learning_rate, beta1, beta2, beta1_correction,
+		     beta2_correction, eps, weight_decay, grad_scale, seed);
+}
+
+/* out[blockIdx.y * gridDim.x + blockIdx.x] += the sum of squares of this
+ * block's grid-strided share of slice blockIdx.y (data + blockIdx.y *
+ * stride, count elements); blockDim.x must be 256 */
+template <class T> __global__ void global_norm_squared_kernel(float* out, const T* data, size_t count, ptrdiff_t stride)
+{
+	__shared__ float part[256];
+	const T* slice = data + blockIdx.y * stride;
+	float s = 0.0f;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (size_t)gridDim.x * blockDim.x) {
+		float x = (float)slice[i];
+		s += x * x;
+	}
+	part[threadIdx.x] = s;
+	__syncthreads();
+	for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+		if ((int)threadIdx.x < o)
+			part[threadIdx.x] += part[threadIdx.x + o];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0) {
+		size_t out_index = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
+		out[out_index] = out[out_index] + part[0];
+	}
+}
+
+/* dst[l * stride_dst + i] = src[l * stride_src + i], l = blockIdx.y */
+template <class Tdst, class Tsrc>
+__global__ void copy_and_cast_kernel(Tdst* dst, const Tsrc* src, size_t n, ptrdiff_t stride_dst, ptrdiff_t stride_src)
+{
+	size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	if (idx < n)
+		dst[idx + stride_dst * blockIdx.y] = (Tdst)src[idx + stride_src * blockIdx.y];
+}
+
 #endif /* GPT_KERNELS_CUH */

@@ -28,6 +28,16 @@
  * host, and per parameter tensor: adamw_kernel (fp32 master, m, v; the
  * gradient pointer is not const) on its sub-range, then copy_and_cast_kernel
  * to its bf16 parameters.
+ * --update layers: the update as llm.c's bf16 build (train_gpt2.cu,
+ * gpt2_update and gpt2_calculate_grad_norm) writes it: per tensor KIND one
+ * launch covering every layer, grid.y = the number of layers (1 for wte,
+ * wpe, lnfw, lnfb) with stride arguments (element i of layer l at
+ * offset + l * stride + i): the per-tensor squared norms accumulated into
+ * the partial sums (zeroed first), one aggregate; at step 1 the fp32 master
+ * weights cast from the bf16 parameters (copy_and_cast_kernel, strided);
+ * adamw_kernel3 (every pointer non-const) updating the master weights and
+ * writing the bf16 parameters by stochastic rounding, one seed per tensor
+ * kind from a host xorshift.
  *
  * Data: a token shard (llm.c's format: 256 int32 header, magic 20240520,
  * version 1, token count; then uint16 tokens) read with fopen/fseek/fread.
@@ -99,6 +109,22 @@ static void fill_param_sizes(void)
 		off += s[i];
 	}
 	num_parameters = off;
+}
+
+/* the layers a tensor kind holds (one launch covers them all in
+ * --update layers): wte, wpe, lnfw and lnfb are one slice */
+static int kind_slices(int i)
+{
+	return i < P_LN1W || i > P_FCPROJB ? 1 : L;
+}
+
+/* llm.c's random_u32 (xorshift*) */
+static unsigned int random_u32(unsigned long long *state)
+{
+	*state ^= *state >> 12;
+	*state ^= *state << 25;
+	*state ^= *state >> 27;
+	return (unsigned int)((*state * 0x2545F4914F6CDD1Dull) >> 32);
 }
 
 /* pointers into one flat buffer */
@@ -600,12 +626,13 @@ static void save_checkpoint(const char *path, const float *d_master, float *h_bu
 /* ---- main ------------------------------------------------------------------------ */
 
 #define USAGE "gpt --data PATH [--steps N] [--batch B] [--accum K] [--lr X] [--seed S] [--save PATH] " \
-	      "[--save-every N] [--weight-decay W] [--clip MAXNORM] [--gelu-fusion 0|1|2]"
+	      "[--save-every N] [--weight-decay W] [--clip MAXNORM] [--gelu-fusion 0|1|2] [--update tensor|layers]"
 
 int main(int argc, char **argv)
 {
 	const char *data_path = NULL, *save_path = NULL;
-	int steps = 300, batch = 4, accum = 1, save_every = 0, gelu_choice = -1;
+	int steps = 300, batch = 4, accum = 1, save_every = 0, gelu_choice = -1, update_layers = 0;
+	unsigned long long rng_state = 13371337; /* llm.c's seeds for stochastic rounding */
 	float lr = 3e-3f, wd = 0.1f, clip = 1.0f;
 	const float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
 	uint64_t seed = 1;
@@ -621,6 +648,7 @@ int main(int argc, char **argv)
 		{"--weight-decay", SAMPLE_OPT_FLOAT, &wd, 0, 1e3, NULL, 0},
 		{"--clip", SAMPLE_OPT_FLOAT, &clip, 1e-30, 3.4e38, NULL, 0},
 		{"--gelu-fusion", SAMPLE_OPT_CHOICE, &gelu_choice, 0, 0, "0|1|2", 0},
+		{"--update", SAMPLE_OPT_CHOICE, &update_layers, 0, 0, "tensor|layers", 0},
 	};
 	struct GPT g;
 	struct DataLoader dl;
@@ -740,8 +768,21 @@ int main(int argc, char **argv)
 					  stream));
 
 		/* global gradient norm: partial sums into the activation slice */
-		global_norm_squared_kernel<<<NORM_BLOCKS, 256, 0, stream>>>(grad_norm_squared, g.grads_memory, num_parameters);
-		launchCheck();
+		if (update_layers) {
+			/* per tensor kind, all layers in one launch (llm.c) */
+			cudaCheck(cudaMemsetAsync(grad_norm_squared, 0, NORM_BLOCKS * sizeof(float), stream));
+			for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+				int slices = kind_slices(i);
+				size_t n = param_sizes[i] / slices;
+				global_norm_squared_kernel<floatX><<<dim3(NORM_BLOCKS / slices, slices), 256, 0, stream>>>(
+					grad_norm_squared, g.grads_memory + param_offsets[i], n, (ptrdiff_t)n);
+				launchCheck();
+			}
+		} else {
+			global_norm_squared_kernel<<<NORM_BLOCKS, 256, 0, stream>>>(grad_norm_squared, g.grads_memory,
+										    num_parameters);
+			launchCheck();
+		}
 		global_norm_squared_aggregate_kernel<<<1, 1, 0, stream>>>(grad_norm_squared, NORM_BLOCKS);
 		launchCheck();
 		cudaCheck(cudaMemcpyAsync(&norm_sq, grad_norm_squared, sizeof(float), cudaMemcpyDeviceToHost, stream));
@@ -755,7 +796,27 @@ int main(int argc, char **argv)
 		/* AdamW once per tensor on its sub-range, then the bf16 copy */
 		beta1_correction = 1.0f - powf(beta1, (float)step);
 		beta2_correction = 1.0f - powf(beta2, (float)step);
-		for (int i = 0; i < NUM_PARAMETER_TENSORS; i++) {
+		for (int i = 0; update_layers && i < NUM_PARAMETER_TENSORS; i++) {
+			/* llm.c's gpt2_update: one launch per tensor kind */
+			unsigned int seed = random_u32(&rng_state);
+			int slices = kind_slices(i);
+			size_t off = param_offsets[i], n = param_sizes[i] / slices;
+			int decay = i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW || i == P_FCPROJW;
+			dim3 grid((unsigned)CEIL_DIV(n, BLOCK), (unsigned)slices);
+
+			if (step == 1) { /* init_state: the master weights from the bf16 parameters */
+				copy_and_cast_kernel<<<grid, BLOCK, 0, stream>>>(g.master_weights + off, g.params_memory + off,
+										 n, (ptrdiff_t)n, (ptrdiff_t)n);
+				launchCheck();
+			}
+			adamw_kernel3<<<grid, BLOCK, 0, stream>>>(g.params_memory + off, g.master_weights + off,
+								  g.grads_memory + off, g.m_memory + off, g.v_memory + off, n,
+								  (ptrdiff_t)n, (ptrdiff_t)n, (ptrdiff_t)n, lr, beta1, beta2,
+								  beta1_correction, beta2_correction, eps, decay ? wd : 0.0f,
+								  grad_scale, seed);
+			launchCheck();
+		}
+		for (int i = 0; !update_layers && i < NUM_PARAMETER_TENSORS; i++) {
 			size_t off = param_offsets[i], n = param_sizes[i];
 			/* decay the matrices (wte, wpe, qkvw, attprojw, fcw, fcprojw) */
 			int decay = i == P_WTE || i == P_WPE || i == P_QKVW || i == P_ATTPROJW || i == P_FCW || i == P_FCPROJW;

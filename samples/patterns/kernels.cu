@@ -17,6 +17,9 @@
  *   5  adamw_kernel3 per tensor on sub-ranges of flat buffers: bf16 params,
  *      fp32 master, bf16 gradients, fp32 m and v
  *   6  update_weights: plain SGD under a name no optimizer pattern matches
+ *   7  sgd_block: SGD with weight decay on a 2-D block (rows x cols, ld
+ *      apart), one thread per column: its integer arguments bound one row
+ *      (or a few), the block is rows x ld
  *
  * Contract: deterministic (no atomics; reductions in a fixed order);
  * compiled by nvcc into the embedded fatbin and, for the CPU device, by g++
@@ -242,4 +245,18 @@ __global__ void update_weights(float* w, const float* dw, long n, float lr)
 	long i = (long)blockIdx.x * blockDim.x + threadIdx.x;
 	if (i < n)
 		w[i] -= lr * dw[i];
+}
+
+/* 7: SGD with weight decay on a rows x cols block, lines ld apart, one
+ * thread per column walking the rows: the block is 2-D while every integer
+ * argument alone covers one row (or a few) */
+__global__ void sgd_block(float* w, const float* dw, int cols, int rows, int ld, float lr, float wd)
+{
+	int c = blockIdx.x * blockDim.x + threadIdx.x;
+	if (c >= cols)
+		return;
+	for (int r = 0; r < rows; r++) {
+		long i = (long)r * ld + c;
+		w[i] -= lr * (dw[i] + wd * w[i]);
+	}
 }

@@ -14,6 +14,9 @@
  *   5  bf16 params + fp32 master + bf16 grads + fp32 m/v; adamw_kernel3 per
  *      tensor on sub-ranges
  *   6  fp32; SGD in a kernel named update_weights
+ *   7  fp32; SGD with weight decay per tensor by sgd_block, which updates
+ *      a 2-D block (rows x cols, ld apart; one thread per column) while
+ *      each of its integer arguments covers one row or a few
  *
  * Memory as llm.c keeps it: ONE flat allocation each for the parameters
  * (bf16 params and fp32 master weights for 4 and 5), the gradients, AdamW's
@@ -49,7 +52,7 @@ struct tensor {
 static CUfunction k_embed_fwd, k_linear_fwd, k_xent, k_loss_mean, k_lin_bwd_in, k_lin_bwd_w, k_embed_bwd,
 	k_embed_fwd16, k_linear_fwd16, k_lin_bwd_in16, k_lin_bwd_w16, k_embed_bwd16, k_cast, k_adamw2,
 	k_norm_sq, k_norm_agg, k_adamw_clipped, k_grad_norm, k_adamw_update, k_adamw_master, k_adamw3,
-	k_update;
+	k_update, k_sgd_block;
 
 static const struct sample_kernel kernels[] = {
 	{&k_embed_fwd, "_Z13embed_forwardPKhiiiPKfPfiii"},
@@ -74,13 +77,14 @@ static const struct sample_kernel kernels[] = {
 	{&k_adamw_master, "_Z12adamw_masterPfPKfS_S_ifffffff"},
 	{&k_adamw3, "_Z13adamw_kernel3P13__nv_bfloat16PfPKS_S1_S1_mfffffff"},
 	{&k_update, "_Z14update_weightsPfPKflf"},
+	{&k_sgd_block, "_Z9sgd_blockPfPKfiiiff"},
 };
 
 /* One thread per element of a `threads`-element output, BLOCK per block. */
 #define LAUNCH(f, threads, s, args) \
 	CK(cuLaunchKernel(f, sample_blocks(threads, BLOCK), 1, 1, BLOCK, 1, 1, 0, s, args, NULL))
 
-#define USAGE "patterns --pattern 1-6 --data PATH [--steps N] [--batch B] [--lr X] [--clip MAXNORM] " \
+#define USAGE "patterns --pattern 1-7 --data PATH [--steps N] [--batch B] [--lr X] [--clip MAXNORM] " \
 	      "[--seed S] [--save PATH]"
 
 int main(int argc, char **argv)
@@ -90,7 +94,7 @@ int main(int argc, char **argv)
 	float lr = 1e-2f, clip = 1.0f, wd = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
 	uint64_t seed = 1;
 	const struct sample_opt opts[] = {
-		{"--pattern", SAMPLE_OPT_INT, &pattern, 1, 6, NULL, 1},
+		{"--pattern", SAMPLE_OPT_INT, &pattern, 1, 7, NULL, 1},
 		{"--data", SAMPLE_OPT_STR, &data_path, 0, 0, NULL, 1},
 		{"--steps", SAMPLE_OPT_INT, &steps, 0, 1e9, NULL, 0},
 		{"--batch", SAMPLE_OPT_INT, &batch, 1, 65536, NULL, 0},
@@ -162,7 +166,7 @@ int main(int argc, char **argv)
 	CK(cuMemcpyHtoD(d_params, h_par, total * sizeof(float)));
 	CK(cuMemAlloc(&d_grads, total * (bf16_grads ? 2 : sizeof(float))));
 	CK(cuMemsetD8(d_grads, 0, total * (bf16_grads ? 2 : sizeof(float))));
-	if (pattern != 6) {
+	if (pattern != 6 && pattern != 7) {
 		CK(cuMemAlloc(&d_m, total * sizeof(float)));
 		CK(cuMemAlloc(&d_v, total * sizeof(float)));
 		CK(cuMemsetD32(d_m, 0, total));
@@ -293,6 +297,16 @@ int main(int argc, char **argv)
 				void *up[] = {&p16, &p, &g, &m, &vv, &n, &lr, &beta1, &beta2, &b1c, &b2c, &eps, &wd};
 
 				LAUNCH(k_adamw3, (long)n, stream, up);
+			}
+		} else if (pattern == 7) {
+			/* E V x D, W1 H x in, b1 1 x H, W2 V x H, b2 1 x V (row-major) */
+			const int cols[NTENSORS] = {D, in, H, H, V}, rows[NTENSORS] = {V, H, 1, V, 1};
+			for (i = 0; i < NTENSORS; i++) {
+				CUdeviceptr p = d_params + t[i].off * 4, g = d_grads + t[i].off * 4;
+				int c = cols[i], r = rows[i], ld = cols[i];
+				void *up[] = {&p, &g, &c, &r, &ld, &lr, &wd};
+
+				LAUNCH(k_sgd_block, c, stream, up);
 			}
 		} else {
 			long n = (long)total;

@@ -12,3 +12,8 @@ $(BUILD)/tests/unit/test_slices.o: CPPFLAGS += -Itests
 # The byte extent of a cuBLAS call's output matrix (ddp_matrix.c).
 $(eval $(call unit_test,test_matrix,tests/unit/test_matrix.c,,grad))
 $(BUILD)/tests/unit/test_matrix.o: CPPFLAGS += -Itests
+
+# A launch's pointer extents from its integer arguments and grid
+# (ddp_extent.c): the union over a grid-strided launch's instances.
+$(eval $(call unit_test,test_extent,tests/unit/test_extent.c,,grad))
+$(BUILD)/tests/unit/test_extent.o: CPPFLAGS += -Itests

@@ -12,7 +12,9 @@
 # found from the data flow and trains correctly with no setting (and with
 # DDP_OPT_KERNELS naming it); an update libddp cannot find
 # (samples/generic --optimizer fused) stops at exit, or after DDP_OPT_WAIT
-# seconds of launches, instead of exiting 0.
+# seconds of launches, instead of exiting 0.  Pattern 7 (a 2-D block
+# optimizer whose count argument covers one row) equals one process through
+# measured extents, and fails with measuring off (negative control).
 . "$(dirname "$0")/lib.sh"
 need patterns
 D=$BUILD/data/mlp.rec
@@ -38,6 +40,27 @@ for p in 1 2 3 4 5; do
 	if [ $? -eq 1 ] && ! identical p$p.off 2; then
 		ok "p$p: DDP_SYNC=off fails the equivalence ($out > $tol) and the ranks differ"
 	else not_ok "p$p: DDP_SYNC=off control did not fail ($out)"; fi
+done
+
+# pattern 7: the optimizer (sgd_block) updates a 2-D block while each of its
+# integer arguments covers one row or a few; the extent is measured in the
+# calibration steps (rows x cols, ddp_extent.c) and the gradient takes it.
+# Negative controls: with measuring off (DDP_DEBUG_NO_MEASURE=1) the count
+# guess bounds a row: the job exits 0 but differs from one process and the
+# ranks differ; DDP_SYNC=off differs too.
+ref p7.n2 patterns --pattern 7 --data "$D" --steps $S --batch 16
+DDPRUN_TRACE=$TMP/p7.n2.trace DDPRUN_VERBOSE=1 ddp p7.n2 2 patterns "$D" --pattern 7 --data "$D" --steps $S --batch 8
+equiv p7.n2 2 1e-5
+bytes_ok p7.n2 2 $((NPARAM * 4))
+if grep -q 'sgd_block argument 0: changed 1536 elements where its count argument says 96; its extent is' \
+	"$TMP/p7.n2.ddp.err"; then ok "p7: E's extent measured (1536 elements, the count said 96), the rule bounds every tensor"
+else not_ok "p7: no measured extent logged ($(grep -m1 sgd_block "$TMP/p7.n2.ddp.err"))"; fi
+DDP_DEBUG_NO_MEASURE=1 ddp p7.nomeasure 2 patterns "$D" --pattern 7 --data "$D" --steps $S --batch 8
+DDP_SYNC=off ddp p7.off 2 patterns "$D" --pattern 7 --data "$D" --steps $S --batch 8
+for ctl in nomeasure off; do
+	out=$(python3 "$HERE/relerr.py" "$TMP/p7.$ctl.0.bin" "$TMP/p7.n2.ref.bin" 1e-5)
+	if [ $? -eq 1 ] && ! identical p7.$ctl 2; then ok "p7: control $ctl fails the equivalence ($out > 1e-5) and the ranks differ"
+	else not_ok "p7: control $ctl did not fail ($out)"; fi
 done
 
 # negative control of the invariant check: one gradient range of every
