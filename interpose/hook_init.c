@@ -49,6 +49,7 @@
 #include "ddp_params.h"
 #include "ddp_status.h"
 #include "ddp_summary.h"
+#include "ddp_waits.h"
 #include "ddp_sync.h"
 #include "ddp_trace.h"
 #include "ddp_rank.h"
@@ -179,6 +180,7 @@ static void ddp_exit(void)
 	ddp_inspect_write();
 	ddp_sync_explain(ddp_param_inspect());
 	ddp_summary_emit(ddp_param_trace(), init_rank, init_world, hook_name_of, HOOK_COUNT);
+	ddp_waits_report();
 	ddp_trace_close();
 	hook_inside_leave();
 	if (sync_failed) {
@@ -199,6 +201,7 @@ static void ddp_init(void)
 		ddp_log_set_rank(init_rank);
 	hook_resolve_all();
 	hook_port_fill();
+	ddp_waits_install(); /* before anything copies the table's entries */
 	ddp_stats_init(stats_forget);
 	if (ddp_alloc_init((size_t)ddp_param_alloc_max()) != DDP_OK)
 		DDP_WARN("allocation table unavailable: allocations are not tracked");

@@ -202,6 +202,13 @@ ddp_result ddp_coll_async_error(struct ddp_comm *c);
 /* The last ticket handed out (0: none). */
 uint64_t ddp_coll_async_issued(const struct ddp_comm *c);
 
+/* Can the stream-ordered calls run on c?  1 yes (or they already ran);
+ * 0 with why (one clause, for a log line) when the driver lacks streams,
+ * events or host functions, or a high-priority non-blocking stream cannot
+ * be made (a trial one, destroyed at once).  Leaves c usable either way:
+ * the caller falls back to the synchronous calls (DDP_OVERLAP=auto). */
+int ddp_coll_async_usable(struct ddp_comm *c, char *why, size_t len);
+
 /* When each finished async op ran (monotonic ns, ddp_now_ns()'s clock): the
  * host backend's reduction from its first chunk's start to its last
  * chunk's end; NCCL: between host functions stamped before and after

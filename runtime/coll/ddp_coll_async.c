@@ -615,6 +615,32 @@ size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out, size_
 	return n;
 }
 
+int ddp_coll_async_usable(struct ddp_comm *c, char *why, size_t len)
+{
+	const struct ddp_driver *d = c->cfg.driver;
+	CUstream s = NULL;
+	int lo = 0, hi = 0;
+
+	if (c->async)
+		return 1;
+	if (!d || !d->streamCreateWithPriority || !d->streamDestroy || !d->eventCreate || !d->eventRecord ||
+	    !d->streamWaitEvent || !d->launchHostFunc || !d->eventSynchronize || !d->eventQuery) {
+		snprintf(why, len, "the CUDA driver lacks stream priorities, events or host functions "
+			 "(cuLaunchHostFunc needs a CUDA 10 driver)");
+		return 0;
+	}
+	if (d->ctxGetStreamPriorityRange)
+		(void)d->ctxGetStreamPriorityRange(&lo, &hi);
+	CUresult e = d->streamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, hi);
+	if (e != CUDA_SUCCESS) {
+		snprintf(why, len, "a communication stream cannot be made (cuStreamCreateWithPriority: CUDA error %d)",
+			 (int)e);
+		return 0;
+	}
+	(void)d->streamDestroy(s);
+	return 1;
+}
+
 uint64_t ddp_coll_async_issued(const struct ddp_comm *c)
 {
 	return c->async ? c->async->issued : 0;

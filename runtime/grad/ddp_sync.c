@@ -371,21 +371,22 @@ static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size
 	return run_collective(&k, bufs, n, stream);
 }
 
-/* DDP_OVERLAP=auto keeps the stream-ordered path for the host backend and
- * turns it off for NCCL (decided once, when the communicator exists): the
- * NCCL half of it (ddp_coll_async.c) has run only against a fake NCCL, never
- * on a GPU; DDP_OVERLAP=on asks for it anyway. */
+/* DDP_OVERLAP=auto is the stream-ordered path with either backend, where
+ * it can run (decided once, when the communicator exists): otherwise the
+ * synchronous reductions, with one line saying why.  DDP_OVERLAP=on asks for
+ * it regardless (it then fails at its first collective, naming the cause). */
 static int op_reduce_on(void *ctx)
 {
 	static int decided;
 	struct ddp_comm *c = NULL;
+	char why[160];
 	(void)ctx;
 	if (!decided && overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
 		decided = 1;
-		if (strcmp(ddp_comm_backend_name(c), "nccl") == 0) {
+		if (!ddp_coll_async_usable(c, why, sizeof why)) {
 			ddp_overlap_turn_off();
-			DDP_INFO(GRAD, "DDP_OVERLAP=auto: synchronous reductions with NCCL (DDP_OVERLAP=on for the "
-				 "stream-ordered path, not yet validated on a GPU)");
+			DDP_WARN("DDP_OVERLAP=auto: synchronous %s reductions at the consumer, not overlapped with "
+				 "backward: %s", ddp_comm_backend_name(c), why);
 		}
 	}
 	return ddp_overlap_on();

@@ -18,9 +18,11 @@
 #     baseline, step-time overhead;
 #   - ddprun -n 2 --shard DATA at B with --backend host and with --backend
 #     nccl (two ranks on the one GPU: NCCL_MULTI_RANK_GPU_ENABLE=1 where
-#     NCCL >= 2.30, else NCCL_HOSTID per rank): rank 0's parameters equal
-#     the reference (relative L2 <= 1e-5, <= 1e-2 with bf16), ranks
-#     bit-identical, the communicator used the asked backend;
+#     NCCL >= 2.30, else NCCL_HOSTID per rank), NCCL twice: DDP_OVERLAP
+#     unset (auto: stream-ordered) and off (synchronous), side by side:
+#     rank 0's parameters equal the reference (relative L2 <= 1e-5, <= 1e-2
+#     with bf16), ranks bit-identical, the communicator used the asked
+#     backend, the overlap mode that ran (sync.json) is the one asked;
 #   - a trace per ddprun run (--trace), `ddprun report` of it, and the rank
 #     logs' summaries (-v);
 # checks that gpt's weight-matrix gradients are sliced from cuBLAS's declared
@@ -68,6 +70,11 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [ -n "$OUT" ] || usage "REPORT_DIR is missing"
+# --cpu-device: real PyTorch from the cache venv where it is installed
+# (branch torch's ${DDPRUN_CACHE:-$HOME/.cache/ddprun}/torch-2.15.0), unless PYTHON says otherwise
+if [ $CPU -eq 1 ] && [ -z "${PYTHON:-}" ] && [ -x "${DDPRUN_CACHE:-$HOME/.cache/ddprun}/torch-2.15.0/bin/python" ]; then
+	PY=${DDPRUN_CACHE:-$HOME/.cache/ddprun}/torch-2.15.0/bin/python
+fi
 
 # ---- is there a GPU?  (before anything is written)
 if [ $CPU -eq 0 ]; then
@@ -122,6 +129,11 @@ NVCC_BIN=$(command -v nvcc || { [ -n "${CUDA_HOME:-}" ] && [ -x "$CUDA_HOME/bin/
 CUDA_TK=$([ -n "$NVCC_BIN" ] && "$NVCC_BIN" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
 TORCH_INFO=$(timeout 120 "$PY" -c 'import torch; print(torch.__version__, torch.version.cuda, ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else "-", torch.cuda.is_available())' 2>/dev/null | tail -1)
 read -r TORCH_VER TORCH_CUDA TORCH_NCCL TORCH_GPU <<<"${TORCH_INFO:-- - - False}"
+# torchrun beside $PY (a venv's), else on PATH: the DDP twin's launcher
+if [ -z "${TORCHRUN:-}" ]; then
+	TORCHRUN=$(dirname "$(command -v "$PY" 2>/dev/null || echo /nonexistent/x)")/torchrun
+	[ -x "$TORCHRUN" ] || TORCHRUN=$(command -v torchrun 2>/dev/null)
+fi
 
 # NCCL: DDP_NCCL_LIB, else PyTorch's, else the system's, else the toolkit's
 find_nccl() {
@@ -219,9 +231,14 @@ ddp() {
 		fi
 	fi
 	mkdir -p "$dir/$tag.logs" "$dir/$tag.trace"
+	local t0 rc
+	t0=$(date +%s.%N)
 	timeout "$(run_timeout)" env "${envs[@]}" "$DDPRUN" -n "$n" "${DDP_DEV[@]}" --backend "$be" -v --all-ranks-write \
 		--log-dir "$dir/$tag.logs" --trace "$dir/$tag.trace" "${shard[@]}" -- sh -c "$wrap" "$@" \
 		>"$dir/$tag.out" 2>"$dir/$tag.err"
+	rc=$?
+	echo "$(date +%s.%N) - $t0" | bc >"$dir/$tag.wall"
+	return $rc
 }
 why() { tail -n 3 "$1" | tr '\n' ' ' | cut -c1-300; }
 # ms_per_step SECONDS [STEPS]
@@ -278,22 +295,32 @@ program() {
 			check "$name: ddprun -n 1 --backend $be" FAIL "exit $rc: $(why "$dir/n1.err")"
 		fi
 	fi
-	# two ranks on the one device, each backend
-	for be in host nccl; do
+	# two ranks on the one device, each backend; NCCL with DDP_OVERLAP
+	# unset (auto: the stream-ordered path) and, beside it, off (the
+	# synchronous calls): tag nccl_off
+	local tag ov want
+	for tag in host nccl nccl_off; do
+		be=${tag%_off} ov=auto
+		[ $tag = nccl_off ] && ov=off
 		if [ $be = nccl ] && [ $CPU -eq 1 ]; then
-			check "$name: ddprun -n 2 --backend nccl" SKIP "--cpu-device: NCCL needs a GPU"
+			check "$name: ddprun -n 2 --backend nccl (overlap $ov)" SKIP "--cpu-device: NCCL needs a GPU"
 			continue
 		fi
 		if [ $be = nccl ] && [ -z "$NCCL_LIB" ]; then
-			check "$name: ddprun -n 2 --backend nccl" FAIL "no NCCL library found (set DDP_NCCL_LIB)"
+			check "$name: ddprun -n 2 --backend nccl (overlap $ov)" FAIL "no NCCL library found (set DDP_NCCL_LIB)"
 			continue
+		fi
+		if [ $tag = nccl_off ] && [ "${OWN_CTX:-0}" = 1 ]; then
+			continue # refused either way (below)
 		fi
 		if ! budget_left 20; then
-			check "$name: ddprun -n 2 --backend $be" SKIP "suite time budget (${BUDGET}s) spent"
+			check "$name: ddprun -n 2 --backend $be (overlap $ov)" SKIP "suite time budget (${BUDGET}s) spent"
 			continue
 		fi
-		ddp "$dir" $be 2 $be "$@" --steps "$STEPS" --batch "$batch"
+		DDP_OVERLAP=$ov ddp "$dir" $tag 2 $be "$@" --steps "$STEPS" --batch "$batch"
 		rc=$?
+		local be0=$be
+		be=$tag
 		# a program with its own context (OWN_CTX=1: mlp's cuCtxCreate):
 		# NCCL cannot reach its buffers, so --backend nccl must be refused
 		# with the line that says to use host (the host run above trains)
@@ -320,10 +347,19 @@ program() {
 		else
 			check "$name: -n 2 --backend $be ranks bit-identical" FAIL "ranks differ ($(relerr "$dir/$be.1.bin" "$dir/$be.0.bin" 2>&1))"
 		fi
-		if grep -q "communicator ready: 2 ranks, $be backend" "$dir/$be.logs/latest/rank0.log" 2>/dev/null; then
-			check "$name: -n 2 --backend $be used $be" PASS "$(grep -o 'sync summary.*' "$dir/$be.logs/latest/rank0.log" | head -1 | cut -c1-200)"
+		if grep -q "communicator ready: 2 ranks, $be0 backend" "$dir/$be.logs/latest/rank0.log" 2>/dev/null; then
+			check "$name: -n 2 --backend $be used $be0" PASS "$(grep -o 'sync summary.*' "$dir/$be.logs/latest/rank0.log" | head -1 | cut -c1-200)"
 		else
-			check "$name: -n 2 --backend $be used $be" FAIL "no 'communicator ready: 2 ranks, $be backend' in rank 0's log"
+			check "$name: -n 2 --backend $be used $be0" FAIL "no 'communicator ready: 2 ranks, $be0 backend' in rank 0's log"
+		fi
+		# the overlap mode that ran (sync.json), and what auto chose
+		out=$($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("overlap"), j.get("early_reductions"))' \
+			"$dir/$be.trace/rank0.sync.json" 2>/dev/null)
+		if [ "$ov" = off ]; then want=off; else want=on; fi
+		if [ "${out%% *}" = "$want" ]; then
+			check "$name: -n 2 --backend $be overlap $ov" PASS "ran with overlap ${out%% *} (early reductions ${out#* })"
+		else
+			check "$name: -n 2 --backend $be overlap $ov" FAIL "sync.json says overlap '${out%% *}', want $want: $(grep -m1 'DDP_OVERLAP=auto' "$dir/$be.err")"
 		fi
 		t1=$(secs_of "$dir/ref.err") tn=$(sed -n 's/^\[rank 0\] //p' "$dir/$be.err" >"$dir/$be.r0.err"; secs_of "$dir/$be.r0.err")
 		[ -n "$tn" ] && check "$name: step time -n 2 $be" INFO "$(ms_per_step "$tn") ms/step per rank at batch $batch (one process at $((2 * batch)): $(ms_per_step "$t1"))"
@@ -453,10 +489,73 @@ coll_bench() {
 if budget_left 30; then coll_bench; else check "allreduce bandwidth" SKIP "suite time budget (${BUDGET}s) spent"; fi
 
 # ---- PyTorch
+# twin NAME DIR BATCH DEVICE FLAGS...: samples/torch_train_ddp.py (the DDP
+# twin) under torchrun, 2 ranks at BATCH, beside the runs program() made in
+# DIR (ref.bin: one process at 2 x BATCH; nccl.0.bin: ddprun -n 2 --backend
+# nccl; nccl_off.0.bin: overlap off).  Rows: DDP equals the reference, ddprun
+# vs DDP (relative L2 of the final parameters), step-time ratio ddprun/DDP,
+# start-up (process start to the first step) of both.  DEVICE cpu: gloo on
+# the CPU (--cpu-device: the twin's data split and averaging, not a GPU).
+twin() {
+	local name=$1 dir=$2 batch=$3 device=$4 tol=1e-5 out rc t_ddp t_lib tag wrap
+	shift 4
+	case " $* " in *" --amp-bf16 "*) tol=1e-2 ;; esac
+	if ! budget_left 30; then
+		check "$name: PyTorch DDP (torchrun)" SKIP "suite time budget (${BUDGET}s) spent"
+		return
+	fi
+	local -a envs=()
+	wrap='exec "$0" "$@"'
+	if [ "$device" = cuda ]; then
+		if [ "$NCCL_MODE" = multirank ]; then envs=(NCCL_MULTI_RANK_GPU_ENABLE=1)
+		else envs=(NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1); wrap='NCCL_HOSTID=ddpgpu-host$RANK '$wrap; fi
+	fi
+	local port=$((20000 + (RANDOM * 7 + $$) % 40000)) t0
+	t0=$(date +%s.%N)
+	timeout "$(run_timeout)" env "${envs[@]}" "$TORCHRUN" --nproc_per_node 2 --master-port $port --no-python \
+		sh -c "$wrap" "$PY" "$ROOT/samples/torch_train_ddp.py" --device "$device" --steps "$STEPS" \
+		--batch "$batch" --save "$dir/torchddp.bin" "$@" >"$dir/torchddp.out" 2>"$dir/torchddp.err"
+	rc=$?
+	echo "wall $(echo "$(date +%s.%N) - $t0" | bc)" >>"$dir/torchddp.err"
+	if [ $rc -ne 0 ] || [ ! -s "$dir/torchddp.bin" ]; then
+		check "$name: PyTorch DDP (torchrun, 2 ranks)" FAIL "exit $rc: $(why "$dir/torchddp.err")"
+		return
+	fi
+	out=$(relerr "$dir/torchddp.bin" "$dir/ref.bin" "$tol" 2>&1)
+	if [ $? -eq 0 ]; then check "$name: PyTorch DDP (torchrun, 2 ranks) equals one process at 2x batch" PASS "$out <= $tol"
+	else check "$name: PyTorch DDP (torchrun, 2 ranks) equals one process at 2x batch" FAIL "$out (tolerance $tol)"; fi
+	t_ddp=$(secs_of "$dir/torchddp.err")
+	for tag in nccl nccl_off; do
+		[ -s "$dir/$tag.0.bin" ] || continue
+		out=$(relerr "$dir/$tag.0.bin" "$dir/torchddp.bin" "$tol" 2>&1)
+		check "$name: ddprun ($tag) vs PyTorch DDP, final parameters" "$([ $? -eq 0 ] && echo PASS || echo FAIL)" "$out (tolerance $tol)"
+		t_lib=$(secs_of "$dir/$tag.r0.err")
+		[ -n "$t_lib" ] && [ -n "$t_ddp" ] && check "$name: step time ddprun ($tag) / PyTorch DDP" INFO \
+			"$(awk -v a="$t_lib" -v b="$t_ddp" -v n="$STEPS" 'BEGIN { printf "%.2f (%.3f vs %.3f ms/step)", (b > 0 ? a / b : 0), 1000 * a / n, 1000 * b / n }')"
+		out=$($PY -c 'import json,sys; j=json.load(open(sys.argv[1])); ps=j.get("per_step", []); c=sum(p.get("comm_ms", 0) for p in ps); h=sum(p.get("comm_hidden_ms", 0) for p in ps); print("%.1f of %.1f ms of collectives not under backward (consumer waited %.1f ms) over %d steps" % (c - h, c, sum(p.get("grad_wait_ms", 0) for p in ps), len(ps)))' \
+			"$dir/$tag.trace/rank0.sync.json" 2>/dev/null) && check "$name: exposed communication, ddprun ($tag)" INFO "$out"
+	done
+	out="DDP $(sed -n 's/.*start-up \([0-9.]*\) s$/\1/p' "$dir/torchddp.err") s to the first step, whole run $(sed -n 's/^wall //p' "$dir/torchddp.err") s"
+	[ -s "$dir/nccl.wall" ] && out="$out; ddprun (nccl) whole run $(cat "$dir/nccl.wall") s, of which the loop $(secs_of "$dir/nccl.r0.err") s"
+	check "$name: start-up, PyTorch DDP vs ddprun" INFO "$out"
+}
+
 torch_runs() {
 	local variant tol name
 	if [ $CPU -eq 1 ]; then
-		check torch_train SKIP "--cpu-device: PyTorch's CUDA needs a GPU"
+		check "torch_train under ddprun" SKIP "--cpu-device: ddprun with real PyTorch needs a GPU here (PyTorch on the CPU device is branch torch's work)"
+		if [ "$TORCH_VER" = - ] || [ -z "$TORCHRUN" ]; then
+			check "torch_train PyTorch DDP twin (gloo, CPU)" SKIP "no PyTorch with torchrun for $PY (set PYTHON to the torch venv's python)"
+			return
+		fi
+		local dir=$RUNS/torch_train_twin_cpu
+		mkdir -p "$dir"
+		if ! timeout "$(run_timeout)" "$PY" samples/torch_train.py --device cpu --data "$MLP_DATA" --steps "$STEPS" \
+			--batch 16 --save "$dir/ref.bin" >"$dir/ref.out" 2>"$dir/ref.err"; then
+			check "torch_train reference (CPU, batch 16)" FAIL "$(why "$dir/ref.err")"
+			return
+		fi
+		twin "torch_train default (CPU)" "$dir" 8 cpu --data "$MLP_DATA"
 		return
 	fi
 	if [ "$TORCH_GPU" != True ]; then
@@ -483,6 +582,9 @@ torch_runs() {
 		[ $variant = default ] || flags=(--$variant)
 		program "torch_train $variant" $tol "$MLP_DATA" 8 "$([ $QUICK -eq 1 ] && echo 40 || echo 100)" \
 			"$PY" "$ROOT/samples/torch_train.py" --data "$MLP_DATA" "${flags[@]}"
+		# beside it: what its users would run instead
+		[ $variant = keep-grads ] || twin "torch_train $variant" "$RUNS/torch_train_$variant" 8 cuda \
+			--data "$MLP_DATA" "${flags[@]}"
 	done
 	local conf
 	for conf in expandable_segments:True backend:cudaMallocAsync; do

@@ -4,7 +4,7 @@
 # nccl.sh - the NCCL backend end to end on the CPU device, through its NCCL
 # stand-in (build/cpudev/lib/nccl/libnccl.so.2, docs/cpu-device.md "NCCL"):
 # `ddprun -n 2 --backend nccl` (ddprun points DDP_NCCL_LIB at the stand-in on
-# the CPU device) with DDP_OVERLAP=on (collectives enqueued on the
+# the CPU device) with DDP_OVERLAP=auto (the default: on with NCCL), on (collectives enqueued on the
 # communication stream, the watchdog thread) and off (synchronous NCCL
 # calls on the program's stream):
 #   - charlm (0.01 MiB buckets: 5 per step), gpt (llm.c layout, bf16, block
@@ -13,6 +13,9 @@
 #   - the collectives really went through NCCL: the stand-in's own count of
 #     allreduces (SIMNCCL_STATS) equals libddp's collectives per step summed
 #     (sync.json), on both ranks; 5 per step with overlap on (charlm);
+#   - auto's fallback: with the trial communication stream refused
+#     (DDP_SIM_FAIL=cuStreamCreateWithPriority:1), one warning line per
+#     rank, synchronous reductions, still equal to the reference;
 #   - negative control: the stand-in leaving rank 1's contribution out of
 #     every sum (SIMNCCL_FAULT=drop:1) fails the same comparison, although
 #     the ranks stay identical;
@@ -58,7 +61,7 @@ counted() {
 
 export DDP_BUCKET_MB=0.01
 ref ch charlm --data "$C" --steps $S --batch 8 --clip 0.5
-for ov in on off; do
+for ov in auto on off; do
 	nrun ch_$ov $ov charlm "$C" --data "$C" --steps $S --batch 4 --clip 0.5
 	cp "$TMP/ch.ref.bin" "$TMP/ch_$ov.ref.bin"
 	equiv ch_$ov 2 1e-5
@@ -67,6 +70,19 @@ done
 r=$(syncq ch_on 0 '(j["overlap"], sorted(set(ps[s]["collectives"] for s in ps if s >= 2)), j["early_reductions"] > 0)')
 if [ "$r" = "('on', [5], True)" ]; then ok "charlm, overlap on: 5 collectives per step (its 5 buckets), reduced early on the communication stream"
 else not_ok "charlm, overlap on: (overlap, collectives per step, early) = $r"; fi
+r=$(syncq ch_auto 0 '(j["overlap"], sorted(set(ps[s]["collectives"] for s in ps if s >= 2)), j["early_reductions"] > 0)')
+if [ "$r" = "('on', [5], True)" ]; then ok "charlm, DDP_OVERLAP=auto (the default) with NCCL: stream-ordered, 5 buckets per step, reduced early"
+else not_ok "charlm, DDP_OVERLAP=auto with NCCL: (overlap, collectives per step, early) = $r, want on"; fi
+
+# auto's fallback: the driver refuses the trial communication stream
+DDP_SIM_FAIL=cuStreamCreateWithPriority:1 nrun fb auto charlm "$C" --data "$C" --steps $S --batch 4 --clip 0.5
+cp "$TMP/ch.ref.bin" "$TMP/fb.ref.bin"
+equiv fb 2 1e-5
+n=$(grep -c 'libddp.*DDP_OVERLAP=auto: synchronous nccl reductions at the consumer, not overlapped with backward: a communication stream cannot be made (cuStreamCreateWithPriority: CUDA error [0-9]*)' "$TMP/fb.ddp.err")
+r=$(syncq fb 0 '(j["overlap"], j["early_reductions"])')
+if [ "$n" = 2 ] && [ "$r" = "('off', 0)" ]; then ok "DDP_OVERLAP=auto, no communication stream: one line per rank, synchronous NCCL"
+else not_ok "auto's fallback: $n warning line(s) (want 2), (overlap, early) = $r: $(grep -m2 libddp "$TMP/fb.ddp.err" | tr '\n' ' ')"; fi
+
 r=$(syncq ch_off 0 '(j["overlap"], j["early_reductions"])')
 if [ "$r" = "('off', 0)" ]; then ok "charlm, overlap off: synchronous NCCL calls"
 else not_ok "charlm, overlap off: (overlap, early reductions) = $r"; fi
@@ -101,7 +117,7 @@ done
 g=$(sed -n 's/.* groups \([0-9]*\) .*/\1/p' "$TMP/tl_on.stats"/simnccl.0.*)
 if [ "${g:-0}" -gt 0 ] 2>/dev/null; then ok "torchlike, overlap on: $g buckets of several tensors went as NCCL groups"
 else not_ok "torchlike, overlap on: no NCCL group ($(cat "$TMP/tl_on.stats"/simnccl.0.*))"; fi
-# overlap off (DDP_OVERLAP=auto's choice with NCCL): the 304 gradients, not
+# overlap off: the 304 gradients, not
 # adjacent in the caching allocator's segment, go as 2 groups per step
 # (256 + 48 calls), not as 304 collectives
 pc=$(syncq tl_off 0 'sorted(set(ps[s]["collectives"] for s in ps))')

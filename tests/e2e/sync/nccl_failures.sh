@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # nccl_failures.sh - a rank that stops inside an NCCL collective, on the CPU
-# device's NCCL stand-in, with DDP_OVERLAP=on (the host threads never wait
+# device's NCCL stand-in, with DDP_OVERLAP unset (auto: on with NCCL, as
+# users get it; the host threads never wait
 # for a reduction: only the watchdog thread of runtime/coll/ddp_coll_async.c
 # can notice):
 #   - frozen (SIMNCCL_FAULT=stop:1:N: rank 1 raises SIGSTOP inside its N-th
@@ -25,7 +26,8 @@ NL=$BUILD/cpudev/lib/nccl/libnccl.so.2
 [ -e "$NL" ] || { echo "$NL is not built (nccl.h missing?)"; exit 77; }
 unset DDP_NCCL_LIB
 C=$BUILD/data/charlm.rec
-export DDP_OVERLAP=on DDP_BUCKET_MB=0.01 DDPRUN_BACKEND=nccl
+unset DDP_OVERLAP
+export DDP_BUCKET_MB=0.01 DDPRUN_BACKEND=nccl
 
 # frozen rank: the watchdog's timeout
 start=$(date +%s.%N)
