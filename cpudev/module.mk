@@ -102,3 +102,14 @@ $(BUILD)/cpudev/test_launch: $(SIMCUDA_LAUNCH_OBJS) $(SIMCUDA_DIR)/libcuda.so \
 # fragment before exec.mk, so sim_kernel_lib is not defined yet here.
 
 TESTS += $(BUILD)/cpudev/test_launch cpudev/timeline.sh
+
+# What cudart 13.2 and PyTorch's wheel ask of the driver (issue 20): the test
+# kernels' fatbin embedded, copied and edited by the test.
+$(BUILD)/cpudev/test_realrt.o: CPPFLAGS += -Itests
+
+$(BUILD)/cpudev/test_realrt: $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o \
+		$(SIMCUDA_DIR)/libcuda.so
+	$(Q)$(CC) $(LDFLAGS) $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o -o $@ \
+		-L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
+
+TESTS += $(BUILD)/cpudev/test_realrt
