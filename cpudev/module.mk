@@ -108,8 +108,8 @@ TESTS += $(BUILD)/cpudev/test_launch cpudev/timeline.sh
 $(BUILD)/cpudev/test_realrt.o: CPPFLAGS += -Itests
 
 $(BUILD)/cpudev/test_realrt: $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o \
-		$(SIMCUDA_DIR)/libcuda.so
+		$(SIMCUDA_DIR)/libcuda.so $(SIMCUDA_DIR)/libnvidia-ml.so.1
 	$(Q)$(CC) $(LDFLAGS) $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o -o $@ \
-		-L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
+		-L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread -ldl
 
 TESTS += $(BUILD)/cpudev/test_realrt

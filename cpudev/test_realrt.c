@@ -16,7 +16,9 @@
  *     unset), and LAZY is real: an image in the program is read when a
  *     kernel of it is first asked for (a corrupt payload loads, and fails at
  *     cuLibraryGetKernel), EAGER reads it at load.  The mode is read once per
- *     process, so each mode runs in a re-executed child.
+ *     process, so each mode runs in a re-executed child;
+ *   - NVML beside the driver (libnvidia-ml.so.1): what PyTorch's driver API
+ *     requires of it, and the fabric query expandable segments make.
  *
  * Linked against build/cpudev/lib/libcuda.so.1 with the test kernels'
  * fatbin (sm_80, sm_90, sm_100, compute_100) embedded.
@@ -25,6 +27,7 @@
 #include "check.h"
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -242,6 +245,54 @@ TEST(no_binary_for_gpu)
 	CHECK_EQ_INT(cuLibraryLoadData(&lib, img, NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_NO_BINARY_FOR_GPU);
 	CHECK_EQ_INT(cuModuleLoadData(&mod, img), CUDA_ERROR_NO_BINARY_FOR_GPU);
 	free(img);
+}
+
+/* ---- NVML, as PyTorch's c10/cuda/driver_api.cpp asks for it */
+
+TEST(nvml_as_pytorch_asks)
+{
+	char path[4200], self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	REQUIRE(n > 0);
+	self[n] = 0;
+	*strrchr(self, '/') = 0;
+	snprintf(path, sizeof(path), "%s/lib/libnvidia-ml.so.1", self);
+	void *h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+	REQUIRE(h != NULL);
+	static const char *const required[] = {
+		"nvmlInit_v2", "nvmlDeviceGetHandleByPciBusId_v2", "nvmlDeviceGetNvLinkRemoteDeviceType",
+		"nvmlDeviceGetNvLinkRemotePciInfo_v2", "nvmlDeviceGetComputeRunningProcesses",
+		"nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetGpuFabricInfoV", "nvmlShutdown",
+	};
+	for (size_t i = 0; i < sizeof(required) / sizeof(required[0]); i++)
+		CHECK(dlsym(h, required[i]) != NULL);
+	int (*init)(void) = (int (*)(void))dlsym(h, "nvmlInit_v2");
+	int (*by_pci)(const char *, void **) = (int (*)(const char *, void **))dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+	int (*fabric)(void *, void *) = (int (*)(void *, void *))dlsym(h, "nvmlDeviceGetGpuFabricInfoV");
+	int (*drv)(int *) = (int (*)(int *))dlsym(h, "nvmlSystemGetCudaDriverVersion_v2");
+	int (*procs)(void *, unsigned *, void *) = (int (*)(void *, unsigned *, void *))dlsym(h,
+		"nvmlDeviceGetComputeRunningProcesses");
+	REQUIRE(init && by_pci && fabric && drv && procs);
+	void *dev = NULL;
+	CHECK_EQ_INT(by_pci("00000000:01:00.0", &dev), 1); /* NVML_ERROR_UNINITIALIZED before init */
+	CHECK_EQ_INT(init(), 0);
+	CHECK_EQ_INT(by_pci("00000000:01:00.0", &dev), 0);
+	REQUIRE(dev != NULL);
+	struct { unsigned version; unsigned char uuid[16]; int status; unsigned clique; unsigned char state;
+		 unsigned health; } fi;
+	memset(&fi, 0xff, sizeof(fi));
+	fi.version = 0x2000000u | (unsigned)sizeof(fi);
+	CHECK_EQ_INT(fabric(dev, &fi), 0);
+	CHECK_EQ_INT(fi.state, 0); /* NOT_SUPPORTED: PyTorch falls back to POSIX fds */
+	int v = 0;
+	CHECK_EQ_INT(drv(&v), 0);
+	int dv = 0;
+	CU_OK(cuDriverGetVersion(&dv));
+	CHECK_EQ_INT(v, dv);
+	unsigned count = 7;
+	CHECK_EQ_INT(procs(dev, &count, NULL), 0);
+	CHECK_EQ_INT(count, 0);
+	dlclose(h);
 }
 
 /* ---- loading mode, in a child per mode */
