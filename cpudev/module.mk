@@ -125,3 +125,14 @@ docs-cpudev:
 	$(Q)cpudev/settings_doc.sh cpudev/sim_settings.def docs/cpu-device.md
 
 TESTS += cpudev/test_settings_doc.sh
+
+# What cudart 13.2 and PyTorch's wheel ask of the driver (issue 20): the test
+# kernels' fatbin embedded, copied and edited by the test.
+$(BUILD)/cpudev/test_realrt.o: CPPFLAGS += -Itests
+
+$(BUILD)/cpudev/test_realrt: $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o \
+		$(SIMCUDA_DIR)/libcuda.so $(SIMCUDA_DIR)/libnvidia-ml.so.1
+	$(Q)$(CC) $(LDFLAGS) $(BUILD)/cpudev/test_realrt.o $(SIMCUDA_KDIR)/test_kernels.fatbin.o -o $@ \
+		-L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread -ldl
+
+TESTS += $(BUILD)/cpudev/test_realrt

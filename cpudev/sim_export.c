@@ -7,7 +7,9 @@
  *
  *   f8cff951-2146-8b4e-b9e2-fb469e7c0dd9  refused (nothing in it is needed)
  *   6bd5fb6c-5bf4-e74a-8987-d93912fd9df9  runtime interface, 13 slots:
- *                                          2 = retain the primary context
+ *                                          2 = retain the primary context,
+ *                                          12 = cudart 13.2's driver-load
+ *                                          call (no arguments; 0 needed)
  *   a094798c-2e74-2e74-93f2-0800200c0a66  tools callback hooks, 7 slots:
  *                                          2, 6 = zeroed flag buffers
  *   42d85a81-23f6-cb47-8298-f6e78a3aecdc  tools TLS, 4 slots (must exist)
@@ -68,7 +70,17 @@ SIM_SLOT_NOT_SEEN(runtime_interface, 8)
 SIM_SLOT_NOT_SEEN(runtime_interface, 9)
 SIM_SLOT_NOT_SEEN(runtime_interface, 10)
 SIM_SLOT_NOT_SEEN(runtime_interface, 11)
-SIM_SLOT_NOT_SEEN(runtime_interface, 12)
+
+/* Slot 12: cudart 13.2 (PyTorch 2.15's wheel) calls it from its driver-load
+ * routine with NO arguments (measured with gdb on the wheel's cudart; the
+ * register values seen earlier were leftovers) and fails its initialisation
+ * (error 801) on any non-zero return.  cudart 13.0 never calls it.  Nothing
+ * is asked of the driver that the CPU device could do; it answers success. */
+static CUresult sim_rt_driver_load(void)
+{
+	SIM_VERBOSE("export table runtime-interface slot 12 (driver load)");
+	return CUDA_SUCCESS;
+}
 
 static const void *const sim_tab_runtime[13] = {
 	(const void *)(uintptr_t)(13 * sizeof(void *)),
@@ -83,7 +95,7 @@ static const void *const sim_tab_runtime[13] = {
 	(const void *)sim_xslot_runtime_interface_9,
 	(const void *)sim_xslot_runtime_interface_10,
 	(const void *)sim_xslot_runtime_interface_11,
-	(const void *)sim_xslot_runtime_interface_12,
+	(const void *)sim_rt_driver_load,
 };
 
 /* ---- tools callback hooks (a094798c): the flag buffers cudart reads.

@@ -301,6 +301,9 @@ CUresult sim_stream_get_id(enum sim_ds ds, CUstream s, unsigned long long *id);
 CUresult sim_stream_host_func(enum sim_ds ds, CUstream s, CUhostFn fn, void *user);
 CUresult sim_stream_add_callback(enum sim_ds ds, CUstream s, CUstreamCallback cb, void *user, unsigned flags);
 CUresult sim_stream_is_capturing(enum sim_ds ds, CUstream s, CUstreamCaptureStatus *status);
+CUresult sim_stream_capture_info(enum sim_ds ds, CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id,
+				 CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges,
+				 size_t *ndeps);
 CUresult sim_event_record(enum sim_ds ds, CUevent e, CUstream s, unsigned flags);
 CUresult sim_launch_kernel(enum sim_ds ds, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 			   unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);

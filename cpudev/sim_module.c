@@ -22,13 +22,28 @@
  * modules free their reader data; their handles and function objects are
  * marked dead and kept, so stale handles fail with CUDA_ERROR_INVALID_HANDLE.
  *
+ * Loading mode (CUDA_MODULE_LOADING, read once: EAGER, else LAZY, the
+ * driver's default since 12.2; PyTorch sets LAZY).  Either way a load first
+ * checks the fatbin's entry headers (no decompression): no entry the device
+ * can run (SASS sm_9x with minor <= 0, or PTX <= compute_90) is
+ * CUDA_ERROR_NO_BINARY_FOR_GPU, as the driver answers.  EAGER reads the whole
+ * image at load.  LAZY reads it when a kernel or variable of the module is
+ * first asked for (cuLibraryGetKernel, cuModuleGetFunction, ...Global), and
+ * only for images that lie in a loaded executable or shared library (they
+ * live as long as the handle may be used); an image in a buffer the program
+ * owns is read at load, since the program may free it after the call, and
+ * so is an image of no known kind (CUDA_ERROR_INVALID_IMAGE at load).  A
+ * fatbin whose payload is malformed is CUDA_ERROR_INVALID_IMAGE at first use.
+ *
  * Contract: any thread may call.  mod->mu guards the lazily filled function
- * objects of a module.  Parsing happens outside any lock.
+ * objects of a module and its deferred reading (a lazy module is read under
+ * its own lock; other modules are not held up).
  */
 #include "sim_internal.h"
 #include "ddp_fatbin.h"
 #include "sim_exec.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +59,9 @@
 struct CUmod_st {
 	uint32_t magic;
 	struct CUctx_st *ctx;
-	pthread_mutex_t mu;              /* guards funcs[]                     */
+	pthread_mutex_t mu;              /* guards funcs[], image, read_rc      */
+	const void *image;               /* LAZY: not read yet (NULL once read) */
+	CUresult read_rc;                /* result of the (deferred) reading    */
 	struct ddp_module_info info;     /* from the reader                     */
 	struct CUfunc_st **funcs;        /* one per info.kernels[i], lazily     */
 };
@@ -70,34 +87,133 @@ static struct CUlib_st *sim_lib_get(CUlibrary h)
 	return h && h->magic == SIM_MAGIC_LIB ? h : NULL;
 }
 
-/* Parses an image (len 0: from its headers) into a new module. */
-static CUresult sim_mod_make(const char *what, const void *image, size_t len, struct CUctx_st *ctx,
-			     struct CUmod_st **out)
+/* ---- loading mode and the binary check */
+
+static pthread_once_t sim_mode_once = PTHREAD_ONCE_INIT;
+static CUmoduleLoadingMode sim_mode = CU_MODULE_LAZY_LOADING;
+
+static void sim_mode_read(void)
 {
-	if (!image)
-		return CUDA_ERROR_INVALID_VALUE;
-	struct CUmod_st *m = calloc(1, sizeof(*m));
-	if (!m)
+	const char *v = sim_setting_module_loading();
+	sim_mode = v && !strcmp(v, "EAGER") ? CU_MODULE_EAGER_LOADING : CU_MODULE_LAZY_LOADING;
+	SIM_VERBOSE("module loading mode %s", sim_mode == CU_MODULE_LAZY_LOADING ? "LAZY" : "EAGER");
+}
+
+static CUmoduleLoadingMode sim_loading_mode(void)
+{
+	pthread_once(&sim_mode_once, sim_mode_read);
+	return sim_mode;
+}
+
+/* Whether a fatbin (or a cudart wrapper around one) holds an entry the
+ * device can run, from the entry headers alone: CUDA_SUCCESS,
+ * CUDA_ERROR_NO_BINARY_FOR_GPU, or CUDA_ERROR_INVALID_IMAGE when the headers
+ * are unreadable.  Other image kinds (cubin, PTX) are CUDA_SUCCESS here: the
+ * reader judges them.  Only the first container is looked at (len 0). */
+static CUresult sim_image_check_binary(const char *what, const void *image, size_t len)
+{
+	const uint8_t *img = image;
+	enum ddp_image_kind kind = ddp_image_kind(image, len);
+	char err[256] = "";
+	if (kind == DDP_IMAGE_WRAPPER) {
+		if (len)
+			return CUDA_SUCCESS; /* a wrapper copied into a buffer: the reader says */
+		memcpy(&img, (const uint8_t *)image + 8, sizeof(img));
+		if (!img || ddp_image_kind(img, 0) != DDP_IMAGE_FATBIN)
+			return CUDA_SUCCESS;
+	} else if (kind != DDP_IMAGE_FATBIN) {
+		return CUDA_SUCCESS;
+	}
+	size_t n = 0, n2 = 0;
+	if (ddp_fatbin_entries(img, len, NULL, 0, &n, err, sizeof(err)) != DDP_OK) {
+		sim_msg("%s: cannot read the module image: %s", what, err[0] ? err : "malformed");
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	struct ddp_fatbin_entry *e = calloc(n ? n : 1, sizeof(*e));
+	if (!e)
 		return CUDA_ERROR_OUT_OF_MEMORY;
+	CUresult rc = CUDA_ERROR_NO_BINARY_FOR_GPU;
+	if (ddp_fatbin_entries(img, len, e, n, &n2, err, sizeof(err)) != DDP_OK) {
+		rc = CUDA_ERROR_INVALID_IMAGE;
+		goto out;
+	}
+	for (size_t i = 0; i < n && i < n2; i++) {
+		if ((e[i].kind == 2 && e[i].arch / 10 == SIM_SM / 10 && e[i].arch <= SIM_SM) ||
+		    (e[i].kind == 1 && e[i].arch <= SIM_SM)) {
+			rc = CUDA_SUCCESS;
+			break;
+		}
+	}
+	if (rc == CUDA_ERROR_NO_BINARY_FOR_GPU)
+		SIM_VERBOSE("%s: the fatbin has no entry for sm_%u (%zu entries)", what, SIM_SM, n);
+out:
+	free(e);
+	return rc;
+}
+
+/* Reads m's image into m->info and m->funcs. */
+static CUresult sim_mod_read(const char *what, struct CUmod_st *m, const void *image, size_t len)
+{
 	char err[256] = "";
 	if (ddp_module_parse(image, len, SIM_SM, &m->info, err, sizeof(err)) != DDP_OK) {
 		sim_msg("%s: cannot read the module image: %s", what, err[0] ? err : "malformed");
-		free(m);
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
 	m->funcs = calloc(m->info.nkernels ? m->info.nkernels : 1, sizeof(*m->funcs));
 	if (!m->funcs) {
 		ddp_module_info_free(&m->info);
-		free(m);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	/* A library's embedded image: its kernels are in <library>.kern.so. */
 	if (sim_kernels_image_loaded)
 		sim_kernels_image_loaded(image);
+	SIM_VERBOSE("%s: module with %zu kernels (sm_%u)", what, m->info.nkernels, m->info.arch);
+	return CUDA_SUCCESS;
+}
+
+/* A LAZY module's image is read here, at the first question that needs it;
+ * the answer (success or the reading's error) stays the module's. */
+static CUresult sim_mod_ready(struct CUmod_st *m)
+{
+	pthread_mutex_lock(&m->mu);
+	if (m->image) {
+		m->read_rc = sim_mod_read("lazy module load", m, m->image, 0);
+		m->image = NULL;
+	}
+	CUresult rc = m->read_rc;
+	pthread_mutex_unlock(&m->mu);
+	return rc;
+}
+
+/* Makes a module from an image (len 0: its size from its headers): read now
+ * (EAGER, or a buffer the program owns) or at first use (LAZY). */
+static CUresult sim_mod_make(const char *what, const void *image, size_t len, struct CUctx_st *ctx,
+			     struct CUmod_st **out)
+{
+	if (!image)
+		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = sim_image_check_binary(what, image, len);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	struct CUmod_st *m = calloc(1, sizeof(*m));
+	if (!m)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	Dl_info dl;
+	if (!len && sim_loading_mode() == CU_MODULE_LAZY_LOADING && ddp_image_kind(image, 0) != DDP_IMAGE_UNKNOWN &&
+	    dladdr(image, &dl)) {
+		m->image = image; /* in a loaded object: read at first use */
+		SIM_VERBOSE("%s: image at %p (in %s) read at first use", what, image,
+			    dl.dli_fname ? dl.dli_fname : "?");
+	} else {
+		rc = sim_mod_read(what, m, image, len);
+		if (rc != CUDA_SUCCESS) {
+			free(m);
+			return rc;
+		}
+	}
 	m->magic = SIM_MAGIC_MODULE;
 	m->ctx = ctx;
 	pthread_mutex_init(&m->mu, NULL);
-	SIM_VERBOSE("%s: module with %zu kernels (sm_%u)", what, m->info.nkernels, m->info.arch);
 	*out = m;
 	return CUDA_SUCCESS;
 }
@@ -133,6 +249,8 @@ static void sim_mod_free(struct CUmod_st *m)
 		if (m->funcs[i])
 			m->funcs[i]->magic = SIM_MAGIC_DEAD; /* kept: stale handles fail */
 	m->magic = SIM_MAGIC_DEAD;
+	m->image = NULL;
+	m->read_rc = CUDA_ERROR_INVALID_HANDLE;
 	ddp_module_info_free(&m->info);
 	pthread_mutex_unlock(&m->mu);
 }
@@ -222,6 +340,9 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 {
 	if (!name || !out)
 		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = sim_mod_ready(m);
+	if (rc != CUDA_SUCCESS)
+		return rc;
 	const struct ddp_kernel_info *k = ddp_module_find(&m->info, name);
 	if (!k)
 		return CUDA_ERROR_NOT_FOUND;
@@ -242,7 +363,7 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");
 		return CUDA_ERROR_NOT_FOUND;
 	}
-	CUresult rc = h ? sim_check_params(k, h) : CUDA_SUCCESS;
+	rc = h ? sim_check_params(k, h) : CUDA_SUCCESS;
 	if (rc != CUDA_SUCCESS)
 		return rc;
 	f = calloc(1, sizeof(*f));
@@ -291,6 +412,9 @@ static CUresult sim_get_global(struct CUmod_st *m, const char *name, CUdeviceptr
 {
 	if (!name)
 		return CUDA_ERROR_INVALID_VALUE;
+	CUresult rc = sim_mod_ready(m);
+	if (rc != CUDA_SUCCESS)
+		return rc;
 	const struct ddp_global_info *g = ddp_module_find_global(&m->info, name);
 	if (!g)
 		return CUDA_ERROR_NOT_FOUND;
@@ -306,7 +430,7 @@ static CUresult sim_get_global(struct CUmod_st *m, const char *name, CUdeviceptr
 			name, (unsigned long long)g->size, h->size);
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
-	CUresult rc = sim_mem_register_global((uintptr_t)h->addr, h->size, m->ctx);
+	rc = sim_mem_register_global((uintptr_t)h->addr, h->size, m->ctx);
 	if (rc != CUDA_SUCCESS) {
 		sim_msg("device variable %s: its storage at %p overlaps other memory", name, h->addr);
 		return rc;
@@ -337,7 +461,7 @@ SIM_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 		return rc;
 	if (!mode)
 		return CUDA_ERROR_INVALID_VALUE;
-	*mode = CU_MODULE_EAGER_LOADING;
+	*mode = sim_loading_mode();
 	return CUDA_SUCCESS;
 }
 

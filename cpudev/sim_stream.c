@@ -584,6 +584,30 @@ CUresult sim_stream_is_capturing(enum sim_ds ds, CUstream h, CUstreamCaptureStat
 	return CUDA_SUCCESS;
 }
 
+/* cuStreamGetCaptureInfo (v1, v2, v3): capture is never active here, so
+ * the status is NONE and the optional outputs, which the driver defines
+ * only for an active capture, are zeroed.  PyTorch asks it before every
+ * allocation (the caching allocator's capture check). */
+CUresult sim_stream_capture_info(enum sim_ds ds, CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
+				 CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges,
+				 size_t *ndeps)
+{
+	CUresult rc = sim_stream_is_capturing(ds, h, status);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (id)
+		*id = 0;
+	if (graph)
+		*graph = NULL;
+	if (deps)
+		*deps = NULL;
+	if (edges)
+		*edges = NULL;
+	if (ndeps)
+		*ndeps = 0;
+	return CUDA_SUCCESS;
+}
+
 /* Host functions and callbacks run on the stream's worker, in order. */
 struct sim_host_work {
 	struct sim_work w;

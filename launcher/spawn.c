@@ -7,8 +7,8 @@
  * (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK), where the
  * store is (MASTER_ADDR, MASTER_PORT) and the job secret (DDP_STORE_SECRET,
  * only ever in the environment, shown as <hidden> by --dry-run), its device
- * (CUDA_VISIBLE_DEVICES, or LD_LIBRARY_PATH for the CPU device), the
- * library (LD_PRELOAD, appended), framework settings that keep tensors in
+ * (CUDA_VISIBLE_DEVICES, or LD_LIBRARY_PATH and the cuBLAS stand-ins in
+ * LD_PRELOAD for the CPU device), the library (LD_PRELOAD, appended), framework settings that keep tensors in
  * their own allocations, and the DDP_* settings from ddprun's options.
  *
  * Each rank runs in its own process group (pgid = its pid), with stdin from
@@ -125,13 +125,26 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		else
 			DDP_CHECK(env_set(&e, "LD_LIBRARY_PATH", job->dev.simcuda_dir));
 	}
-	if (job->preload) {
-		v = getenv("LD_PRELOAD");
-		if (v && *v && !strstr(v, job->preload))
-			DDP_CHECK(env_setf(&e, "LD_PRELOAD", "%s:%s", v, job->preload));
-		else if (!(v && *v))
-			DDP_CHECK(env_set(&e, "LD_PRELOAD", job->preload));
+	/* LD_PRELOAD: the user's, then libddp, then (CPU device) its cuBLAS and
+	 * cuBLASLt stand-ins.  A program that carries its own cuBLAS (PyTorch's
+	 * wheel: its RPATH beats LD_LIBRARY_PATH) would otherwise load the real
+	 * one, whose kernels are machine code the CPU device cannot run; a
+	 * preloaded library with the same soname serves every later request
+	 * for it (docs/pytorch.md "cuBLAS on the CPU device"). */
+	char pre[3 * 4200] = "", lt[4200], bl[4200];
+	v = getenv("LD_PRELOAD");
+	if (v && *v)
+		snprintf(pre, sizeof(pre), "%s", v);
+	if (job->preload && !strstr(pre, job->preload))
+		snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "%s%s", pre[0] ? ":" : "", job->preload);
+	if (!job->dev.use_gpu) {
+		snprintf(lt, sizeof(lt), "%s/libcublasLt.so.13", job->dev.simcuda_dir);
+		snprintf(bl, sizeof(bl), "%s/libcublas.so.13", job->dev.simcuda_dir);
+		if (access(lt, R_OK) == 0 && access(bl, R_OK) == 0 && !strstr(pre, bl))
+			snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "%s%s:%s", pre[0] ? ":" : "", lt, bl);
 	}
+	if (pre[0] && !(v && !strcmp(v, pre)))
+		DDP_CHECK(env_set(&e, "LD_PRELOAD", pre));
 	/* PyTorch's caching allocator stays on and PYTORCH_CUDA_ALLOC_CONF is the
 	 * user's: its launches are decoded tensor by tensor (docs/pytorch.md) */
 	if (!getenv("XLA_PYTHON_CLIENT_ALLOCATOR"))

@@ -27,16 +27,17 @@
  */
 #include "simblas.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
 
-#define BLAS_MAGIC 0x42d1a5u
+#define BLAS_MAGIC SIMBLAS_CUBLAS_HANDLE_MAGIC
 
 struct cublasContext {
-	uint32_t magic;
+	uint32_t magic;                  /* first two fields: simblas_cublas_head */
 	cublasLtHandle_t lt;
 	cudaStream_t stream;
 	cublasPointerMode_t pointer_mode;
@@ -46,6 +47,9 @@ struct cublasContext {
 	void *workspace;
 	size_t workspace_size;
 };
+
+_Static_assert(offsetof(struct cublasContext, lt) == offsetof(struct simblas_cublas_head, lt),
+	       "a cuBLAS handle must begin with simblas_cublas_head (cuBLASLt reads it)");
 
 static int handle_ok(cublasHandle_t h)
 {

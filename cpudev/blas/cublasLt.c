@@ -174,6 +174,20 @@ static cublasStatus_t attr_get(const void *obj, const struct attr *t, size_t n, 
 
 /* ---- handle, versions, status names */
 
+/* The cuBLASLt context behind a handle: a cuBLASLt handle, or a cuBLAS
+ * handle passed as one (simblas.h, simblas_cublas_head); NULL otherwise. */
+static struct cublasLtContext *lt_context(cublasLtHandle_t h)
+{
+	if (!h)
+		return NULL;
+	if (h->magic == LT_MAGIC_HANDLE)
+		return h;
+	const struct simblas_cublas_head *b = (const struct simblas_cublas_head *)(const void *)h;
+	if (b->magic == SIMBLAS_CUBLAS_HANDLE_MAGIC && b->lt && b->lt->magic == LT_MAGIC_HANDLE)
+		return b->lt;
+	return NULL;
+}
+
 SIMBLAS_EXPORT cublasStatus_t cublasLtCreate(cublasLtHandle_t *lightHandle)
 {
 	struct cublasLtContext *h;
@@ -614,7 +628,7 @@ SIMBLAS_EXPORT cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t li
 	struct problem p;
 	int st;
 
-	if (!lightHandle || lightHandle->magic != LT_MAGIC_HANDLE)
+	if (!lt_context(lightHandle))
 		return CUBLAS_STATUS_NOT_INITIALIZED;
 	if (requestedAlgoCount < 1 || !heuristicResultsArray || !returnAlgoCount ||
 	    (preference && ((struct lt_pref *)preference)->magic != LT_MAGIC_PREF))
@@ -657,7 +671,8 @@ SIMBLAS_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cubla
 	void *aux;
 
 	(void)algo, (void)workspace, (void)workspaceSizeInBytes; /* one algorithm, no workspace */
-	if (!lightHandle || lightHandle->magic != LT_MAGIC_HANDLE)
+	struct cublasLtContext *lt = lt_context(lightHandle);
+	if (!lt)
 		return CUBLAS_STATUS_NOT_INITIALIZED;
 	st = problem_check(d, (const struct lt_layout *)Adesc, (const struct lt_layout *)Bdesc,
 			   (const struct lt_layout *)Cdesc, (const struct lt_layout *)Ddesc, &p);
@@ -730,11 +745,11 @@ SIMBLAS_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cubla
 	default:
 		break;
 	}
-	st = simblas_launch(&lightHandle->mod, k, p.types, gx, gy, gz, 16, 16, stream, args);
+	st = simblas_launch(&lt->mod, k, p.types, gx, gy, gz, 16, 16, stream, args);
 	if (st == CUBLAS_STATUS_SUCCESS && p.epilogue == CUBLASLT_EPILOGUE_BGRADB) {
 		void *dbias = (void *)bias;
 		void *bg[] = {&p.n, &p.k, &p.batch, &B, &p.b.rs, &p.b.cs, &p.b.bs, &dbias, &bias_bs};
-		st = simblas_launch(&lightHandle->mod, SK_BIAS_GRAD_B, p.types, blocks(p.n, 256, 0x7fffffffu),
+		st = simblas_launch(&lt->mod, SK_BIAS_GRAD_B, p.types, blocks(p.n, 256, 0x7fffffffu),
 				    blocks(p.batch, 1, 65535), 1, 256, 1, stream, bg);
 	}
 	return (cublasStatus_t)st;

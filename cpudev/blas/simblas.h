@@ -37,6 +37,18 @@ struct simblas_driver {
 	CUresult (*cuGetErrorName)(CUresult, const char **);
 };
 
+/* A cuBLAS handle is a cuBLASLt handle too: PyTorch (at::cuda::blas)
+ * passes its cublasHandle_t where cublasLtMatmul and
+ * cublasLtMatmulAlgoGetHeuristic ask for a cublasLtHandle_t, as the real
+ * libraries allow.  The stand-in's cuBLAS handle (cublas.c) begins with this
+ * head, which cublasLt.c recognises and follows to the handle's own cuBLASLt
+ * handle.  (The one place cublas.c and cublasLt.c share a layout.) */
+#define SIMBLAS_CUBLAS_HANDLE_MAGIC 0x42d1a5u
+struct simblas_cublas_head {
+	uint32_t magic;                /* SIMBLAS_CUBLAS_HANDLE_MAGIC       */
+	struct cublasLtContext *lt;    /* the handle's cuBLASLt handle      */
+};
+
 /* The driver's entry points, or NULL (reported once). */
 const struct simblas_driver *simblas_driver(void);
 

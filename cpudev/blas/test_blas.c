@@ -587,6 +587,36 @@ TEST(lt_row_major)
 	CHECK_EQ_INT(good, cases);
 }
 
+/* PyTorch passes its cublasHandle_t as the cublasLtHandle_t of
+ * cublasLtMatmulAlgoGetHeuristic and cublasLtMatmul (at::cuda::blas): the
+ * real libraries accept it, and so must the stand-ins.  A pointer that is
+ * neither handle is still refused. */
+TEST(lt_accepts_cublas_handle)
+{
+	cublasHandle_t h;
+	int cases = 0, good = 0;
+
+	setup();
+	BL_OK(cublasCreate(&h));
+	for (int pair = 0; pair < NPAIRS; pair++) {
+		struct problem p = {pair_ab[pair], pair_cd[pair], 1, 0, 1, 0, 0, 0, E_BIAS,
+				    {0}, {0}, {0}, {0}, {0}, {0}};
+		char what[128];
+		snprintf(what, sizeof(what), "cuBLAS handle as cuBLASLt handle, %s", pair_name[pair]);
+		cases++;
+		good += run_lt((cublasLtHandle_t)(void *)h, &p, what);
+	}
+	printf("# %d of %d cases right\n", good, cases);
+	CHECK_EQ_INT(good, cases);
+	BL_OK(cublasDestroy(h));
+	uint32_t junk[8] = {0x42d1a5u, 0, 0, 0, 0, 0, 0, 0}; /* the head's magic, no cuBLASLt handle */
+	cublasLtMatmulHeuristicResult_t res;
+	int nres = 0;
+	CHECK_EQ_INT(cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)(void *)junk, NULL, NULL, NULL, NULL, NULL,
+						    NULL, 1, &res, &nres),
+		     CUBLAS_STATUS_NOT_INITIALIZED);
+}
+
 /* ---- the stream: a host function holds it; the GEMM must wait behind it */
 
 static volatile int gate_open;

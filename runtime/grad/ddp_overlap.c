@@ -84,6 +84,7 @@
 #include "ddp_job.h"
 #include "ddp_log.h"
 #include "ddp_overlap.h"
+#include "ddp_rangelog.h"
 #include "ddp_slices.h"
 #include "ddp_stats.h"
 #include "ddp_trace.h"
@@ -437,6 +438,8 @@ static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t
 			 p[0].b->label, n > 1 ? ", ..." : "");
 		ov.env.coll_fail(rc, what);
 	}
+	for (size_t i = 0; i < n; i++)
+		ddp_rangelog_add(step, 'A', ov.rg[i].addr, ov.rg[i].bytes);
 	ov.tick_step[t % OV_RING] = step;
 	ov.tick_bytes[t % OV_RING] = bytes;
 	struct ov_step *s = step_rec(step);

@@ -66,6 +66,7 @@
 #include "ddp_alloc.h"
 #include "ddp_inspect.h"
 #include "ddp_overlap.h"
+#include "ddp_rangelog.h"
 #include "ddp_sig.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
@@ -316,6 +317,9 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		rc = grouped_allreduce(c, bufs, n, stream, &bytes, &colls);
 		if (rc != DDP_OK)
 			coll_fail(rc, "grouped allreduce of gradients");
+		for (size_t i = 0; i < n; i++)
+			ddp_rangelog_add(reduce_step(), 'A', bufs[i]->base,
+					 bufs[i]->count * ddp_dtype_size((enum ddp_dtype)bufs[i]->dtype));
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -340,6 +344,8 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
 			coll_fail(rc, what);
 		}
+		ddp_rangelog_add(k->is_allreduce ? reduce_step() : (cur_step ? cur_step : 1), k->is_allreduce ? 'A' : 'B',
+				 bufs[i]->base, b);
 		bytes += b;
 	}
 done:
@@ -1556,6 +1562,7 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				fprintf(f, "%s%" PRIu64, i ? "," : "", i < stats.nstep_bytes ? stats.step_bytes[i] : 0);
 			fputc(']', f);
 			ddp_overlap_json(f);
+			ddp_rangelog_json(f);
 			fprintf(f, ",\"buffers\":[");
 			int first = 1;
 			for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {

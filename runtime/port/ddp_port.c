@@ -7,6 +7,7 @@
  * start-up; every helper here checks the entry it uses and answers "the
  * driver cannot say" for a missing one.  No allocation, no lock: any thread.
  */
+#include <dlfcn.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include "ddp_port.h"
@@ -75,6 +76,12 @@ CUresult ddp_port_relaunch(const struct ddp_launch_call *c)
 				       c->block[2], c->shmem, c->stream, c->params, c->extra);
 	}
 	return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+int ddp_port_image_lasts(const void *p)
+{
+	Dl_info dl;
+	return p && dladdr(p, &dl) != 0;
 }
 
 int ddp_port_func_name(const void *h, const char **name)

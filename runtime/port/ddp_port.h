@@ -112,6 +112,12 @@ extern struct ddp_driver ddp_driver_;
  * CUDA_ERROR_NOT_SUPPORTED when the driver lacks it. */
 CUresult ddp_port_relaunch(const struct ddp_launch_call *c);
 
+/* Whether the memory at p lies in a loaded executable or shared library
+ * (dladdr): such a module image lives as long as that object, so it may be
+ * read later than the load that named it.  0 for heap, stack and anonymous
+ * memory, which the program may free at once. */
+int ddp_port_image_lasts(const void *p);
+
 /* The name of a CUfunction or CUkernel (tried in that order): 0, or -1. */
 int ddp_port_func_name(const void *handle, const char **name /* OUT */);
 

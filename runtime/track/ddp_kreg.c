@@ -2,8 +2,17 @@
  *
  * ddp_kreg.c - module and kernel registry (see ddp_kreg.h).
  *
+ * Module images are read lazily: an image handed over from memory that lies
+ * in a loaded executable or shared library (cudart's fatbins) is read when
+ * a kernel of it is first registered (cuLibraryGetKernel,
+ * cuModuleGetFunction, or a launch of an unknown handle of it), not at
+ * load; other images (files, buffers the program owns and may free) are
+ * read at load.  A module none of whose kernels is ever asked for is never
+ * read.
+ *
  * Contract: reg_lock guards the module list, the record list and every
- * write to the hash table; ddp_kreg_table_ is published with release stores
+ * write to the hash table; read_lock serialises the deferred reading of
+ * images; ddp_kreg_table_ is published with release stores
  * and read lock-free.  A retired (grown-out-of) table is kept until exit
  * because a reader may still be probing it.  Records and modules are never
  * freed while the process runs.
@@ -22,6 +31,7 @@
 
 struct ddp_kreg_table *ddp_kreg_table_;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t read_lock = PTHREAD_MUTEX_INITIALIZER; /* ddp_kmodule image/parsed/info */
 static struct ddp_kmodule *modules;
 static struct ddp_kfunc *kfuncs, **kfuncs_tail = &kfuncs;
 static uint32_t kfunc_count;
@@ -110,31 +120,62 @@ static struct ddp_kmodule *module_find(const void *handle)
 	return NULL;
 }
 
+/* Reads m's image into m->info (read_lock held, or m not yet published). */
+static void module_read(struct ddp_kmodule *m, const void *image, size_t len)
+{
+	char err[256] = "";
+	if (ddp_module_parse(image, len, __atomic_load_n(&kreg_arch, __ATOMIC_RELAXED), &m->info, err, sizeof err) ==
+	    DDP_OK) {
+		m->parsed = 1;
+		DDP_DEBUG(KREG, "module %p (%s): %zu kernels, sm_%u", m->handle, m->source, m->info.nkernels,
+			  m->info.arch);
+	} else {
+		DDP_WARN("cannot read the kernels of module %s (%s); its kernels are "
+			 "tracked by name only", m->source, err[0] ? err : "unknown format");
+	}
+}
+
+/* A module whose image was deferred is read now, once. */
+static void module_ready(struct ddp_kmodule *m)
+{
+	if (!m || !__atomic_load_n(&m->image, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&read_lock);
+	if (m->image) {
+		module_read(m, m->image, 0);
+		__atomic_store_n(&m->image, NULL, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&read_lock);
+}
+
 void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image,
 			    size_t len, const char *source)
 {
 	struct ddp_kmodule *m = calloc(1, sizeof *m);
-	char err[256] = "";
 
 	if (!m)
 		return;
 	m->handle = handle;
 	m->is_library = is_library;
 	snprintf(m->source, sizeof m->source, "%s", source ? source : "memory");
-	if (image) {
-		if (ddp_module_parse(image, len, __atomic_load_n(&kreg_arch, __ATOMIC_RELAXED), &m->info, err, sizeof err) == DDP_OK) {
-			m->parsed = 1;
-			DDP_DEBUG(KREG, "module %p (%s): %zu kernels, sm_%u", handle, m->source,
-				  m->info.nkernels, m->info.arch);
-		} else {
-			DDP_WARN("cannot read the kernels of module %s (%s); its kernels are "
-				 "tracked by name only", m->source, err[0] ? err : "unknown format");
-		}
+	if (image && !len && ddp_port_image_lasts(image)) {
+		m->image = image; /* read when a kernel of it is first asked for */
+		DDP_DEBUG(KREG, "module %p (%s): image at %p read at first use", handle, m->source, image);
+	} else if (image) {
+		module_read(m, image, len);
 	}
 	pthread_mutex_lock(&reg_lock);
 	m->next = modules;
 	modules = m;
 	pthread_mutex_unlock(&reg_lock);
+}
+
+const struct ddp_kmodule *ddp_kreg_module(const void *handle)
+{
+	pthread_mutex_lock(&reg_lock);
+	struct ddp_kmodule *m = module_find(handle);
+	pthread_mutex_unlock(&reg_lock);
+	return m;
 }
 
 void ddp_kreg_module_unloaded(const void *handle)
@@ -144,6 +185,11 @@ void ddp_kreg_module_unloaded(const void *handle)
 	if (m)
 		m->unloaded = 1;
 	pthread_mutex_unlock(&reg_lock);
+	if (m) { /* its image may go with it: never read it now */
+		pthread_mutex_lock(&read_lock);
+		__atomic_store_n(&m->image, NULL, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&read_lock);
+	}
 }
 
 int ddp_kreg_is_optimizer_name(const char *name)
@@ -200,6 +246,7 @@ static struct ddp_kfunc *kfunc_new(const void *handle, struct ddp_kmodule *m, co
 		free(k);
 		return NULL;
 	}
+	module_ready(m);
 	if (m && m->parsed && name)
 		ki = ddp_module_find(&m->info, name);
 	if (ki) {

@@ -41,6 +41,8 @@ struct ddp_kmodule {
 	const void *handle;          /* CUmodule or CUlibrary                  */
 	int is_library;
 	int parsed;                  /* info is valid                          */
+	const void *image;           /* not read yet: read at the first kernel
+					asked for (read_lock); NULL once read  */
 	int unloaded;
 	struct ddp_module_info info; /* parse result, owned                    */
 	char source[128];            /* file name, or "memory"                 */
@@ -93,6 +95,10 @@ void ddp_kreg_set_arch(uint32_t arch);
  * Parses the image once; a bad image is a warning, never an error. */
 void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image,
 			    size_t len, const char *source);
+/* The loaded module of a handle, or NULL (tests, inspection).  Its image
+ * is read lazily (ddp_kreg.c): `image` non-NULL means not read yet. */
+const struct ddp_kmodule *ddp_kreg_module(const void *handle);
+
 void ddp_kreg_module_unloaded(const void *handle);
 
 /* handle (CUfunction or CUkernel) is kernel `name` of module `mod`. */

@@ -70,3 +70,8 @@ $(BUILD)/tests/unit/test_fatbin: $(FATBIN_KDIR)/images.o
 $(eval $(call unit_test,test_fatbin,tests/unit/test_fatbin.c,))
 
 $(eval $(call fuzz_target,fatbin,))
+
+# the kernel registry's lazy image reading, on the same embedded images
+$(BUILD)/tests/unit/test_kreg_lazy: $(FATBIN_KDIR)/images.o
+$(eval $(call unit_test,test_kreg_lazy,tests/unit/test_kreg_lazy.c,,track grad))
+$(BUILD)/tests/unit/test_kreg_lazy.o: CPPFLAGS += -Itests

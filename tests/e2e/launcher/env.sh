@@ -88,4 +88,12 @@ check "--device gpu without a GPU: exit 2" [ $? = 2 ]
 check "--device gpu without a GPU: message" has "$TMP/err" "^ddprun: --device gpu: no GPU was found"
 DDPRUN_FAKE_GPUS=2 "$DDPRUN" -n 1 --device cpu "$PROG" env CUDA_VISIBLE_DEVICES LD_LIBRARY_PATH >"$out" 2>&1
 check "--device cpu with GPUs present: CPU device" has "$out" '\] LD_LIBRARY_PATH=.*/cpudev/lib' 
+
+# CPU device with its cuBLAS stand-ins next to libcuda.so.1: preloaded after
+# libddp.so (a program's own cuBLAS, found by its RPATH, must not win)
+cp "$STUB" "$inst/cpudev/lib/libcublasLt.so.13"
+cp "$STUB" "$inst/cpudev/lib/libcublas.so.13"
+(cd "$TMP" && env -u DDPRUN_NO_PRELOAD LD_PRELOAD="$TMP/other/libother.so" "$D" -n 2 "$PROG" env LD_PRELOAD >"$out" 2>"$TMP/err")
+check "CPU device: cuBLAS stand-ins preloaded after libddp.so" \
+	[ "$(grep -c "\] LD_PRELOAD=$TMP/other/libother.so:$inst/lib/libddp.so:$inst/cpudev/lib/libcublasLt.so.13:$inst/cpudev/lib/libcublas.so.13$" "$out")" = 2 ]
 finish

@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: MIT
+#
+# check.py OUT TRACE_DIR STEPS - holds a run of train.py under ddprun against
+# what libddp recorded (tests/torch/run.sh; docs/pytorch.md "make test-torch").
+#
+# OUT: ddprun's merged output ("[rank k] TRUTH step=S ptr=P bytes=B" lines
+# and "[rank k] DONE steps=N"); TRACE_DIR: the ranks' rank<k>.sync.json, whose
+# "ranges" are [step, "A"|"B", address, bytes] records (runtime/grad/
+# ddp_rangelog.h).  Per rank and step:
+#   - the averaged ranges ("A"), merged where adjacent, are exactly the
+#     gradients the script printed, merged the same way;
+#   - the bytes averaged equal the gradient bytes (nothing averaged twice);
+#   - broadcasts ("B") happen only at step 1;
+#   - the steps counted equal the script's.
+# Prints one line per failure and exits 1 on any.
+import json
+import re
+import sys
+from collections import defaultdict
+
+
+def merge(iv):
+    out = []
+    for lo, hi in sorted(iv):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [tuple(x) for x in out]
+
+
+def main():
+    out_path, trace_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    truth = defaultdict(lambda: defaultdict(list))
+    done = {}
+    for line in open(out_path, errors="replace"):
+        m = re.match(r"\[rank (\d+)\] TRUTH step=(\d+) ptr=(\d+) bytes=(\d+)", line)
+        if m:
+            r, s, p, b = map(int, m.groups())
+            truth[r][s].append((p, p + b))
+            continue
+        m = re.match(r"\[rank (\d+)\] DONE steps=(\d+)", line)
+        if m:
+            done[int(m.group(1))] = int(m.group(2))
+    bad = []
+    if not truth:
+        bad.append("no TRUTH lines in the output: the script did not run")
+    for r in sorted(truth):
+        if done.get(r) != steps:
+            bad.append(f"rank {r}: the script did not finish {steps} steps (DONE {done.get(r)})")
+        try:
+            sj = json.load(open(f"{trace_dir}/rank{r}.sync.json"))
+        except (OSError, ValueError) as e:
+            bad.append(f"rank {r}: no usable rank{r}.sync.json ({e})")
+            continue
+        if sj.get("steps") != steps:
+            bad.append(f"rank {r}: libddp counted {sj.get('steps')} optimizer steps, the script ran {steps}")
+        if sj.get("ranges_dropped", 0):
+            bad.append(f"rank {r}: {sj['ranges_dropped']} range records dropped")
+        red = defaultdict(list)
+        for s, kind, addr, nbytes in sj.get("ranges", []):
+            if kind == "A":
+                red[s].append((addr, addr + nbytes))
+            elif s != 1:
+                bad.append(f"rank {r}: parameter/state broadcast at step {s} ({nbytes} bytes at {addr:#x}); only step 1 may broadcast")
+        for s in range(1, steps + 1):
+            want, got = merge(truth[r][s]), merge(red.get(s, []))
+            wb = sum(h - l for l, h in truth[r][s])
+            gb = sum(h - l for l, h in red.get(s, []))
+            if want != got:
+                missing = [f"{l:#x}+{h - l}" for l, h in want if (l, h) not in got]
+                extra = [f"{l:#x}+{h - l}" for l, h in got if (l, h) not in want]
+                bad.append(f"rank {r} step {s}: averaged ranges differ from the gradients: missing {missing[:6]}"
+                           f"{' ...' if len(missing) > 6 else ''}, extra {extra[:6]}{' ...' if len(extra) > 6 else ''}")
+            elif gb != wb:
+                bad.append(f"rank {r} step {s}: {gb} bytes averaged for {wb} gradient bytes (some averaged twice)")
+        for s in red:
+            if s > steps:
+                bad.append(f"rank {r}: ranges averaged at step {s}, after the last step {steps}")
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
