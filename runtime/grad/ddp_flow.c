@@ -149,7 +149,7 @@ ddp_result ddp_flow_learn(struct ddp_flow *f, uint64_t key, enum ddp_flow_kind k
 	struct flow_set *s = &f->upd;
 	if (!key)
 		key = 1;
-	if ((s->n + 1) * 2 > (s->key ? s->mask + 1 : 0)) {
+	if (!s->key || (s->n + 1) * 2 > s->mask + 1) {
 		size_t nsz = s->key ? (s->mask + 1) * 2 : 256;
 		struct flow_set t = { calloc(nsz, sizeof *t.key), calloc(nsz, 1), nsz - 1, 0 };
 		if (!t.key || !t.kind) {

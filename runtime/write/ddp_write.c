@@ -731,7 +731,7 @@ static const char *host_tag(void)
 		char h[256] = "";
 		size_t i;
 		(void)gethostname(h, sizeof h - 1);
-		for (i = 0; h[i] && i < sizeof tag - 1; i++) {
+		for (i = 0; i < sizeof tag - 1 && h[i]; i++) {
 			char c = h[i];
 			int okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 				  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
@@ -1138,6 +1138,7 @@ static int name_get(int dirfd, const char *path, int follow, struct name *n)
 	int r;
 
 	n->shared = 0;
+	n->w = W_MISSING; /* resolve() sets it on every path that returns >= 0 */
 	if (abs_path(dirfd, path, n->abs, sizeof n->abs) != 0)
 		return refuse(path, "its absolute path cannot be made");
 	r = resolve(n->abs, sizeof n->abs, follow, &n->w, &n->st);
@@ -1172,7 +1173,7 @@ static int copy_up_to(const struct name *src, const char *dst)
 
 int ddp_write_rename(int odir, const char *old, int ndir, const char *new, unsigned flags)
 {
-	struct name *o = malloc(sizeof *o), *n = malloc(sizeof *n);
+	struct name *o = calloc(1, sizeof *o), *n = calloc(1, sizeof *n);
 	int saved = errno, rc = -1;
 
 	if (!o || !n) {
@@ -1238,7 +1239,7 @@ out_free:
 
 int ddp_write_unlink(int dirfd, const char *path, int flags, int kind)
 {
-	struct name *n = malloc(sizeof *n);
+	struct name *n = calloc(1, sizeof *n);
 	int saved = errno, rc = -1, dir;
 
 	if (!n)
@@ -1288,7 +1289,7 @@ out_free:
 
 int ddp_write_mkdir(int dirfd, const char *path, mode_t mode)
 {
-	struct name *n = malloc(sizeof *n);
+	struct name *n = calloc(1, sizeof *n);
 	int saved = errno, rc = -1;
 
 	if (!n)
@@ -1323,7 +1324,7 @@ out_free:
 
 int ddp_write_symlink(const char *target, int dirfd, const char *path)
 {
-	struct name *n = malloc(sizeof *n);
+	struct name *n = calloc(1, sizeof *n);
 	int saved = errno, rc = -1;
 
 	if (!n)
@@ -1358,7 +1359,7 @@ out_free:
 
 int ddp_write_chdir(const char *path)
 {
-	struct name *n = malloc(sizeof *n);
+	struct name *n = calloc(1, sizeof *n);
 	struct stat st;
 	int saved = errno, rc = -1;
 
@@ -1394,7 +1395,7 @@ out_free:
  * copied: a rank's name must never be a second name of rank 0's file. */
 int ddp_write_link(int odir, const char *old, int ndir, const char *new, int flags)
 {
-	struct name *o = malloc(sizeof *o), *n = malloc(sizeof *n);
+	struct name *o = calloc(1, sizeof *o), *n = calloc(1, sizeof *n);
 	int saved = errno, rc = -1;
 
 	if (!o || !n) {
