@@ -675,6 +675,18 @@ static int refuse(const char *path, const char *why)
 }
 
 /* A regular file written in a shared folder: said once per rank. */
+/* mirror_dirs for a name the call makes: -1 with errno when the folders
+ * cannot be made; a missing or non-folder parent (ENOENT, ENOTDIR) fails
+ * as it would on rank 0, anything else is also refused with one line. */
+static int mirror_for(const char *abs, const char *path)
+{
+	if (mirror_dirs(abs) == 0)
+		return 0;
+	if (errno == ENOENT || errno == ENOTDIR)
+		return -1;
+	return refuse(path, "the side folder cannot be created");
+}
+
 static void say_unprotected(const char *abs)
 {
 	int expect = 0;
@@ -1045,11 +1057,8 @@ static int map_write(int dirfd, const char *path, int follow, int flags, char *a
 	default: /* W_MISSING */
 		if (!(flags & O_CREAT))
 			return errno = ENOENT, -1;
-		if (mirror_dirs(abs) != 0) {
-			if (errno == ENOENT || errno == ENOTDIR)
-				return -1;
-			return refuse(path, "the side folder cannot be created");
-		}
+		if (mirror_for(abs, path) != 0)
+			return -1;
 		*side = 1;
 		return 0;
 	}
@@ -1204,11 +1213,8 @@ int ddp_write_rename(int odir, const char *old, int ndir, const char *new, unsig
 		errno = ENOTEMPTY;
 		goto out_free;
 	}
-	if (mirror_dirs(n->abs) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			refuse(new, "the side folder cannot be created");
+	if (mirror_for(n->abs, new) != 0)
 		goto out_free;
-	}
 	if (n->w == W_WHITEOUT || n->w == W_REAL) {
 		/* the new name's deleted entry, or a mirror of the real folder the
 		 * rank made on the way: cleared, the source takes its place */
@@ -1305,11 +1311,8 @@ int ddp_write_mkdir(int dirfd, const char *path, mode_t mode)
 		errno = EEXIST;
 		goto out_free;
 	}
-	if (mirror_dirs(n->abs) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			refuse(path, "the side folder cannot be created");
+	if (mirror_for(n->abs, path) != 0)
 		goto out_free;
-	}
 	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
 		goto out_free;
 	if (ddp_libc_.mkdir(n->side, mode) != 0)
@@ -1340,11 +1343,8 @@ int ddp_write_symlink(const char *target, int dirfd, const char *path)
 		errno = EEXIST;
 		goto out_free;
 	}
-	if (mirror_dirs(n->abs) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			refuse(path, "the side folder cannot be created");
+	if (mirror_for(n->abs, path) != 0)
 		goto out_free;
-	}
 	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
 		goto out_free;
 	if (ddp_libc_.symlink(target, n->side) != 0)
@@ -1475,11 +1475,8 @@ int ddp_write_link(int odir, const char *old, int ndir, const char *new, int fla
 		errno = ENOENT;
 		goto out_free;
 	}
-	if (mirror_dirs(n->abs) != 0) {
-		if (errno != ENOENT && errno != ENOTDIR)
-			refuse(new, "the side folder cannot be created");
+	if (mirror_for(n->abs, new) != 0)
 		goto out_free;
-	}
 	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
 		goto out_free;
 	log_once("links", new, n->side);
