@@ -916,12 +916,23 @@ int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, siz
 	if (!path || !*path || (flags & (O_PATH | O_DIRECTORY)) ||
 	    ((flags & O_ACCMODE) == O_RDONLY && !(flags & (O_CREAT | O_TRUNC))))
 		return 0;
+	char cwd[PATH_MAX];
+	const char *rel = abs; /* what the dot-folder test reads */
+	int in_cwd;
+
 	if (abs_path(dirfd, path, abs, len) != 0)
 		goto out;
 	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
 		if (under(abs, always[i]))
 			goto out;
-	if (in_temp(abs) || strstr(abs, "/.")) /* dot-folders: caches, and the side folders (.ddprun) */
+	/* a working folder under a temporary folder (a CI checkout in /tmp)
+	 * holds outputs like any other: only the rest of /tmp is scratch */
+	in_cwd = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") && under(abs, cwd);
+	if (in_cwd)
+		rel = abs + strlen(cwd);
+	else if (in_temp(abs))
+		goto out;
+	if (strstr(rel, "/.")) /* dot-folders: caches, and the side folders (.ddprun) */
 		goto out;
 	if (abs_path(AT_FDCWD, wd && *wd ? wd : ".ddprun", dir, sizeof dir) == 0 && under(abs, dir))
 		goto out;

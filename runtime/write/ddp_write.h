@@ -26,8 +26,8 @@ void ddp_write_setup(void);
 
 /* Whether an open with flags of path (relative to dirfd) writes one of the
  * program's output files: not a read, not under /dev, /proc, /sys, /run,
- * the temporary folders, a dot-folder (caches, the side folders) or
- * DDP_WRITE_DIR.  abs (len bytes) gets the absolute path.  Any rank, any
+ * the temporary folders (unless inside the working folder), a dot-folder
+ * (caches, the side folders) or DDP_WRITE_DIR.  abs (len bytes) gets the absolute path.  Any rank, any
  * time after ddp_write_setup; keeps errno. */
 int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, size_t len);
 

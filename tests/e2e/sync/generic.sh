@@ -53,8 +53,8 @@ fi
 # launch of a kernel named like no optimizer, its pointers in a by-value
 # struct; libddp cannot find that update, so the job must stop at step 1,
 # before the program writes its first weights file (it saves one every step),
-# and exit non-zero.  The files go to a folder outside the temporary folders
-# (the gate leaves temporary files alone).  Control: the sgd update, found at
+# and exit non-zero.  The files go to the working folder (wherever it is:
+# a CI checkout under /tmp too).  Control: the sgd update, found at
 # step 1, saves every step as usual.
 OUTD=$(cd "$BUILD" && pwd)/generic-gate.$$
 rm -rf "$OUTD"
