@@ -53,7 +53,7 @@ enum hook_id {
 
 /* Typed real entry points, and the same storage as an array for filling. */
 struct hook_real_typed {
-#define HOOK(b, s, v, k, r, p, a, x, y) r (*b##s) p;
+#define HOOK(b, s, v, k, r, p, a, x, y) r(*b##s) p;
 #include "hooks.def"
 #undef HOOK
 };
@@ -72,12 +72,12 @@ extern union hook_real hook_real_ HOOK_HIDDEN;
 
 /* Static facts about each row, indexed by hook_id (hooks_gen.c). */
 struct hook_info {
-	const char *name;       /* exported symbol, "cuMemAlloc_v2"       */
-	const char *base;       /* cuGetProcAddress name, "cuMemAlloc"    */
-	void *hook;             /* hook_<symbol>                          */
-	void *exported;         /* our exported <symbol> (forwards to hook) */
-	int min_ver;            /* first cudaVersion answering it         */
-	int hand_written;       /* HOOK_BODY                              */
+	const char *name; /* exported symbol, "cuMemAlloc_v2"       */
+	const char *base; /* cuGetProcAddress name, "cuMemAlloc"    */
+	void *hook;       /* hook_<symbol>                          */
+	void *exported;   /* our exported <symbol> (forwards to hook) */
+	int min_ver;      /* first cudaVersion answering it         */
+	int hand_written; /* HOOK_BODY                              */
 };
 extern const struct hook_info hook_info_[HOOK_COUNT] HOOK_HIDDEN;
 
@@ -88,12 +88,12 @@ extern const uint16_t hook_by_base_[HOOK_COUNT] HOOK_HIDDEN;
 
 /* ---- per-thread state */
 struct ddp_kfunc;
-#define HOOK_KCOUNT_SLOTS 4               /* kernels counted per thread (by id) */
-#define HOOK_KCOUNT_BATCH 64              /* launches added to a kernel at once */
+#define HOOK_KCOUNT_SLOTS 4  /* kernels counted per thread (by id) */
+#define HOOK_KCOUNT_BATCH 64 /* launches added to a kernel at once */
 struct hook_tls {
-	int inside;                       /* > 0: ddp's own driver calls      */
-	uint32_t tick;                    /* calls of this thread (sampling)  */
-	struct ddp_stats_thread *stats;   /* this thread's counters           */
+	int inside;                     /* > 0: ddp's own driver calls      */
+	uint32_t tick;                  /* calls of this thread (sampling)  */
+	struct ddp_stats_thread *stats; /* this thread's counters           */
 	/* launches not yet added to their kernel's shared counter (hook_launch.c):
 	 * two threads launching one kernel would otherwise write its counter's
 	 * cache line on every launch */
@@ -102,31 +102,30 @@ struct hook_tls {
 		uint32_t n;
 	} kc[HOOK_KCOUNT_SLOTS];
 };
-extern __thread struct hook_tls hook_tls_
-	__attribute__((tls_model("initial-exec"))) HOOK_HIDDEN;
+extern __thread struct hook_tls hook_tls_ __attribute__((tls_model("initial-exec"))) HOOK_HIDDEN;
 
 /* Library state the fast path reads (hook_init.c). */
-extern int ddp_ready_ HOOK_HIDDEN;        /* init finished                */
-extern int hook_timing_all_ HOOK_HIDDEN;  /* time every call (trace/log)  */
-extern int hook_tracing_ HOOK_HIDDEN;     /* DDP_TRACE is set             */
-extern int hook_log_calls_ HOOK_HIDDEN;   /* DDP_LOG=trace for hook       */
+extern int ddp_ready_ HOOK_HIDDEN;             /* init finished                */
+extern int hook_timing_all_ HOOK_HIDDEN;       /* time every call (trace/log)  */
+extern int hook_tracing_ HOOK_HIDDEN;          /* DDP_TRACE is set             */
+extern int hook_log_calls_ HOOK_HIDDEN;        /* DDP_LOG=trace for hook       */
 extern uint32_t hook_sample_mask_ HOOK_HIDDEN; /* time 1 in (mask+1) calls */
 
 void ddp_init_once(void) HOOK_HIDDEN;
 
 /* What one hook call records. Hand-written hooks fill the trace fields. */
 struct hook_frame {
-	uint64_t t0;            /* start (ns), 0 when not timed            */
-	uint64_t dur;           /* duration (ns), set by hook_end          */
+	uint64_t t0;  /* start (ns), 0 when not timed            */
+	uint64_t dur; /* duration (ns), set by hook_end          */
 	struct ddp_stats_thread *st;
 	uint16_t id;
-	uint8_t log;            /* log this call at trace level            */
-	uint8_t trace;          /* emit a trace event                      */
+	uint8_t log;   /* log this call at trace level            */
+	uint8_t trace; /* emit a trace event                      */
 	/* optional trace/log detail */
-	const char *kname;      /* kernel name                             */
+	const char *kname; /* kernel name                             */
 	uint32_t grid[3], block[3];
-	uint64_t bytes;         /* bytes copied / allocated                */
-	uint64_t addr;          /* address allocated / freed               */
+	uint64_t bytes; /* bytes copied / allocated                */
+	uint64_t addr;  /* address allocated / freed               */
 };
 
 /* Enter a hook: 0 when the call must be forwarded untouched. */
@@ -154,8 +153,8 @@ static inline int hook_begin(struct hook_frame *f, enum hook_id id)
 }
 
 /* Slow half of hook_end: trace event and log line. */
-void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
-		   const uint64_t *argv, size_t argc) HOOK_HIDDEN;
+void hook_end_slow(struct hook_frame *f, int result, const char *argnames, const uint64_t *argv, size_t argc)
+	HOOK_HIDDEN;
 
 static inline void hook_end(struct hook_frame *f, int result)
 {
@@ -169,8 +168,14 @@ static inline void hook_end(struct hook_frame *f, int result)
 }
 
 /* Mark the calling thread's next driver calls as ddp's own. */
-static inline void hook_inside_enter(void) { hook_tls_.inside++; }
-static inline void hook_inside_leave(void) { hook_tls_.inside--; }
+static inline void hook_inside_enter(void)
+{
+	hook_tls_.inside++;
+}
+static inline void hook_inside_leave(void)
+{
+	hook_tls_.inside--;
+}
 
 /* ---- argument capture for the trace-level log line */
 #define HOOK_U64(x) ((uint64_t)(uintptr_t)(x))
@@ -195,13 +200,14 @@ static inline void hook_inside_leave(void) { hook_tls_.inside--; }
 
 /* Leave a hook: time it, count errors, trace and log it.  args is the
  * parenthesised argument list of the row, logged at trace level. */
-#define HOOK_FINISH(f, result, args) do { \
-	hook_end((f), (int)(result)); \
-	if (__builtin_expect((f)->log | (f)->trace, 0)) { \
-		const uint64_t hook_argv_[] = { HOOK_MAP(HOOK_U64, HOOK_UNPAREN args) }; \
-		hook_end_slow((f), (int)(result), #args, hook_argv_, \
-			      sizeof hook_argv_ / sizeof hook_argv_[0]); \
-	} \
-} while (0)
+#define HOOK_FINISH(f, result, args) \
+	do { \
+		hook_end((f), (int)(result)); \
+		if (__builtin_expect((f)->log | (f)->trace, 0)) { \
+			const uint64_t hook_argv_[] = { HOOK_MAP(HOOK_U64, HOOK_UNPAREN args) }; \
+			hook_end_slow((f), (int)(result), #args, hook_argv_, \
+				      sizeof hook_argv_ / sizeof hook_argv_[0]); \
+		} \
+	} while (0)
 
 #endif /* DDP_HOOK_H */

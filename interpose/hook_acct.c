@@ -35,25 +35,25 @@ void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p)
 {
 	if (!p)
 		return;
-	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
-				 is_device(p->srcMemoryType, p->srcDevice)),
-		       (uint64_t)p->WidthInBytes * p->Height);
+	hook_acct_copy(
+		f, dir_of(is_device(p->dstMemoryType, p->dstDevice), is_device(p->srcMemoryType, p->srcDevice)),
+		(uint64_t)p->WidthInBytes * p->Height);
 }
 
 void hook_acct_3d(struct hook_frame *f, const CUDA_MEMCPY3D *p)
 {
 	if (!p)
 		return;
-	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
-				 is_device(p->srcMemoryType, p->srcDevice)),
-		       (uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
+	hook_acct_copy(
+		f, dir_of(is_device(p->dstMemoryType, p->dstDevice), is_device(p->srcMemoryType, p->srcDevice)),
+		(uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
 }
 
 void hook_acct_3d_peer(struct hook_frame *f, const CUDA_MEMCPY3D_PEER *p)
 {
 	if (!p)
 		return;
-	hook_acct_copy(f, dir_of(is_device(p->dstMemoryType, p->dstDevice),
-				 is_device(p->srcMemoryType, p->srcDevice)),
-		       (uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
+	hook_acct_copy(
+		f, dir_of(is_device(p->dstMemoryType, p->dstDevice), is_device(p->srcMemoryType, p->srcDevice)),
+		(uint64_t)p->WidthInBytes * p->Height * (p->Depth ? p->Depth : 1));
 }

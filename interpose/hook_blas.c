@@ -91,7 +91,8 @@ static void *blas_real(enum blas_row r)
 	}
 	if (!__atomic_exchange_n(&missing_logged[r], 1, __ATOMIC_RELAXED))
 		DDP_ERROR("libddp: %s was called but no cuBLAS library after libddp.so defines it; the call fails "
-			  "(CUBLAS_STATUS_NOT_INITIALIZED)", blas_name[r]);
+			  "(CUBLAS_STATUS_NOT_INITIALIZED)",
+			  blas_name[r]);
 	return NULL;
 }
 
@@ -138,76 +139,72 @@ static uint64_t layout_bytes(cublasLtMatrixLayout_t l)
  * entry point with `args`, end the declaration.  With gradient
  * synchronisation off nobody reads the declaration: straight through,
  * `bytes` (a cuBLASLt layout's seven queries) not even computed. */
-#define BLAS_FORWARD(name, out, bytes, args)                                                   \
-	do {                                                                                   \
-		__typeof__(name) *real_ = (__typeof__(name) *)blas_real(BLAS_##name);          \
-		struct ddp_sync_libcall saved_;                                                \
-		uint64_t lo_ = (uint64_t)(uintptr_t)(out);                                     \
-		if (!real_)                                                                    \
-			return CUBLAS_STATUS_NOT_INITIALIZED;                                  \
-		if (!__atomic_load_n(&ddp_sync_on_, __ATOMIC_RELAXED))                         \
-			return real_ args;                                                     \
-		ddp_sync_libcall_enter(#name, lo_, lo_ + (bytes), &saved_);                    \
-		cublasStatus_t st_ = real_ args;                                               \
-		ddp_sync_libcall_leave(&saved_);                                               \
-		return st_;                                                                    \
+#define BLAS_FORWARD(name, out, bytes, args) \
+	do { \
+		__typeof__(name) *real_ = (__typeof__(name) *)blas_real(BLAS_##name); \
+		struct ddp_sync_libcall saved_; \
+		uint64_t lo_ = (uint64_t)(uintptr_t)(out); \
+		if (!real_) \
+			return CUBLAS_STATUS_NOT_INITIALIZED; \
+		if (!__atomic_load_n(&ddp_sync_on_, __ATOMIC_RELAXED)) \
+			return real_ args; \
+		ddp_sync_libcall_enter(#name, lo_, lo_ + (bytes), &saved_); \
+		cublasStatus_t st_ = real_ args; \
+		ddp_sync_libcall_leave(&saved_); \
+		return st_; \
 	} while (0)
 
-#define BLAS_GEMM(name, I, T)                                                                          \
-	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, I n, \
-				       I k, const T *alpha, const T *A, I lda, const T *B, I ldb,              \
-				       const T *beta, T *C, I ldc)                                             \
-	{                                                                                              \
-		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), 1, 0),                    \
-			     (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));               \
+#define BLAS_GEMM(name, I, T) \
+	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, \
+				       I n, I k, const T *alpha, const T *A, I lda, const T *B, I ldb, \
+				       const T *beta, T *C, I ldc) \
+	{ \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), 1, 0), \
+			     (h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc)); \
 	}
-#define BLAS_GEMM_EX(name, I)                                                                          \
-	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, I n, \
-				       I k, const void *alpha, const void *A, cudaDataType at, I lda,          \
-				       const void *B, cudaDataType bt, I ldb, const void *beta, void *C,       \
-				       cudaDataType ct, I ldc, cublasComputeType_t comp,                       \
-				       cublasGemmAlgo_t algo)                                                  \
-	{                                                                                              \
-		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), 1, 0),     \
-			     (h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp,  \
-			      algo));                                                                  \
+#define BLAS_GEMM_EX(name, I) \
+	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, \
+				       I n, I k, const void *alpha, const void *A, cudaDataType at, I lda, \
+				       const void *B, cudaDataType bt, I ldb, const void *beta, void *C, \
+				       cudaDataType ct, I ldc, cublasComputeType_t comp, \
+				       cublasGemmAlgo_t algo) \
+	{ \
+		BLAS_FORWARD( \
+			name, C, ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), 1, 0), \
+			(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, comp, algo)); \
 	}
-#define BLAS_GEMM_SB(name, I, T)                                                                       \
-	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, I n, \
-				       I k, const T *alpha, const T *A, I lda, long long sa, const T *B,       \
-				       I ldb, long long sb, const T *beta, T *C, I ldc, long long sc,          \
-				       I batch)                                                                \
-	{                                                                                              \
-		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), batch, sc),               \
-			     (h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,        \
-			      batch));                                                                 \
+#define BLAS_GEMM_SB(name, I, T) \
+	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, \
+				       I n, I k, const T *alpha, const T *A, I lda, long long sa, const T *B, \
+				       I ldb, long long sb, const T *beta, T *C, I ldc, long long sc, I batch) \
+	{ \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, sizeof(T), batch, sc), \
+			     (h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch)); \
 	}
-#define BLAS_GEMM_SB_EX(name, I)                                                                       \
-	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, I n, \
-				       I k, const void *alpha, const void *A, cudaDataType at, I lda,          \
-				       long long sa, const void *B, cudaDataType bt, I ldb, long long sb,      \
-				       const void *beta, void *C, cudaDataType ct, I ldc, long long sc,        \
-				       I batch, cublasComputeType_t comp, cublasGemmAlgo_t algo)               \
-	{                                                                                              \
-		BLAS_FORWARD(name, C,                                                                  \
-			     ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), batch, sc),             \
-			     (h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct,     \
-			      ldc, sc, batch, comp, algo));                                            \
+#define BLAS_GEMM_SB_EX(name, I) \
+	DDP_EXPORT cublasStatus_t name(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, I m, \
+				       I n, I k, const void *alpha, const void *A, cudaDataType at, I lda, \
+				       long long sa, const void *B, cudaDataType bt, I ldb, long long sb, \
+				       const void *beta, void *C, cudaDataType ct, I ldc, long long sc, \
+				       I batch, cublasComputeType_t comp, cublasGemmAlgo_t algo) \
+	{ \
+		BLAS_FORWARD(name, C, ddp_matrix_bytes(m, n, ldc, ddp_cuda_dtype_bytes(ct), batch, sc), \
+			     (h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct, ldc, \
+			      sc, batch, comp, algo)); \
 	}
 /* D = epilogue(alpha op(A) op(B) + beta C): D's layout is the output (an
  * epilogue's bias or aux output has pointers of its own, outside D: those
  * keep the generic rule). */
-#define BLAS_LT_MATMUL(name)                                                                           \
-	DDP_EXPORT cublasStatus_t name(cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, const void *alpha,    \
-				       const void *A, cublasLtMatrixLayout_t Adesc, const void *B,             \
-				       cublasLtMatrixLayout_t Bdesc, const void *beta, const void *C,          \
-				       cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc,    \
-				       const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_size,      \
-				       cudaStream_t stream)                                                    \
-	{                                                                                              \
-		BLAS_FORWARD(name, D, layout_bytes(Ddesc),                                             \
-			     (lt, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,        \
-			      workspace, ws_size, stream));                                            \
+#define BLAS_LT_MATMUL(name) \
+	DDP_EXPORT cublasStatus_t name( \
+		cublasLtHandle_t lt, cublasLtMatmulDesc_t desc, const void *alpha, const void *A, \
+		cublasLtMatrixLayout_t Adesc, const void *B, cublasLtMatrixLayout_t Bdesc, const void *beta, \
+		const void *C, cublasLtMatrixLayout_t Cdesc, void *D, cublasLtMatrixLayout_t Ddesc, \
+		const cublasLtMatmulAlgo_t *algo, void *workspace, size_t ws_size, cudaStream_t stream) \
+	{ \
+		BLAS_FORWARD(name, D, layout_bytes(Ddesc), \
+			     (lt, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, \
+			      workspace, ws_size, stream)); \
 	}
 #include "hook_blas.def"
 #undef BLAS_GEMM

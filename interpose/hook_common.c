@@ -22,7 +22,7 @@ static const char *category_of_name(const char *n)
 	static const struct {
 		const char *prefix, *cat;
 	} fam[] = {
-		{ "cuLaunch", "launch" }, { "cuMemcpy", "copy" }, { "cuMemset", "copy" },
+		{ "cuLaunch", "launch" }, { "cuMemcpy", "copy" },   { "cuMemset", "copy" },
 		{ "cuMem", "alloc" },     { "cuModule", "module" }, { "cuLibrary", "module" },
 		{ "cuKernel", "module" }, { "cuGraph", "graph" },   { "cuStream", "graph" },
 	};
@@ -43,8 +43,7 @@ static const char *category(enum hook_id id)
 	return c;
 }
 
-void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
-		   const uint64_t *argv, size_t argc)
+void hook_end_slow(struct hook_frame *f, int result, const char *argnames, const uint64_t *argv, size_t argc)
 {
 	const struct hook_info *hi = &hook_info_[f->id];
 
@@ -86,8 +85,8 @@ void hook_end_slow(struct hook_frame *f, int result, const char *argnames,
 		if (n < sizeof buf)
 			snprintf(buf + n, sizeof buf - n, ")%s%s", f->kname ? " kernel " : "",
 				 f->kname ? f->kname : "");
-		DDP_TRACE(HOOK, "%s = %d (%llu.%03llu us)", buf, result,
-			  (unsigned long long)(f->dur / 1000), (unsigned long long)(f->dur % 1000));
+		DDP_TRACE(HOOK, "%s = %d (%llu.%03llu us)", buf, result, (unsigned long long)(f->dur / 1000),
+			  (unsigned long long)(f->dur % 1000));
 	}
 }
 

@@ -55,7 +55,6 @@
 #endif
 #include "hook_file.h"
 
-
 extern void __chk_fail(void) __attribute__((noreturn));
 
 /* The real function, resolving on first use (NULL only while resolving). */
@@ -66,26 +65,25 @@ extern void __chk_fail(void) __attribute__((noreturn));
 struct shard_file {
 	dev_t dev;
 	ino_t ino;
-	int spec;                    /* index in specs[]                   */
-	char *path;                  /* as matched by the spec's glob      */
-	const char *name;            /* basename of path                   */
-	const char *real_name;       /* basename of realpath(path)         */
-	pthread_mutex_t lock;        /* guards the stat cache below        */
-	uint64_t cache_size;         /* real size the cache was made for   */
+	int spec;              /* index in specs[]                   */
+	char *path;            /* as matched by the spec's glob      */
+	const char *name;      /* basename of path                   */
+	const char *real_name; /* basename of realpath(path)         */
+	pthread_mutex_t lock;  /* guards the stat cache below        */
+	uint64_t cache_size;   /* real size the cache was made for   */
 	int64_t cache_mtime_ns;
-	uint64_t cache_vsize;        /* virtual size; valid when cache_ok  */
+	uint64_t cache_vsize; /* virtual size; valid when cache_ok  */
 	int cache_ok;
-	int fixed;                   /* 1: ddprun listed it (DDP_SHARD_FILES), 2: it did not */
-	int stale_said;              /* the "changed since launch" line was logged */
+	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES), 2: it did not */
+	int stale_said;                   /* the "changed since launch" line was logged */
 	struct ddp_shard_fixed at_launch; /* size, mtime, dev, ino when fixed == 1 */
 };
 
 static struct ddp_shard_spec specs[DDP_SHARD_MAX_SPECS];
-static struct shard_file *files;  /* written once by init */
+static struct shard_file *files; /* written once by init */
 static int n_files;
-static int shard_on;              /* n_files > 0, after init */
+static int shard_on; /* n_files > 0, after init */
 static struct hook_shard_open *fd_views[HOOK_FD_MAX];
-
 
 static const char *base_name(const char *p)
 {
@@ -125,7 +123,9 @@ static void add_spec_files(int si)
 			break;
 		f->name = base_name(f->path);
 		if (ddp_param_shard_files())
-			f->fixed = ddp_shard_snapshot_find(ddp_param_shard_files(), f->path, &f->at_launch) ? 1 : 2;
+			f->fixed = ddp_shard_snapshot_find(ddp_param_shard_files(), f->path, &f->at_launch)
+					   ? 1
+					   : 2;
 		pthread_mutex_init(&f->lock, NULL);
 		n_files++;
 		DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
@@ -171,8 +171,7 @@ int hook_shard_candidate(const char *path)
 		return 0;
 	b = base_name(path);
 	for (int i = 0; i < n_files; i++)
-		if (strcmp(b, files[i].name) == 0 ||
-		    (files[i].real_name && strcmp(b, files[i].real_name) == 0))
+		if (strcmp(b, files[i].name) == 0 || (files[i].real_name && strcmp(b, files[i].real_name) == 0))
 			return 1;
 	return 0;
 }
@@ -203,15 +202,15 @@ static int view_unchanged(int fd, int fi, uint64_t size)
 		if (!__atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED))
 			DDP_ERROR("--shard %s: %s was not there when ddprun checked the --shard files at "
 				  "launch; every rank must split the same files: run again once the files are "
-				  "complete", specs[f->spec].path, f->path);
+				  "complete",
+				  specs[f->spec].path, f->path);
 		errno = ESTALE;
 		return 0;
 	}
 	if (!REAL(fstat64) || ddp_libc_.fstat64(fd, &st) != 0)
 		return 1;
 	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	if (size == f->at_launch.size && mt == f->at_launch.mtime_ns &&
-	    (uint64_t)st.st_ino == f->at_launch.ino)
+	if (size == f->at_launch.size && mt == f->at_launch.mtime_ns && (uint64_t)st.st_ino == f->at_launch.ino)
 		return 1;
 	said = __atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED);
 	if (!said)
@@ -221,7 +220,8 @@ static int view_unchanged(int fd, int fi, uint64_t size)
 			  specs[f->spec].path, f->path, (unsigned long long)f->at_launch.size,
 			  (unsigned long long)size,
 			  (uint64_t)st.st_ino != f->at_launch.ino ? ", another file by that name"
-			  : mt != f->at_launch.mtime_ns ? ", modified since" : "");
+			  : mt != f->at_launch.mtime_ns           ? ", modified since"
+								  : "");
 	errno = ESTALE;
 	return 0;
 }
@@ -249,8 +249,8 @@ static struct hook_shard_open *view_create(int fd, int fi, uint64_t size)
 		errno = EIO;
 		goto out_free_head;
 	}
-	if (ddp_shard_layout_resolve(&specs[f->spec], f->path, head, want, size, &l, err,
-				     sizeof err) != DDP_OK) {
+	if (ddp_shard_layout_resolve(&specs[f->spec], f->path, head, want, size, &l, err, sizeof err) !=
+	    DDP_OK) {
 		DDP_ERROR("%s; refusing to open it unsharded", err);
 		errno = EINVAL;
 		goto out_free_head;
@@ -277,10 +277,9 @@ static struct hook_shard_open *view_create(int fd, int fi, uint64_t size)
 	o->refs = 1;
 	o->file = fi;
 	pthread_mutex_init(&o->lock, NULL);
-	DDP_INFO(SHARD, "%s: %s, rank %d of %d sees %llu of %llu records (%llu bytes)",
-		 f->path, ddp_shard_fmt_name(l.fmt), ri->rank, ri->world_size,
-		 (unsigned long long)o->view.count, (unsigned long long)l.record_count,
-		 (unsigned long long)o->view.size);
+	DDP_INFO(SHARD, "%s: %s, rank %d of %d sees %llu of %llu records (%llu bytes)", f->path,
+		 ddp_shard_fmt_name(l.fmt), ri->rank, ri->world_size, (unsigned long long)o->view.count,
+		 (unsigned long long)l.record_count, (unsigned long long)o->view.size);
 	free(head);
 	return o;
 out_nomem_view:
@@ -352,8 +351,7 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		return fd;
 	}
 	if (fd >= HOOK_FD_MAX) {
-		DDP_WARN("%s opened as fd %d (>= %d); this fd sees the whole file", path, fd,
-			 HOOK_FD_MAX);
+		DDP_WARN("%s opened as fd %d (>= %d); this fd sees the whole file", path, fd, HOOK_FD_MAX);
 		errno = saved;
 		return fd;
 	}
@@ -455,8 +453,7 @@ void hook_shard_patch_statx(int fd, struct statx *stx)
 		stx->stx_blocks = (o->view.size + 511) / 512;
 		return;
 	}
-	if (fd >= 0 || !hook_shard_active() || !(stx->stx_mask & STATX_INO) ||
-	    !S_ISREG(stx->stx_mode))
+	if (fd >= 0 || !hook_shard_active() || !(stx->stx_mask & STATX_INO) || !S_ISREG(stx->stx_mode))
 		return;
 	fi = shard_lookup(makedev(stx->stx_dev_major, stx->stx_dev_minor), stx->stx_ino);
 	if (fi < 0)
@@ -475,12 +472,10 @@ void hook_shard_patch_statx(int fd, struct statx *stx)
 
 static ssize_t view_pread(struct hook_shard_open *o, int fd, void *buf, size_t n, uint64_t off)
 {
-	return ddp_shard_view_read(&o->view, o->header, real_pread_cb, (void *)(intptr_t)fd, buf,
-				   n, off);
+	return ddp_shard_view_read(&o->view, o->header, real_pread_cb, (void *)(intptr_t)fd, buf, n, off);
 }
 
-static ssize_t view_read_at_pos(struct hook_shard_open *o, int fd, const struct iovec *iov,
-				int cnt, int64_t off)
+static ssize_t view_read_at_pos(struct hook_shard_open *o, int fd, const struct iovec *iov, int cnt, int64_t off)
 {
 	ssize_t total = 0;
 	uint64_t pos;
@@ -692,8 +687,7 @@ DDP_EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt)
 	return view_read_at_pos(o, fd, iov, cnt, -1);
 }
 
-static ssize_t do_preadv(int fd, const struct iovec *iov, int cnt, off64_t off, int flags,
-			 int v2)
+static ssize_t do_preadv(int fd, const struct iovec *iov, int cnt, off64_t off, int flags, int v2)
 {
 	struct hook_shard_open *o = hook_shard_get(fd);
 
@@ -711,8 +705,7 @@ static ssize_t do_preadv(int fd, const struct iovec *iov, int cnt, off64_t off, 
 
 /* Copy offloads would move the real bytes: refuse them on a sharded fd so
  * the caller falls back to read/write (cat, cp and Python do). */
-DDP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
-				   unsigned flags)
+DDP_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n, unsigned flags)
 {
 	if (hook_shard_get(in)) {
 		errno = EXDEV;
@@ -743,8 +736,7 @@ DDP_EXPORT ssize_t sendfile64(int out, int in, off64_t *off, size_t n)
 	return REAL(sendfile64)(out, in, off, n);
 }
 
-DDP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, size_t n,
-			  unsigned flags)
+DDP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, size_t n, unsigned flags)
 {
 	if (hook_shard_get(in)) {
 		errno = EINVAL;

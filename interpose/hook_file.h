@@ -51,12 +51,12 @@ void hook_shard_setup(void) HOOK_HIDDEN;
 
 /* One open sharded file description (shared by dup'ed fds). */
 struct hook_shard_open {
-	int refs;                  /* fds pointing here (atomic)           */
-	int file;                  /* index in the sharded-file table      */
-	pthread_mutex_t lock;      /* guards pos                           */
-	uint64_t pos;              /* the virtual file position            */
+	int refs;             /* fds pointing here (atomic)           */
+	int file;             /* index in the sharded-file table      */
+	pthread_mutex_t lock; /* guards pos                           */
+	uint64_t pos;         /* the virtual file position            */
 	struct ddp_shard_view view;
-	unsigned char *header;     /* rewritten header, NULL: read the real one */
+	unsigned char *header; /* rewritten header, NULL: read the real one */
 };
 
 /* The view behind fd, or NULL (the fast check of every fd hook). */
@@ -102,8 +102,7 @@ int hook_file_bypass(void) HOOK_HIDDEN;
  * keeps existing content).  Reads use the side copy when it exists.  NULL,
  * with errno set and one line logged, when a write cannot be redirected:
  * the caller fails the call (it never writes in place). */
-const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf,
-				size_t len) HOOK_HIDDEN;
+const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len) HOOK_HIDDEN;
 
 /* Never late (every rank): an open with write access (flags) of a file
  * outside /dev, /proc, /sys, /run, the temporary folders, the side folders
@@ -121,8 +120,8 @@ int hook_file_open(int dirfd, const char *path, int flags, mode_t mode) HOOK_HID
 
 /* Like hook_write_map_lookup; follow: a symbolic link as the last component
  * is followed (stat, open), else not (lstat, AT_SYMLINK_NOFOLLOW). */
-const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, char *buf,
-				     size_t len) HOOK_HIDDEN;
+const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, char *buf, size_t len)
+	HOOK_HIDDEN;
 
 /* Open flags for an fopen mode string ("r", "w+", "ab", "re"...). */
 int hook_file_mode_flags(const char *mode) HOOK_HIDDEN;

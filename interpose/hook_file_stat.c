@@ -88,8 +88,7 @@ static int do_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 	return r;
 }
 
-DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned mask,
-		     struct statx *restrict stx)
+DDP_EXPORT int statx(int dirfd, const char *restrict path, int flags, unsigned mask, struct statx *restrict stx)
 {
 	char buf[PATH_MAX];
 	const char *p;

@@ -66,7 +66,10 @@ static int cookie_close(void *c)
 }
 
 static const cookie_io_functions_t shard_io = {
-	.read = cookie_read, .write = NULL, .seek = cookie_seek, .close = cookie_close,
+	.read = cookie_read,
+	.write = NULL,
+	.seek = cookie_seek,
+	.close = cookie_close,
 };
 
 /* A FILE over fd's view; closes fd when that fails. */

@@ -66,9 +66,9 @@ static int init_rank, init_world = 1;
 
 /* ---- files stage ---------------------------------------------------- */
 
-static int files_state;           /* 0 not started, 1 running, 2 done */
+static int files_state; /* 0 not started, 1 running, 2 done */
 static __thread int files_running;
-static int rank_ok;               /* ddp_rank_init accepted the variables */
+static int rank_ok; /* ddp_rank_init accepted the variables */
 
 static void files_stage(void)
 {
@@ -94,8 +94,7 @@ void hook_file_init(void)
 
 	if (__atomic_load_n(&files_state, __ATOMIC_ACQUIRE) == 2 || files_running)
 		return;
-	if (__atomic_compare_exchange_n(&files_state, &expect, 1, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
+	if (__atomic_compare_exchange_n(&files_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 		int saved = errno;
 
 		files_running = 1;

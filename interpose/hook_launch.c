@@ -73,14 +73,14 @@ static void observe(struct ddp_kfunc *k, void **params, void **extra)
 		return;
 	}
 	if (rc != DDP_OK) {
-		DDP_DEBUG(LAUNCH, "launch %s: parameter layout unknown, arguments not decoded",
-			  k->demangled);
+		DDP_DEBUG(LAUNCH, "launch %s: parameter layout unknown, arguments not decoded", k->demangled);
 		return;
 	}
 	if (DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_LAUNCH)) {
 		for (uint32_t i = 0; i < L->nargs; i++) {
 			const struct ddp_launch_arg *a = &L->args[i];
-			DDP_DEBUG(LAUNCH, "launch %s: param %u%s -> allocation #%u 0x%llx+%llu (offset %llu) %s",
+			DDP_DEBUG(LAUNCH,
+				  "launch %s: param %u%s -> allocation #%u 0x%llx+%llu (offset %llu) %s",
 				  k->name, a->param, a->in_struct ? " (in struct)" : "", a->alloc.id,
 				  (unsigned long long)a->alloc.base, (unsigned long long)a->alloc.size,
 				  (unsigned long long)(a->value - a->alloc.base),
@@ -138,7 +138,6 @@ void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra)
 		observe(k, params, extra);
 }
 
-
 uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k, const struct ddp_launch_call *c)
 {
 	if (fr->trace | fr->log) {
@@ -152,11 +151,10 @@ uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k, const stru
 	return 0;
 }
 
-void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind,
-			   const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind, const CUlaunchConfig *config,
+			   CUfunction f, void **params, void **extra)
 {
-	*c = (struct ddp_launch_call){ .kind = kind, .f = f, .params = params, .extra = extra,
-				       .config = config };
+	*c = (struct ddp_launch_call){ .kind = kind, .f = f, .params = params, .extra = extra, .config = config };
 	if (config) {
 		c->grid[0] = config->gridDimX;
 		c->grid[1] = config->gridDimY;

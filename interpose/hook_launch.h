@@ -37,23 +37,20 @@ void hook_launch_flush(void) __attribute__((visibility("hidden")));
  * argument check and observers. */
 struct ddp_kfunc *hook_launch_unusual(struct hook_frame *fr, CUfunction f)
 	__attribute__((visibility("hidden")));
-void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra)
-	__attribute__((visibility("hidden")));
+void hook_launch_check(struct ddp_kfunc *k, void **params, void **extra) __attribute__((visibility("hidden")));
 
 /* The rest of the launch body, when synchronisation, tracing or logging is
  * on, over the normalised launch c: the frame's trace detail, and with
  * gradient synchronisation on the launch handed to ddp_sync_launch (which
  * may reduce gradients or broadcast parameters first).  Returns its token
  * (0: nothing follows the launch).  k: hook_launch_enter's answer. */
-uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k,
-			  const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
+uint64_t hook_launch_full(struct hook_frame *fr, struct ddp_kfunc *k, const struct ddp_launch_call *c)
+	__attribute__((visibility("hidden")));
 /* Normalises a cuLaunchKernelEx call (config may be NULL: zero dimensions). */
-void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind,
-			   const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
-	__attribute__((visibility("hidden")));
+void hook_launch_record_ex(struct ddp_launch_call *c, enum ddp_launch_kind kind, const CUlaunchConfig *config,
+			   CUfunction f, void **params, void **extra) __attribute__((visibility("hidden")));
 /* After a successful launch that hook_launch_enter gave a token. */
-void hook_launch_done(uint64_t token, const struct ddp_launch_call *c)
-	__attribute__((visibility("hidden")));
+void hook_launch_done(uint64_t token, const struct ddp_launch_call *c) __attribute__((visibility("hidden")));
 
 /* One launch of k by this thread: counted in the thread's slot for k, added
  * to k's shared counter every HOOK_KCOUNT_BATCH launches or when another
@@ -78,8 +75,8 @@ static inline void hook_launch_count(struct ddp_kfunc *k)
 /* The launch body, before the real call: find and count the kernel, check
  * and observe its arguments when asked.  Returns the kernel (NULL: unknown
  * to the driver, or NCCL's: leave the launch alone). */
-static inline struct ddp_kfunc *hook_launch_enter(struct hook_frame *fr, CUfunction f,
-						 void **params, void **extra)
+static inline struct ddp_kfunc *hook_launch_enter(struct hook_frame *fr, CUfunction f, void **params,
+						  void **extra)
 {
 	struct ddp_kfunc *k = ddp_kreg_lookup(f);
 	if (__builtin_expect(!k || k->untracked, 0)) {

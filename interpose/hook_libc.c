@@ -46,8 +46,7 @@ void hook_libc_resolve(void)
 
 		if (!p)
 			p = dlvsym(RTLD_NEXT, real_table[i].name, DDP_GLIBC_BASE);
-		__atomic_store_n((void **)((char *)&ddp_libc_ + real_table[i].slot), p,
-				 __ATOMIC_RELEASE);
+		__atomic_store_n((void **)((char *)&ddp_libc_ + real_table[i].slot), p, __ATOMIC_RELEASE);
 	}
 	resolving = 0;
 	__atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);

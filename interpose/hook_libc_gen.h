@@ -30,7 +30,10 @@
 #define HOOK_LIBC_IN_WRITE(...)
 #endif
 
-#define FWD(...) { return __VA_ARGS__; }
+#define FWD(...) \
+	{ \
+		return __VA_ARGS__; \
+	}
 #define OWN ;
 #define HOOK_LIBC(area, ret, name, params, body) HOOK_LIBC_IN_##area(DDP_EXPORT ret name params body)
 #include "hook_libc.def"

@@ -21,16 +21,15 @@
 #include "hook.h"
 #include "hook_mem.h"
 
-void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size,
-		      enum ddp_alloc_kind kind)
+void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size, enum ddp_alloc_kind kind)
 {
 	if (!dptr)
 		return;
 	f->addr = *dptr;
 	f->bytes = size;
 	ddp_alloc_insert(*dptr, size, kind, f->id, NULL);
-	DDP_DEBUG(ALLOC, "%s: 0x%llx + %zu (%s)", hook_info_[f->id].name,
-		  (unsigned long long)*dptr, size, ddp_alloc_kind_name(kind));
+	DDP_DEBUG(ALLOC, "%s: 0x%llx + %zu (%s)", hook_info_[f->id].name, (unsigned long long)*dptr, size,
+		  ddp_alloc_kind_name(kind));
 }
 
 void hook_mem_freed(struct hook_frame *f, CUdeviceptr p)
@@ -41,11 +40,10 @@ void hook_mem_freed(struct hook_frame *f, CUdeviceptr p)
 	f->addr = p;
 	if (ddp_alloc_remove(p, &e) == DDP_OK) {
 		f->bytes = e.size;
-		DDP_DEBUG(ALLOC, "%s: 0x%llx (%llu bytes)", hook_info_[f->id].name,
-			  (unsigned long long)p, (unsigned long long)e.size);
+		DDP_DEBUG(ALLOC, "%s: 0x%llx (%llu bytes)", hook_info_[f->id].name, (unsigned long long)p,
+			  (unsigned long long)e.size);
 	} else {
-		DDP_DEBUG(ALLOC, "%s: 0x%llx was not tracked", hook_info_[f->id].name,
-			  (unsigned long long)p);
+		DDP_DEBUG(ALLOC, "%s: 0x%llx was not tracked", hook_info_[f->id].name, (unsigned long long)p);
 	}
 }
 
@@ -54,6 +52,5 @@ void hook_mem_unmapped(struct hook_frame *f, CUdeviceptr p, size_t size)
 	size_t n = ddp_alloc_remove_range(p, size);
 	f->addr = p;
 	f->bytes = size;
-	DDP_DEBUG(ALLOC, "cuMemUnmap 0x%llx + %zu: %zu mapping(s) removed",
-		  (unsigned long long)p, size, n);
+	DDP_DEBUG(ALLOC, "cuMemUnmap 0x%llx + %zu: %zu mapping(s) removed", (unsigned long long)p, size, n);
 }

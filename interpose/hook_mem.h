@@ -16,12 +16,11 @@
 struct hook_frame;
 
 /* *dptr (when dptr is not NULL) now holds size bytes of the given kind. */
-void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size,
-		      enum ddp_alloc_kind kind) __attribute__((visibility("hidden")));
+void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size, enum ddp_alloc_kind kind)
+	__attribute__((visibility("hidden")));
 /* p was freed (an address the table does not hold is passed on: DEBUG). */
 void hook_mem_freed(struct hook_frame *f, CUdeviceptr p) __attribute__((visibility("hidden")));
 /* [p, p + size) was unmapped: every mapping inside it leaves the table. */
-void hook_mem_unmapped(struct hook_frame *f, CUdeviceptr p, size_t size)
-	__attribute__((visibility("hidden")));
+void hook_mem_unmapped(struct hook_frame *f, CUdeviceptr p, size_t size) __attribute__((visibility("hidden")));
 
 #endif /* DDP_HOOK_MEM_H */

@@ -120,8 +120,7 @@ void hook_module_unloaded(const void *handle)
 	ddp_kreg_module_unloaded(handle);
 }
 
-void hook_module_kernel(struct hook_frame *f, const void *fn, const void *handle,
-			const char *name)
+void hook_module_kernel(struct hook_frame *f, const void *fn, const void *handle, const char *name)
 {
 	if (!fn || !name)
 		return;

@@ -25,8 +25,8 @@ void hook_module_loaded_image(const void *handle, int is_library, const void *im
 /* ... and unloaded (its records stay, marked). */
 void hook_module_unloaded(const void *handle) __attribute__((visibility("hidden")));
 /* fn is kernel `name` of module/library `handle` (f->kname: its name). */
-void hook_module_kernel(struct hook_frame *f, const void *fn, const void *handle,
-			const char *name) __attribute__((visibility("hidden")));
+void hook_module_kernel(struct hook_frame *f, const void *fn, const void *handle, const char *name)
+	__attribute__((visibility("hidden")));
 /* fn (a CUfunction) is the CUkernel `kernel`. */
 void hook_module_alias(struct hook_frame *f, const void *fn, const void *kernel)
 	__attribute__((visibility("hidden")));

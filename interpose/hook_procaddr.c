@@ -29,9 +29,9 @@
 #define PA_SLOTS 8
 
 struct pa_slot {
-	uint64_t key;         /* (version << 2 | flags) + 1; 0 = empty; release-published */
+	uint64_t key; /* (version << 2 | flags) + 1; 0 = empty; release-published */
 	void *answer;
-	int status;           /* CUdriverProcAddressQueryResult */
+	int status; /* CUdriverProcAddressQueryResult */
 };
 
 /* Indexed by the base's first position in hook_by_base_. */
@@ -70,8 +70,7 @@ static void *match(size_t first, size_t count, void *realp, int *which)
 		int id = hook_by_base_[first + i];
 		/* a driver that takes its own functions' addresses through the GOT
 		 * (no -Bsymbolic) answers with our exported symbol: same row */
-		if ((hook_real_found_[id] && hook_real_.v[id] == realp) ||
-		    hook_info_[id].exported == realp) {
+		if ((hook_real_found_[id] && hook_real_.v[id] == realp) || hook_info_[id].exported == realp) {
 			*which = id;
 			return hook_info_[id].hook;
 		}
@@ -80,8 +79,8 @@ static void *match(size_t first, size_t count, void *realp, int *which)
 	return realp;
 }
 
-static CUresult procaddr(enum hook_id self, int v2, const char *symbol, void **pfn,
-			 int cudaVersion, cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+static CUresult procaddr(enum hook_id self, int v2, const char *symbol, void **pfn, int cudaVersion,
+			 cuuint64_t flags, CUdriverProcAddressQueryResult *status)
 {
 	struct hook_frame f;
 	size_t first = 0, count = 0;
@@ -96,8 +95,8 @@ static CUresult procaddr(enum hook_id self, int v2, const char *symbol, void **p
 			HOOK_FINISH(&f, r, (symbol, pfn, cudaVersion, flags));
 		return r;
 	}
-	uint64_t key = (flags <= 2 && cudaVersion >= 0)
-			       ? ((((uint64_t)(unsigned)cudaVersion) << 2) | flags) + 1 : 0;
+	uint64_t key =
+		(flags <= 2 && cudaVersion >= 0) ? ((((uint64_t)(unsigned)cudaVersion) << 2) | flags) + 1 : 0;
 	void *answer;
 	int st;
 	if (key && cache_get(first, key, &answer, &st)) {
@@ -115,13 +114,13 @@ static CUresult procaddr(enum hook_id self, int v2, const char *symbol, void **p
 			int which;
 			answer = match(first, count, *pfn, &which);
 			if (which >= 0)
-				DDP_DEBUG(HOOK, "cuGetProcAddress(%s, %d, flags %llu) -> %s (hooked)",
-					  symbol, cudaVersion, (unsigned long long)flags,
-					  hook_info_[which].name);
+				DDP_DEBUG(HOOK, "cuGetProcAddress(%s, %d, flags %llu) -> %s (hooked)", symbol,
+					  cudaVersion, (unsigned long long)flags, hook_info_[which].name);
 			else
-				DDP_DEBUG(HOOK, "cuGetProcAddress(%s, %d, flags %llu): driver's "
-					  "answer is no hooked ABI; passed through", symbol,
-					  cudaVersion, (unsigned long long)flags);
+				DDP_DEBUG(HOOK,
+					  "cuGetProcAddress(%s, %d, flags %llu): driver's "
+					  "answer is no hooked ABI; passed through",
+					  symbol, cudaVersion, (unsigned long long)flags);
 			*pfn = answer;
 			if (key)
 				cache_put(first, key, answer, (int)s);
@@ -136,9 +135,8 @@ CUresult hook_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, 
 	return procaddr(HOOK_ID_cuGetProcAddress, 0, symbol, pfn, cudaVersion, flags, NULL);
 }
 
-CUresult hook_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
-				  cuuint64_t flags, CUdriverProcAddressQueryResult *symbolStatus)
+CUresult hook_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+				  CUdriverProcAddressQueryResult *symbolStatus)
 {
-	return procaddr(HOOK_ID_cuGetProcAddress_v2, 1, symbol, pfn, cudaVersion, flags,
-			symbolStatus);
+	return procaddr(HOOK_ID_cuGetProcAddress_v2, 1, symbol, pfn, cudaVersion, flags, symbolStatus);
 }

@@ -167,8 +167,7 @@ ddp_result hook_resolve_all(void)
 	if (!h)
 		h = dlopen(lib, RTLD_LAZY);
 	if (!h) {
-		DDP_ERROR("cannot load the CUDA driver %s: %s; set DDP_CUDA_LIB to its path", lib,
-			  dlerror());
+		DDP_ERROR("cannot load the CUDA driver %s: %s; set DDP_CUDA_LIB to its path", lib, dlerror());
 		return DDP_ERR_SYS;
 	}
 	for (size_t i = 0; i < HOOK_COUNT; i++) {
@@ -227,7 +226,7 @@ __asm__(".text\n"
 	".globl dlsym\n"
 	".type dlsym, @function\n"
 	"dlsym:\n"
-	"	pushq %rdi\n"            /* keep the arguments; 16-byte aligned call */
+	"	pushq %rdi\n" /* keep the arguments; 16-byte aligned call */
 	"	pushq %rsi\n"
 	"	subq $8, %rsp\n"
 	"	call hook_dlsym_route\n"
@@ -236,8 +235,8 @@ __asm__(".text\n"
 	"	popq %rdi\n"
 	"	testq %rax, %rax\n"
 	"	jz 1f\n"
-	"	jmp *%rax\n"             /* the real dlsym, as if called directly */
-	"1:	movq (%rsp), %rdx\n"     /* the caller's return address */
+	"	jmp *%rax\n"         /* the real dlsym, as if called directly */
+	"1:	movq (%rsp), %rdx\n" /* the caller's return address */
 	"	jmp hook_dlsym_impl\n"
 	".size dlsym, .-dlsym\n");
 #else

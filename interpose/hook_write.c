@@ -40,8 +40,7 @@ int hook_write_active(void)
 	return ddp_write_active() && !hook_file_bypass();
 }
 
-const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, char *buf,
-				     size_t len)
+const char *hook_write_map_lookup_at(int dirfd, const char *path, int follow, char *buf, size_t len)
 {
 	if (!hook_write_active())
 		return path;
@@ -77,8 +76,7 @@ static int redirecting(const char *a, const char *b)
 	return hook_file_ready() && hook_write_active() && a && b && *b;
 }
 
-static int do_rename(int odir, const char *old, int ndir, const char *new, unsigned flags,
-		     int plain)
+static int do_rename(int odir, const char *old, int ndir, const char *new, unsigned flags, int plain)
 {
 	HOOK_LAUNDER(old);
 	HOOK_LAUNDER(new);
@@ -91,15 +89,19 @@ static int do_rename(int odir, const char *old, int ndir, const char *new, unsig
 	return ddp_libc_.renameat(odir, old, ndir, new);
 }
 
-enum { UNLINK_PLAIN, UNLINK_AT, UNLINK_REMOVE, UNLINK_RMDIR };
+enum {
+	UNLINK_PLAIN,
+	UNLINK_AT,
+	UNLINK_REMOVE,
+	UNLINK_RMDIR
+};
 
 static int do_unlink(int dirfd, const char *path, int flags, int kind)
 {
 	HOOK_LAUNDER(path);
 	if (redirecting(path, path))
 		return ddp_write_unlink(dirfd, path, kind == UNLINK_RMDIR ? AT_REMOVEDIR : flags,
-					kind == UNLINK_REMOVE ? DDP_WRITE_UNLINK_REMOVE
-							      : DDP_WRITE_UNLINK_AT);
+					kind == UNLINK_REMOVE ? DDP_WRITE_UNLINK_REMOVE : DDP_WRITE_UNLINK_AT);
 	switch (kind) {
 	case UNLINK_PLAIN: return ddp_libc_.unlink(path);
 	case UNLINK_REMOVE: return ddp_libc_.remove(path);
@@ -149,8 +151,7 @@ static ssize_t do_readlink(int dirfd, const char *path, char *out, size_t len, i
 
 	HOOK_LAUNDER(path);
 	if (!redirecting(path, path))
-		return plain ? ddp_libc_.readlink(path, out, len)
-			     : ddp_libc_.readlinkat(dirfd, path, out, len);
+		return plain ? ddp_libc_.readlink(path, out, len) : ddp_libc_.readlinkat(dirfd, path, out, len);
 	p = ddp_write_map_lookup(dirfd, path, 0, buf, sizeof buf);
 	if (p == path)
 		return ddp_libc_.readlinkat(dirfd, path, out, len);

@@ -58,8 +58,15 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 	uint64_t tok_ = 0; \
 	struct ddp_kfunc *k_ = hook_launch_enter(&f_, (fn), (params), (extra)); \
 	if (__builtin_expect(ddp_sync_on_ | f_.trace | f_.log, 0)) { \
-		c_ = (struct ddp_launch_call){ DDP_LAUNCH_##kind, (fn), { (gx), (gy), (gz) }, \
-					       { (bx), (by), (bz) }, (shm), (st), (params), (extra), NULL }; \
+		c_ = (struct ddp_launch_call){ DDP_LAUNCH_##kind, \
+					       (fn), \
+					       { (gx), (gy), (gz) }, \
+					       { (bx), (by), (bz) }, \
+					       (shm), \
+					       (st), \
+					       (params), \
+					       (extra), \
+					       NULL }; \
 		tok_ = hook_launch_full(&f_, k_, &c_); \
 	}
 #define HOOK_DO_LAUNCH_EX(kind, cfg, fn, params, extra) \
@@ -72,14 +79,15 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 	}
 #define HOOK_DO_LAUNCHED \
 	if (__builtin_expect(tok_ != 0, 0)) \
-		hook_launch_done(tok_, &c_)
+	hook_launch_done(tok_, &c_)
 
 /* ---- generated bodies (HOOK_PASS rows); HOOK_BODY rows are hand-written
  * and may not carry actions.  HOOK pastes HOOK_DO_ to each action's name, so
  * an action reaches the body as one unexpanded argument (expanded first, its
  * commas would split the arguments); `names` is the two columns as written. */
 #define HOOK_BODY_HOOK_BODY(b, s, r, p, a, x, y, names) \
-	_Static_assert(sizeof(names) == sizeof("ACT_NONE" "ACT_NONE"), \
+	_Static_assert(sizeof(names) == sizeof("ACT_NONE" \
+					       "ACT_NONE"), \
 		       "hooks.def: a HOOK_BODY row has an action column: " #b #s);
 #define HOOK_BODY_HOOK_PASS(b, s, r, p, a, x, y, names) \
 	r hook_##b##s p \
@@ -101,7 +109,10 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 
 /* ---- exported symbols: the program's direct calls */
 #define HOOK(b, s, v, k, r, p, a, x, y) \
-	DDP_EXPORT r b##s p { return hook_##b##s a; }
+	DDP_EXPORT r b##s p \
+	{ \
+		return hook_##b##s a; \
+	}
 #include "hooks.def"
 #undef HOOK
 
@@ -109,7 +120,10 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #define HOOK(b, s, v, k, r, p, a, x, y) \
-	static r hook_missing_##b##s p { return CUDA_ERROR_NOT_FOUND; }
+	static r hook_missing_##b##s p \
+	{ \
+		return CUDA_ERROR_NOT_FOUND; \
+	}
 #include "hooks.def"
 #undef HOOK
 #pragma GCC diagnostic pop
@@ -118,7 +132,7 @@ const union hook_real hook_missing_ = { .t = {
 #define HOOK(b, s, v, k, r, p, a, x, y) .b##s = hook_missing_##b##s,
 #include "hooks.def"
 #undef HOOK
-} };
+					} };
 
 /* The real entry points: stubs until hook_resolve_all fills them, so that a
  * hook reached before (or during) init never calls NULL. */
@@ -126,7 +140,7 @@ union hook_real hook_real_ = { .t = {
 #define HOOK(b, s, v, k, r, p, a, x, y) .b##s = hook_missing_##b##s,
 #include "hooks.def"
 #undef HOOK
-} };
+			       } };
 
 /* ---- tables */
 #define HOOK_IS_HOOK_BODY 1

@@ -159,14 +159,14 @@ ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir
 	}
 	detected = o->device == LAUNCH_DEVICE_CPU ? 0 : launch_devices_detect();
 	if (o->gpus) {
-		if (strcmp(o->gpus, "all") != 0 &&
-		    parse_gpu_list(o->gpus, &d->gpu_ids, &d->ngpus) != DDP_OK) {
+		if (strcmp(o->gpus, "all") != 0 && parse_gpu_list(o->gpus, &d->gpu_ids, &d->ngpus) != DDP_OK) {
 			launch_msg("--gpus '%s' is not a GPU list like all, 0,1 or 0-3", o->gpus);
 			return DDP_ERR_INVALID;
 		}
 		if (detected == 0) {
 			launch_msg("--gpus %s: no GPU was found (no driver, or none visible); "
-				   "use --device cpu for the CPU device", o->gpus);
+				   "use --device cpu for the CPU device",
+				   o->gpus);
 			return DDP_ERR_INVALID;
 		}
 		if (strcmp(o->gpus, "all") == 0) {
@@ -241,7 +241,8 @@ ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir
 		int ok = access(lib, R_OK) == 0;
 		if (!ok)
 			launch_msg("no GPU found and the CPU device %s is not built; run make "
-				   "(or use a machine with a GPU)", lib);
+				   "(or use a machine with a GPU)",
+				   lib);
 		free(lib);
 		if (!ok)
 			return DDP_ERR_INVALID;

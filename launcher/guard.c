@@ -124,13 +124,15 @@ ddp_result launch_guard_start(struct launch_job *job)
 	job->guard_pid = 0;
 	if (pipe2(p, O_CLOEXEC) != 0) {
 		launch_msg("warning: no guardian process (pipe: %s): if ddprun is killed, what the "
-			   "ranks started may survive it", strerror(errno));
+			   "ranks started may survive it",
+			   strerror(errno));
 		return DDP_ERR_SYS;
 	}
 	pid_t pid = fork();
 	if (pid < 0) {
 		launch_msg("warning: no guardian process (fork: %s): if ddprun is killed, what the "
-			   "ranks started may survive it", strerror(errno));
+			   "ranks started may survive it",
+			   strerror(errno));
 		close(p[0]);
 		close(p[1]);
 		return DDP_ERR_SYS;

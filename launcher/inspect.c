@@ -110,7 +110,8 @@ int launch_inspect_main(int argc, char **argv)
 			break;
 		} else {
 			launch_msg("inspect: unknown option '%s'; usage: ddprun inspect [--steps N] "
-				   "[--out FILE] PROGRAM [ARGS...]", argv[i]);
+				   "[--out FILE] PROGRAM [ARGS...]",
+				   argv[i]);
 			return 2;
 		}
 	}

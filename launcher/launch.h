@@ -26,7 +26,15 @@
 #define DDPRUN_VERSION "0.1.0"
 
 /* ---- options (options.c) ---- */
-enum launch_opt_type { LOPT_INT, LOPT_STR, LOPT_ENUM, LOPT_FLAG, LOPT_COUNT, LOPT_LIST, LOPT_ACTION };
+enum launch_opt_type {
+	LOPT_INT,
+	LOPT_STR,
+	LOPT_ENUM,
+	LOPT_FLAG,
+	LOPT_COUNT,
+	LOPT_LIST,
+	LOPT_ACTION
+};
 
 struct launch_list {
 	const char **v; /* values, in order given */
@@ -56,8 +64,16 @@ struct launch_opts {
 	char **prog_argv;               /* PROGRAM ARGS..., NULL-terminated  */
 };
 
-enum { LAUNCH_DEVICE_AUTO, LAUNCH_DEVICE_GPU, LAUNCH_DEVICE_CPU };
-enum { LAUNCH_BACKEND_AUTO, LAUNCH_BACKEND_NCCL, LAUNCH_BACKEND_HOST };
+enum {
+	LAUNCH_DEVICE_AUTO,
+	LAUNCH_DEVICE_GPU,
+	LAUNCH_DEVICE_CPU
+};
+enum {
+	LAUNCH_BACKEND_AUTO,
+	LAUNCH_BACKEND_NCCL,
+	LAUNCH_BACKEND_HOST
+};
 
 /* Fills o from defaults, DDPRUN_* and argv (argv[0] is "ddprun").  Prints one
  * `ddprun: ...` line per problem.  Returns DDP_ERR_INVALID on a bad option.
@@ -84,13 +100,13 @@ ddp_result launch_parse_rank_list(const char *what, const char *s, int n, unsign
 
 /* ---- devices (devices.c) ---- */
 struct launch_devices {
-	int use_gpu;          /* 1: GPUs; 0: the CPU device                  */
-	int ngpus;            /* GPUs in the list below                       */
-	char **gpu_ids;       /* ids for CUDA_VISIBLE_DEVICES, one per GPU    */
-	char *simcuda_dir;    /* CPU device: dir holding libcuda.so.1         */
+	int use_gpu;       /* 1: GPUs; 0: the CPU device                  */
+	int ngpus;         /* GPUs in the list below                       */
+	char **gpu_ids;    /* ids for CUDA_VISIBLE_DEVICES, one per GPU    */
+	char *simcuda_dir; /* CPU device: dir holding libcuda.so.1         */
 };
-ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir,
-			       int no_preload, struct launch_devices *d /* OUT */);
+ddp_result launch_devices_plan(const struct launch_opts *o, const char *self_dir, int no_preload,
+			       struct launch_devices *d /* OUT */);
 /* Frees what launch_devices_plan allocated. */
 void launch_devices_free(struct launch_devices *d);
 /* Number of GPUs the driver sees (0 when none or no driver); never
@@ -99,42 +115,42 @@ int launch_devices_detect(void);
 
 /* ---- the job ---- */
 struct launch_rank {
-	int rank;          /* global rank                          */
+	int rank; /* global rank                          */
 	int local_rank;
-	pid_t pid;         /* 0 before start; also its pgid        */
-	int running;       /* not yet reaped                       */
-	int status;        /* wait status once reaped              */
-	char **envp;       /* the rank's environment               */
-	int env_first_set; /* envp[env_first_set..]: set by ddprun */
+	pid_t pid;          /* 0 before start; also its pgid        */
+	int running;        /* not yet reaped                       */
+	int status;         /* wait status once reaped              */
+	char **envp;        /* the rank's environment               */
+	int env_first_set;  /* envp[env_first_set..]: set by ddprun */
 	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
 };
 
 struct launch_job {
 	struct launch_opts *o;
-	int nranks;               /* ranks on this node            */
+	int nranks; /* ranks on this node            */
 	int world_size;
 	struct launch_rank *ranks;
 	struct ddp_store_server *store; /* node 0 only                 */
-	int port;                 /* the store's port (DDP_STORE_PORT) */
-	int prog_port;            /* MASTER_PORT: the program's own (torch.distributed) */
+	int port;                       /* the store's port (DDP_STORE_PORT) */
+	int prog_port;                  /* MASTER_PORT: the program's own (torch.distributed) */
 	const char *master_addr;
 	char secret[65];
-	char *self_dir;           /* directory of the ddprun binary */
-	char *preload;            /* libddp.so path, NULL if none  */
+	char *self_dir; /* directory of the ddprun binary */
+	char *preload;  /* libddp.so path, NULL if none  */
 	struct launch_devices dev;
 	char *write_dir;
-	char *shard_files;        /* DDP_SHARD_FILES: the --shard files as checked at launch */
-	double grace;             /* seconds between SIGTERM and SIGKILL */
-	double progress_every;    /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
-	double stall_default;     /* without --timeout: a rank others wait for is named after
+	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
+	double grace;          /* seconds between SIGTERM and SIGKILL */
+	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
+	double stall_default;  /* without --timeout: a rank others wait for is named after
 				   * this many seconds without progress (half DDP_COLL_TIMEOUT) */
-	double start;             /* launch_now() when the ranks started */
+	double start;          /* launch_now() when the ranks started */
 	/* the status board (runtime/ddp_status.h): one slot per local rank */
-	int status_fd;            /* memfd, -1 when none                 */
+	int status_fd; /* memfd, -1 when none                 */
 	struct ddp_status_slot *status;
 	/* the guardian (guard.c) and the job's marker variable */
-	char job_marker[64];      /* "DDPRUN_JOB_ID=<pid>.<hex>"          */
-	int guard_fd;             /* write end of its pipe, -1 when none */
+	char job_marker[64]; /* "DDPRUN_JOB_ID=<pid>.<hex>"          */
+	int guard_fd;        /* write end of its pipe, -1 when none */
 	pid_t guard_pid;
 };
 
@@ -151,8 +167,8 @@ void launch_status_free(struct launch_job *job);
  * (--timeout, or the default watch).  needs_waiter: name it only when a
  * running local rank waits for it inside a collective.  *why gets what it
  * was doing and who waits for it. */
-int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter,
-			  char *why, size_t cap);
+int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter, char *why,
+			  size_t cap);
 /* A local rank that exited (index `left`) while a running local rank waits
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);

@@ -115,7 +115,8 @@ static ddp_result shared_secret(const struct launch_opts *o, char out[65])
 		}
 		if (st.st_mode & 077) {
 			launch_msg("--secret-file '%s' is readable by others (mode %04o); "
-				   "chmod 600 it", o->secret_file, (unsigned)(st.st_mode & 07777));
+				   "chmod 600 it",
+				   o->secret_file, (unsigned)(st.st_mode & 07777));
 			close(fd);
 			return DDP_ERR_INVALID;
 		}
@@ -129,7 +130,8 @@ static ddp_result shared_secret(const struct launch_opts *o, char out[65])
 		if (!v || !*v) {
 			launch_msg("--nnodes %ld needs the job secret shared by every node: set "
 				   "DDPRUN_SECRET (e.g. to the output of `openssl rand -hex 32`) or "
-				   "use --secret-file PATH", o->nnodes);
+				   "use --secret-file PATH",
+				   o->nnodes);
 			return DDP_ERR_INVALID;
 		}
 		if (strlen(v) >= sizeof buf) {
@@ -201,7 +203,8 @@ static ddp_result run_dir(const struct launch_opts *o, int create, char **out)
 	}
 	unlink(tmp);
 	if (symlink(base, tmp) != 0 || rename(tmp, link) != 0) {
-		launch_msg("warning: --log-dir: cannot point %s to this run's folder (%s)", link, strerror(errno));
+		launch_msg("warning: --log-dir: cannot point %s to this run's folder (%s)", link,
+			   strerror(errno));
 		unlink(tmp);
 	}
 	free(base);
@@ -306,7 +309,8 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	if (launch_options_resolve(&o) != DDP_OK || count_ranks(&o) != DDP_OK ||
-	    launch_options_validate(&o) != DDP_OK || read_seconds("DDPRUN_GRACE", 3.0, 600, &job.grace) != DDP_OK ||
+	    launch_options_validate(&o) != DDP_OK ||
+	    read_seconds("DDPRUN_GRACE", 3.0, 600, &job.grace) != DDP_OK ||
 	    read_seconds("DDPRUN_PROGRESS", 10.0, 86400, &job.progress_every) != DDP_OK) {
 		code = 2;
 		goto out;
@@ -339,7 +343,8 @@ static int run(int argc, char **argv)
 		job.preload = realpath(path, NULL);
 		if (!job.preload) {
 			launch_msg("the library %s is missing; build it with `make` "
-				   "(DDPRUN_NO_PRELOAD=1 runs the ranks without it)", path);
+				   "(DDPRUN_NO_PRELOAD=1 runs the ranks without it)",
+				   path);
 			code = 1;
 			goto out;
 		}
@@ -353,7 +358,8 @@ static int run(int argc, char **argv)
 	if (o.master_port) {
 		if (o.master_port >= 65535) {
 			launch_msg("--master-port %ld leaves no port for ddprun's store (it uses "
-				   "--master-port + 1); give a port below 65535", o.master_port);
+				   "--master-port + 1); give a port below 65535",
+				   o.master_port);
 			code = 2;
 			goto out;
 		}
@@ -452,7 +458,8 @@ static int run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
 		launch_msg("warning: cannot become a child subreaper (%s); orphans of the ranks "
-			   "may survive", strerror(errno));
+			   "may survive",
+			   strerror(errno));
 	/* before any thread: the guardian outlives a SIGKILLed ddprun and takes
 	 * the job's processes with it; the status board shows the ranks' progress */
 	launch_guard_start(&job);
@@ -462,7 +469,8 @@ static int run(int argc, char **argv)
 		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
 		if (ddp_store_server_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
 			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
-				   "another --master-port)", bind, job.port);
+				   "another --master-port)",
+				   bind, job.port);
 			code = 1;
 			goto out;
 		}

@@ -40,8 +40,8 @@ struct opt_desc {
 
 static const struct opt_desc opt_table[LOPT_COUNT_] = {
 #define LAUNCH_OPT(field, lng, shrt, env, type, def, meta, lo, hi, help) \
-	[LOPT_ID_##field] = { lng, shrt, env, LOPT_##type, def, meta, lo, hi, help, \
-			      offsetof(struct launch_opts, field) },
+	[LOPT_ID_##field] = { lng,  shrt, env, LOPT_##type, def, \
+			      meta, lo,   hi,  help,        offsetof(struct launch_opts, field) },
 #include "options.def"
 #undef LAUNCH_OPT
 };
@@ -128,8 +128,14 @@ static ddp_result parse_bool(const char *v, int *out)
 	static const char *const yes[] = { "1", "on", "true", "yes" };
 	static const char *const no[] = { "0", "off", "false", "no" };
 	for (size_t i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0) { *out = 1; return DDP_OK; }
-		if (strcasecmp(v, no[i]) == 0) { *out = 0; return DDP_OK; }
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = 1;
+			return DDP_OK;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = 0;
+			return DDP_OK;
+		}
 	}
 	return DDP_ERR_INVALID;
 }
@@ -158,10 +164,12 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 	switch (d->type) {
 	case LOPT_INT: {
 		long x;
-		if (id == LOPT_ID_nproc_per_node && (!strcmp(v, "auto") || !strcmp(v, "gpu") || !strcmp(v, "cpu"))) {
+		if (id == LOPT_ID_nproc_per_node &&
+		    (!strcmp(v, "auto") || !strcmp(v, "gpu") || !strcmp(v, "cpu"))) {
 			/* torchrun's words: counted by main.c before the checks */
-			*(long *)field = !strcmp(v, "auto") ? LAUNCH_NPROC_AUTO
-				       : !strcmp(v, "gpu") ? LAUNCH_NPROC_GPU : LAUNCH_NPROC_CPU;
+			*(long *)field = !strcmp(v, "auto")  ? LAUNCH_NPROC_AUTO
+					 : !strcmp(v, "gpu") ? LAUNCH_NPROC_GPU
+							     : LAUNCH_NPROC_CPU;
 			break;
 		}
 		if (id == LOPT_ID_nnodes && strchr(v, ':')) {
@@ -178,7 +186,8 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 						*(long *)field = lo2;
 						break;
 					}
-					bad_value(d, from_env, v, "is an elastic range; ddprun runs a fixed number "
+					bad_value(d, from_env, v,
+						  "is an elastic range; ddprun runs a fixed number "
 						  "of nodes: give one number (N or N:N)");
 					return DDP_ERR_INVALID;
 				}
@@ -234,12 +243,14 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 		}
 		if (id == LOPT_ID_tee && v[0] >= '0' && v[0] <= '9' && strspn(v, "0123456789") == strlen(v)) {
 			/* a number, but not torchrun's 0..3 */
-			bad_value(d, from_env, v, "is out of range: torchrun's --tee takes 0..3 (0: off; 1, 2, "
+			bad_value(d, from_env, v,
+				  "is out of range: torchrun's --tee takes 0..3 (0: off; 1, 2, "
 				  "3: log files and terminal)");
 			return DDP_ERR_INVALID;
 		}
 		if (id == LOPT_ID_tee && strchr(v, ':')) {
-			bad_value(d, from_env, v, "is a per-rank mapping; ddprun tees every rank alike: use "
+			bad_value(d, from_env, v,
+				  "is a per-rank mapping; ddprun tees every rank alike: use "
 				  "--tee 3 and --ranks-filter LIST for what the terminal shows");
 			return DDP_ERR_INVALID;
 		}
@@ -279,9 +290,7 @@ static ddp_result set_value(struct launch_opts *o, int id, const char *v, int fr
 		}
 		break;
 	}
-	case LOPT_ACTION:
-		*(int *)field = 1;
-		break;
+	case LOPT_ACTION: *(int *)field = 1; break;
 	}
 done:
 	if (from > o->set[id])
@@ -417,7 +426,8 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 				v = argv[++i];
 			}
 			if (opt_table[id].type == LOPT_LIST && !cmdline_list[id]++) {
-				struct launch_list *l = (struct launch_list *)((char *)o + opt_table[id].offset);
+				struct launch_list *l =
+					(struct launch_list *)((char *)o + opt_table[id].offset);
 				l->n = 0;
 			}
 			if (set_value(o, id, v, 2) != DDP_OK)
@@ -568,8 +578,7 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 	}
 	if (o->nnodes > 1) {
 		if (!o->master_addr) {
-			launch_msg("--nnodes %ld needs --master-addr HOST (the address of node 0)",
-				   o->nnodes);
+			launch_msg("--nnodes %ld needs --master-addr HOST (the address of node 0)", o->nnodes);
 			rc = DDP_ERR_INVALID;
 		}
 		if (o->master_port == 0) {
@@ -586,7 +595,8 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 	    strcasecmp(o->rdzv_backend, "c10d") != 0) {
 		launch_msg("--rdzv-backend %s is not supported: ddprun meets its ranks in its own store; "
 			   "drop it, or give node 0's address with --rdzv-endpoint HOST:PORT (or "
-			   "--master-addr/--master-port)", o->rdzv_backend);
+			   "--master-addr/--master-port)",
+			   o->rdzv_backend);
 		rc = DDP_ERR_INVALID;
 	}
 	if (o->module && o->no_python) {
@@ -608,8 +618,8 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 		unsigned char *bits = malloc((size_t)nproc);
 		if (!bits)
 			return DDP_ERR_NOMEM;
-		if (launch_parse_rank_list("--local-ranks-filter", o->local_ranks_filter, (int)nproc,
-					   bits) != DDP_OK)
+		if (launch_parse_rank_list("--local-ranks-filter", o->local_ranks_filter, (int)nproc, bits) !=
+		    DDP_OK)
 			rc = DDP_ERR_INVALID;
 		free(bits);
 	}
@@ -653,21 +663,25 @@ void launch_options_free(struct launch_opts *o)
 #define LOPT_FREE_FLAG(f)
 #define LOPT_FREE_COUNT(f)
 #define LOPT_FREE_ACTION(f)
-#define LOPT_FREE_LIST(f) do { free((void *)(f).v); (f).v = NULL; (f).n = 0; } while (0);
+#define LOPT_FREE_LIST(f) \
+	do { \
+		free((void *)(f).v); \
+		(f).v = NULL; \
+		(f).n = 0; \
+	} while (0);
 #include "options.def"
 #undef LAUNCH_OPT
 }
 
 void launch_options_help(int fd)
 {
-	dprintf(fd,
-		"usage: ddprun [options] [--] PROGRAM [ARGS...]\n"
-		"       ddprun report DIR       merge the per-rank summaries and traces in DIR\n"
-		"       ddprun inspect ...      look inside fatbins and programs (ddprun inspect --help)\n"
-		"\n"
-		"Runs PROGRAM as a data-parallel job: N ranks, each with libddp.so preloaded.\n"
-		"Each option can also be set by the environment variable shown; the command\n"
-		"line wins.\n\n");
+	dprintf(fd, "usage: ddprun [options] [--] PROGRAM [ARGS...]\n"
+		    "       ddprun report DIR       merge the per-rank summaries and traces in DIR\n"
+		    "       ddprun inspect ...      look inside fatbins and programs (ddprun inspect --help)\n"
+		    "\n"
+		    "Runs PROGRAM as a data-parallel job: N ranks, each with libddp.so preloaded.\n"
+		    "Each option can also be set by the environment variable shown; the command\n"
+		    "line wins.\n\n");
 	for (int id = 0; id < LOPT_COUNT_; id++) {
 		const struct opt_desc *d = &opt_table[id];
 		char left[64];
@@ -686,9 +700,8 @@ void launch_options_help(int fd)
 		else
 			dprintf(fd, "\n  %-26s   [%s]\n", "", d->env);
 	}
-	dprintf(fd,
-		"\nExit status: 0 when every rank exits 0; else the code of the first rank\n"
-		"that failed (128+N when it died on signal N); 124 when --timeout stopped\n"
-		"the job; 126/127 when PROGRAM cannot be run; 2 for a usage error.\n"
-		"See docs/launcher.md and `man -l docs/ddprun.1`.\n");
+	dprintf(fd, "\nExit status: 0 when every rank exits 0; else the code of the first rank\n"
+		    "that failed (128+N when it died on signal N); 124 when --timeout stopped\n"
+		    "the job; 126/127 when PROGRAM cannot be run; 2 for a usage error.\n"
+		    "See docs/launcher.md and `man -l docs/ddprun.1`.\n");
 }

@@ -42,22 +42,22 @@
 #define TAIL_LINE_BYTES 512
 
 struct out_stream {
-	char *buf;  /* partial line (LINE_MAX_BYTES)   */
+	char *buf; /* partial line (LINE_MAX_BYTES)   */
 	size_t len;
 };
 
 struct out_rank {
-	int rank;                 /* global rank for the prefix            */
-	int show;                 /* on the terminal (filter, --quiet)     */
-	int log_fd;               /* DIR/rank<k>.log or -1                 */
-	struct out_stream s[2];   /* [0] stdout, [1] stderr                */
+	int rank;               /* global rank for the prefix            */
+	int show;               /* on the terminal (filter, --quiet)     */
+	int log_fd;             /* DIR/rank<k>.log or -1                 */
+	struct out_stream s[2]; /* [0] stdout, [1] stderr                */
 	char tail[TAIL_LINES][TAIL_LINE_BYTES];
 	int tail_next, tail_count;
 };
 
 static struct out_rank *out_ranks;
 static int out_nranks;
-static char *stage;                   /* one read's worth of prefixed lines  */
+static char *stage; /* one read's worth of prefixed lines  */
 static size_t stage_len, stage_cap;
 
 /* Writes all of p to a log file (a regular file: it never waits for a
@@ -81,15 +81,20 @@ static void write_all(int fd, const char *p, size_t n)
  * dropped and counted until it has taken what waits. */
 #define TERM_PENDING_MAX (16u << 20)
 struct term {
-	int wfd;             /* descriptor written: fd itself or a non-blocking reopen */
-	int mode;            /* TERM_*                                                  */
-	int gone;            /* EPIPE or another hard error: nothing more goes there    */
-	int stalled;         /* dropping now (pend was full)                            */
-	char *pend;          /* bytes not yet taken, in order                           */
+	int wfd;     /* descriptor written: fd itself or a non-blocking reopen */
+	int mode;    /* TERM_*                                                  */
+	int gone;    /* EPIPE or another hard error: nothing more goes there    */
+	int stalled; /* dropping now (pend was full)                            */
+	char *pend;  /* bytes not yet taken, in order                           */
 	size_t len, cap;
 	unsigned long long dropped_lines, dropped_bytes;
 };
-enum { TERM_UNSET, TERM_NONBLOCK, TERM_DIRECT, TERM_POLL };
+enum {
+	TERM_UNSET,
+	TERM_NONBLOCK,
+	TERM_DIRECT,
+	TERM_POLL
+};
 static struct term terms[3] = { { .wfd = -1 }, { .wfd = -1 }, { .wfd = -1 } };
 
 /* How fd 1 or 2 can be written without blocking: a pipe gets a description
@@ -184,12 +189,13 @@ void launch_term_write(int fd, const char *p, size_t n)
 		if (!t->stalled) {
 			t->stalled = 1;
 			char msg[320];
-			int m = snprintf(msg, sizeof msg,
-					 "ddprun: %s is not being read (%u MiB wait for its reader); output to it "
-					 "is dropped and counted until it reads again%s\n",
-					 fd == 1 ? "stdout" : "stderr", TERM_PENDING_MAX >> 20,
-					 out_nranks && out_ranks[0].log_fd >= 0 ? " (the log files keep all of it)"
-										: "");
+			int m = snprintf(
+				msg, sizeof msg,
+				"ddprun: %s is not being read (%u MiB wait for its reader); output to it "
+				"is dropped and counted until it reads again%s\n",
+				fd == 1 ? "stdout" : "stderr", TERM_PENDING_MAX >> 20,
+				out_nranks && out_ranks[0].log_fd >= 0 ? " (the log files keep all of it)"
+								       : "");
 			/* said once, on stderr when that one is not the stuck one */
 			if (fd == 1 && !terms[2].stalled)
 				launch_term_write(2, msg, (size_t)m);
@@ -269,10 +275,11 @@ void launch_term_finish(int sigfd)
 		struct term *t = &terms[fd];
 		if (t->dropped_bytes) {
 			char msg[256];
-			int m = snprintf(msg, sizeof msg, "ddprun: %llu line%s (%llu bytes) of output to %s "
+			int m = snprintf(msg, sizeof msg,
+					 "ddprun: %llu line%s (%llu bytes) of output to %s "
 					 "were dropped because it was not read\n",
-					 t->dropped_lines, t->dropped_lines == 1 ? "" : "s",
-					 t->dropped_bytes, fd == 1 ? "stdout" : "stderr");
+					 t->dropped_lines, t->dropped_lines == 1 ? "" : "s", t->dropped_bytes,
+					 fd == 1 ? "stdout" : "stderr");
 			struct term *e = &terms[2];
 			if (e->mode == TERM_UNSET)
 				term_setup(e, 2);
@@ -330,8 +337,7 @@ ddp_result launch_output_init(const struct launch_job *job)
 		filter = malloc((size_t)job->world_size);
 		if (!filter)
 			return DDP_ERR_NOMEM;
-		DDP_CHECK(launch_parse_rank_list("--ranks-filter", o->ranks_filter, job->world_size,
-						 filter));
+		DDP_CHECK(launch_parse_rank_list("--ranks-filter", o->ranks_filter, job->world_size, filter));
 	}
 	unsigned char *local = NULL;
 	if (o->local_ranks_filter) {

@@ -63,7 +63,8 @@ ddp_result launch_status_create(struct launch_job *job)
 	return DDP_OK;
 fail:
 	launch_msg("warning: no status board (%s): --timeout and the watch for ranks that leave "
-		   "early see less", strerror(errno));
+		   "early see less",
+		   strerror(errno));
 	if (job->status_fd >= 0)
 		close(job->status_fd);
 	job->status_fd = -1;
@@ -132,8 +133,8 @@ static void describe(struct launch_job *job, int li, double now, char *buf, size
 		snprintf(buf + o, cap - o, "inside collective #%llu (%s) for %.1f s", (unsigned long long)in,
 			 name, now - ns_to_s(DDP_STATUS_LOAD(s->coll_since_ns)));
 	else
-		snprintf(buf + o, cap - o, "%llu collective%s done, not inside one",
-			 (unsigned long long)done, done == 1 ? "" : "s");
+		snprintf(buf + o, cap - o, "%llu collective%s done, not inside one", (unsigned long long)done,
+			 done == 1 ? "" : "s");
 }
 
 /* Appends "rank j waits in collective #n (name)" for each running local
@@ -164,8 +165,8 @@ static int describe_waiters(struct launch_job *job, int skip, uint64_t above, ch
 	return n;
 }
 
-int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter,
-			  char *why, size_t cap)
+int launch_progress_stuck(struct launch_job *job, double now, double limit, int needs_waiter, char *why,
+			  size_t cap)
 {
 	int world = job->world_size, base = job->ranks[0].rank, any_seen = 0, busy = 0;
 	int out_pick = -1, in_pick = -1;
@@ -203,10 +204,10 @@ int launch_progress_stuck(struct launch_job *job, double now, double limit, int 
 		if (!stalled)
 			continue;
 		if (!in && (out_pick < 0 || l < out_last)) {
-			out_pick = g;   /* stopped outside a collective: first one */
+			out_pick = g; /* stopped outside a collective: first one */
 			out_last = l;
 		} else if (in && (in_pick < 0 || in < in_seq || (in == in_seq && l > in_last))) {
-			in_pick = g;    /* all inside collectives: the one furthest behind */
+			in_pick = g; /* all inside collectives: the one furthest behind */
 			in_seq = in;
 			in_last = l;
 		}
@@ -293,15 +294,16 @@ int launch_progress_diverged(struct launch_job *job, double now, double settle, 
 		 * finished) that the other waits for. */
 		if (strcmp(name, first_name) == 0)
 			continue;
-		double waited = now - ns_to_s(since), first_waited = now - ns_to_s(DDP_STATUS_LOAD(
-			slot_of(job, first)->coll_since_ns));
+		double waited = now - ns_to_s(since),
+		       first_waited = now - ns_to_s(DDP_STATUS_LOAD(slot_of(job, first)->coll_since_ns));
 		double need = settle;
 		if (in != first_in && !(in > first_in ? done >= first_in : first_done >= in))
 			need = settle_unsure; /* maybe an earlier one in flight: wait longer */
 		if (waited < need || first_waited < need)
 			continue;
 		struct ddp_status_slot *f = slot_of(job, first);
-		snprintf(why, cap, "rank %d (step %llu) waits in collective #%llu (%s) and rank %d (step %llu) "
+		snprintf(why, cap,
+			 "rank %d (step %llu) waits in collective #%llu (%s) and rank %d (step %llu) "
 			 "in collective #%llu (%s), each for %.1f s or more",
 			 job->ranks[first].rank, (unsigned long long)DDP_STATUS_LOAD(f->step),
 			 (unsigned long long)first_in, first_name, job->ranks[i].rank,
@@ -414,6 +416,6 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
 				 share > 1 ? 100.0 : share * 100);
 	}
 	launch_msg("job %s after %.1f s: %d rank%s%s%s%s (exit %d)", code ? "failed" : "finished", secs,
-		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "",
-		   why ? why : "", code);
+		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "", why ? why : "",
+		   code);
 }

@@ -53,7 +53,8 @@ static json_t *load_json(const char *path)
 	fclose(f);
 	if (!v)
 		launch_msg("report: %s is not valid JSON (line %d, column %d: %s); was the run cut "
-			   "short?", path, err.line, err.column, err.text);
+			   "short?",
+			   path, err.line, err.column, err.text);
 	return v;
 }
 
@@ -105,11 +106,11 @@ struct trace_event {
 /* A rank's trace, read as far as it is whole. */
 struct trace_in {
 	char *text;
-	struct trace_event *ev;  /* the whole events, in file order          */
+	struct trace_event *ev; /* the whole events, in file order          */
 	size_t n, cap;
-	int complete;           /* libddp closed it ("otherData" complete)    */
-	int cut_mid_event;      /* not valid JSON: cut inside an event        */
-	size_t cut_at;          /* byte where the whole part ends             */
+	int complete;      /* libddp closed it ("otherData" complete)    */
+	int cut_mid_event; /* not valid JSON: cut inside an event        */
+	size_t cut_at;     /* byte where the whole part ends             */
 };
 
 /* Position of the next non-blank byte of [p, e). */
@@ -174,7 +175,8 @@ static int load_trace(const char *path, struct trace_in *t)
 					p++;
 					break;
 				}
-				struct trace_event *ev = ddp_array_grow(t->ev, &t->cap, t->n + 1, sizeof *ev, 256);
+				struct trace_event *ev =
+					ddp_array_grow(t->ev, &t->cap, t->n + 1, sizeof *ev, 256);
 				if (!ev)
 					goto cut;
 				t->ev = ev;
@@ -252,13 +254,13 @@ static void print_name(const char *nm, int width)
 
 struct row {
 	char *name;
-	double v[1];  /* per rank (allocated with nranks entries) */
+	double v[1]; /* per rank (allocated with nranks entries) */
 };
 
 struct table {
 	size_t n, cap, nranks;
 	struct row **rows;
-	int oom;      /* a row could not be added */
+	int oom; /* a row could not be added */
 };
 
 static double *cell(struct table *t, const char *name)
@@ -298,8 +300,8 @@ static int by_total(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static void print_table(const char *title, struct table *t, const int *ranks, size_t nranks,
-			size_t limit, int sort)
+static void print_table(const char *title, struct table *t, const int *ranks, size_t nranks, size_t limit,
+			int sort)
 {
 	if (t->oom)
 		launch_msg("report: out of memory; the table \"%s\" is incomplete", title);
@@ -348,7 +350,7 @@ static void free_table(struct table *t)
 struct comm_col {
 	int present;
 	double steps, colls, comm, hidden, wait, peer, peer_hidden;
-	int peer_known;          /* every step 3+ had peer_wait_ms */
+	int peer_known; /* every step 3+ had peer_wait_ms */
 	char overlap[16];
 };
 
@@ -405,15 +407,21 @@ static void print_comm(const struct comm_col *col, const int *ranks, size_t nran
 		any += (size_t)col[r].present;
 	if (!any)
 		return;
-	printf("\nGradient communication, per step over steps %d+ (rank<k>.sync.json)\n%-44s", COMM_FIRST_STEP, "");
+	printf("\nGradient communication, per step over steps %d+ (rank<k>.sync.json)\n%-44s",
+	       COMM_FIRST_STEP, "");
 	for (size_t r = 0; r < nranks; r++) {
 		char h[32];
 		snprintf(h, sizeof h, "rank %d", ranks[r]);
 		printf(" %14s", h);
 	}
-	static const char *const rows[] = { "overlap", "steps", "collectives", "comm ms (collectives running)",
-					    "comm hidden ms (producer still busy)", "hidden %",
-					    "grad wait ms (consumer waiting)", "of comm: ms waiting for other ranks",
+	static const char *const rows[] = { "overlap",
+					    "steps",
+					    "collectives",
+					    "comm ms (collectives running)",
+					    "comm hidden ms (producer still busy)",
+					    "hidden %",
+					    "grad wait ms (consumer waiting)",
+					    "of comm: ms waiting for other ranks",
 					    "hidden % after all ranks arrived" };
 	for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
 		printf("\n%-44s", rows[i]);
@@ -445,7 +453,8 @@ static void print_comm(const struct comm_col *col, const int *ranks, size_t nran
 				break;
 			default:
 				if (c->peer_known && c->comm > c->peer)
-					printf(" %13.1f%%", 100.0 * (c->hidden - c->peer_hidden) / (c->comm - c->peer));
+					printf(" %13.1f%%",
+					       100.0 * (c->hidden - c->peer_hidden) / (c->comm - c->peer));
 				else
 					printf(" %14s", "-");
 				break;
@@ -519,8 +528,8 @@ static void print_threads(int rank, const struct trace_in *t)
 	for (size_t k = 0; k < n; k++) {
 		if (!th[k].events)
 			continue;
-		printf("%s %s (tid %lld, %zu events)", shown++ ? "," : "",
-		       th[k].name ? th[k].name : "?", th[k].tid, th[k].events);
+		printf("%s %s (tid %lld, %zu events)", shown++ ? "," : "", th[k].name ? th[k].name : "?",
+		       th[k].tid, th[k].events);
 	}
 	printf("%s\n", shown ? "" : " no events");
 	for (size_t k = 0; k < n; k++)
@@ -591,13 +600,14 @@ int launch_report_main(int argc, char **argv)
 	closedir(d);
 	if (!nranks) {
 		launch_msg("report: %s holds no rank<k>.summary.json or rank<k>.trace.json; run the job "
-			   "with --trace %s (or DDP_TRACE=%s)", dir, dir, dir);
+			   "with --trace %s (or DDP_TRACE=%s)",
+			   dir, dir, dir);
 		return 1;
 	}
 	qsort(ranks, nranks, sizeof *ranks, cmp_int);
 
-	struct table hooks = { .nranks = nranks }, kernels = { .nranks = nranks },
-		     mem = { .nranks = nranks }, sync = { .nranks = nranks };
+	struct table hooks = { .nranks = nranks }, kernels = { .nranks = nranks }, mem = { .nranks = nranks },
+		     sync = { .nranks = nranks };
 	unsigned char *have_sum = calloc(nranks, 1), *have_sync = calloc(nranks, 1);
 	size_t nsum = 0, nsync = 0;
 	char path[4096];
@@ -691,7 +701,8 @@ int launch_report_main(int argc, char **argv)
 	for (size_t r = 0; r < nranks; r++)
 		if (!have_sum[r])
 			printf("rank %d has no summary: it did not exit normally (killed, or stopped "
-			       "with the job); its columns show '-'\n", ranks[r]);
+			       "with the job); its columns show '-'\n",
+			       ranks[r]);
 	print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
 	print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
 	print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
@@ -735,8 +746,7 @@ int launch_report_main(int argc, char **argv)
 			double t0 = 0, t1 = 0;
 			int span = trace_span(&t, &t0, &t1);
 			cut++;
-			printf("  rank %d's trace was cut: %s; it holds %zu events%s",
-			       ranks[r],
+			printf("  rank %d's trace was cut: %s; it holds %zu events%s", ranks[r],
 			       t.cut_mid_event ? "it ends in the middle of an event (kept: the whole ones before)"
 					       : "the rank stopped before closing it (killed?)",
 			       t.n, span ? " over " : "");
@@ -757,8 +767,8 @@ int launch_report_main(int argc, char **argv)
 		launch_msg("report: cannot write %s", path);
 		goto out;
 	}
-	printf("\ntimeline: %s (%zu events from %zu rank trace(s)%s; open it in ui.perfetto.dev)\n",
-	       path, events, traces, cut ? ", some cut" : "");
+	printf("\ntimeline: %s (%zu events from %zu rank trace(s)%s; open it in ui.perfetto.dev)\n", path,
+	       events, traces, cut ? ", some cut" : "");
 	if (!nsum && !traces) {
 		launch_msg("report: %s holds neither a usable summary nor a usable trace", dir);
 		goto out;

@@ -116,8 +116,7 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	DDP_CHECK(env_set(&e, "ROLE_NAME", "default"));
 	DDP_CHECK(env_set(&e, "DDP_STORE_SECRET", job->secret));
 	if (job->dev.use_gpu) {
-		DDP_CHECK(env_set(&e, "CUDA_VISIBLE_DEVICES",
-				  job->dev.gpu_ids[r->local_rank % job->dev.ngpus]));
+		DDP_CHECK(env_set(&e, "CUDA_VISIBLE_DEVICES", job->dev.gpu_ids[r->local_rank % job->dev.ngpus]));
 	} else {
 		v = getenv("LD_LIBRARY_PATH");
 		if (v && *v)
@@ -141,7 +140,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		snprintf(lt, sizeof(lt), "%s/libcublasLt.so.13", job->dev.simcuda_dir);
 		snprintf(bl, sizeof(bl), "%s/libcublas.so.13", job->dev.simcuda_dir);
 		if (access(lt, R_OK) == 0 && access(bl, R_OK) == 0 && !strstr(pre, bl))
-			snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "%s%s:%s", pre[0] ? ":" : "", lt, bl);
+			snprintf(pre + strlen(pre), sizeof(pre) - strlen(pre), "%s%s:%s", pre[0] ? ":" : "",
+				 lt, bl);
 	}
 	if (pre[0] && !(v && !strcmp(v, pre)))
 		DDP_CHECK(env_set(&e, "LD_PRELOAD", pre));
@@ -157,7 +157,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	 * says otherwise.  Never chosen by auto (the host backend). */
 	v = getenv("DDP_BACKEND");
 	if (!job->dev.use_gpu && !getenv("DDP_NCCL_LIB") &&
-	    (o->backend == LAUNCH_BACKEND_NCCL || (o->backend == LAUNCH_BACKEND_AUTO && v && !strcmp(v, "nccl"))))
+	    (o->backend == LAUNCH_BACKEND_NCCL ||
+	     (o->backend == LAUNCH_BACKEND_AUTO && v && !strcmp(v, "nccl"))))
 		DDP_CHECK(env_setf(&e, "DDP_NCCL_LIB", "%s/nccl/libnccl.so.2", job->dev.simcuda_dir));
 	if (o->shard.n) {
 		size_t len = 1;
@@ -226,8 +227,8 @@ ddp_result launch_build_env(struct launch_job *job)
 void launch_print_plan(const struct launch_job *job)
 {
 	const struct launch_opts *o = job->o;
-	printf("ddprun plan: %d rank%s on this node (node %ld of %ld), world size %d\n",
-	       job->nranks, job->nranks == 1 ? "" : "s", o->node_rank, o->nnodes, job->world_size);
+	printf("ddprun plan: %d rank%s on this node (node %ld of %ld), world size %d\n", job->nranks,
+	       job->nranks == 1 ? "" : "s", o->node_rank, o->nnodes, job->world_size);
 	printf("program:");
 	for (char **a = o->prog_argv; *a; a++)
 		printf(" %s", *a);
@@ -256,8 +257,8 @@ void launch_print_plan(const struct launch_job *job)
 	fflush(stdout);
 }
 
-static void child_exec(const struct launch_job *job, const struct launch_rank *r, int out_w,
-		       int err_w, int fail_w, pid_t parent)
+static void child_exec(const struct launch_job *job, const struct launch_rank *r, int out_w, int err_w,
+		       int fail_w, pid_t parent)
 {
 	sigset_t none;
 	int e, devnull;
@@ -353,7 +354,8 @@ ddp_result launch_spawn_all(struct launch_job *job, int *exit_code)
 		if (rc == DDP_ERR_INVALID)
 			launch_msg("cannot run '%s': %s", job->o->prog_argv[0], strerror(e));
 		*exit_code = (rc == DDP_ERR_INVALID && (e == ENOENT || e == ENOTDIR)) ? 127
-			   : rc == DDP_ERR_INVALID ? 126 : 1;
+			     : rc == DDP_ERR_INVALID                                  ? 126
+										      : 1;
 		launch_kill_all(job);
 		return rc;
 	}

@@ -192,17 +192,17 @@ void launch_kill_all(struct launch_job *job)
 }
 
 struct sup_state {
-	int first_fail;      /* local index of the first failed rank, -1 */
-	int stopping;        /* SIGTERM sent, waiting for the deadline    */
-	int killed;          /* SIGKILL sent                              */
+	int first_fail; /* local index of the first failed rank, -1 */
+	int stopping;   /* SIGTERM sent, waiting for the deadline    */
+	int killed;     /* SIGKILL sent                              */
 	double deadline;
-	int interrupted;     /* signal that stopped ddprun, 0 if none     */
+	int interrupted; /* signal that stopped ddprun, 0 if none     */
 	int sigints;
-	int timed_out;       /* 1: --timeout, 2: the default watch        */
-	int broken;          /* ddprun itself failed while supervising    */
-	double term_at;      /* after an interrupt: when to send SIGTERM  */
-	int left;            /* local index of a rank that left while needed, -1 */
-	int diverged;        /* ranks waited in different collectives     */
+	int timed_out;  /* 1: --timeout, 2: the default watch        */
+	int broken;     /* ddprun itself failed while supervising    */
+	double term_at; /* after an interrupt: when to send SIGTERM  */
+	int left;       /* local index of a rank that left while needed, -1 */
+	int diverged;   /* ranks waited in different collectives     */
 	double next_hb_check;
 	double next_progress; /* when the next progress line is due, 0 off */
 };
@@ -261,7 +261,9 @@ static void reap(struct launch_job *job, struct sup_state *st)
 {
 	int status, n = 0, clean = 0;
 	pid_t pid;
-	struct { int i, status; } ex[64];
+	struct {
+		int i, status;
+	} ex[64];
 	while (n < 64 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		for (int i = 0; i < job->nranks; i++)
 			if (job->ranks[i].pid == pid && job->ranks[i].running) {
@@ -290,7 +292,8 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 		if (++st->sigints == 1) {
 			st->interrupted = st->interrupted ? st->interrupted : sig;
 			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, again "
-				   "to kill them)", name, job->grace);
+				   "to kill them)",
+				   name, job->grace);
 			signal_groups(job, SIGINT);
 			/* ranks that ignore it get SIGTERM after the grace period,
 			 * then SIGKILL after another */
@@ -330,8 +333,9 @@ static void check_progress(struct launch_job *job, struct sup_state *st)
 	if (stuck < 0)
 		return;
 	launch_msg("rank %d made no progress for %.0f s%s; stopping the job%s", stuck, limit, why,
-		   o->timeout ? "" : " (no --timeout: the default, half of DDP_COLL_TIMEOUT, after which "
-		   "the waiting ranks would fail)");
+		   o->timeout ? ""
+			      : " (no --timeout: the default, half of DDP_COLL_TIMEOUT, after which "
+				"the waiting ranks would fail)");
 	int li = stuck - job->ranks[0].rank;
 	if (li >= 0 && li < job->nranks)
 		launch_output_print_tail(li);
@@ -356,7 +360,8 @@ static void check_diverged(struct launch_job *job, struct sup_state *st)
 		return;
 	st->diverged = 1;
 	launch_msg("the ranks reached different collectives and can never meet: %s; a rank skipped or "
-		   "added a step, or the ranks run with different settings; stopping the job", why);
+		   "added a step, or the ranks run with different settings; stopping the job",
+		   why);
 	begin_stop(job, st, SIGTERM);
 }
 
@@ -375,7 +380,8 @@ static void check_left(struct launch_job *job, struct sup_state *st)
 			continue;
 		st->left = i;
 		launch_msg("rank %d (pid %d) exited with code %d while the others still need it: %s; "
-			   "stopping the job", r->rank, (int)r->pid,
+			   "stopping the job",
+			   r->rank, (int)r->pid,
 			   WIFEXITED(r->status) ? WEXITSTATUS(r->status) : 128 + WTERMSIG(r->status), why);
 		launch_output_print_tail(i);
 		begin_stop(job, st, SIGTERM);
@@ -502,7 +508,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				left += job->ranks[i].running;
 			if (left && st.sigints == 1)
 				launch_msg("%d rank%s still running after SIGINT; sending SIGTERM (SIGKILL after "
-					   "%.1f s)", left, left == 1 ? "" : "s", job->grace);
+					   "%.1f s)",
+					   left, left == 1 ? "" : "s", job->grace);
 			begin_stop(job, &st, SIGTERM);
 		}
 		if (st.stopping && !st.killed && launch_now() >= st.deadline) {
@@ -554,7 +561,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	if (st.first_fail >= 0) {
 		const struct launch_rank *r = &job->ranks[st.first_fail];
 		if (WIFEXITED(r->status))
-			snprintf(why, sizeof why, "rank %d exited with code %d", r->rank, WEXITSTATUS(r->status));
+			snprintf(why, sizeof why, "rank %d exited with code %d", r->rank,
+				 WEXITSTATUS(r->status));
 		else
 			snprintf(why, sizeof why, "rank %d killed by %s", r->rank,
 				 sig_name(WTERMSIG(r->status), sig, sizeof sig));

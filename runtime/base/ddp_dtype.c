@@ -35,16 +35,13 @@
 static const struct {
 	const char *name;
 	unsigned char size;
-	unsigned char reducible;     /* the collectives can average it */
+	unsigned char reducible; /* the collectives can average it */
 } dtype_info[DDP_DT_COUNT] = {
-	[DDP_DT_UNKNOWN] = { "?", 0, 0 },
-	[DDP_DT_F32] = { "f32", 4, 1 },   [DDP_DT_F64] = { "f64", 8, 0 },
-	[DDP_DT_F16] = { "f16", 2, 1 },   [DDP_DT_BF16] = { "bf16", 2, 1 },
-	[DDP_DT_I8] = { "i8", 1, 0 },     [DDP_DT_U8] = { "u8", 1, 0 },
-	[DDP_DT_I16] = { "i16", 2, 0 },   [DDP_DT_U16] = { "u16", 2, 0 },
-	[DDP_DT_I32] = { "i32", 4, 0 },   [DDP_DT_U32] = { "u32", 4, 0 },
-	[DDP_DT_I64] = { "i64", 8, 0 },   [DDP_DT_U64] = { "u64", 8, 0 },
-	[DDP_DT_BOOL] = { "bool", 1, 0 }, [DDP_DT_VOID] = { "void", 0, 0 },
+	[DDP_DT_UNKNOWN] = { "?", 0, 0 }, [DDP_DT_F32] = { "f32", 4, 1 },   [DDP_DT_F64] = { "f64", 8, 0 },
+	[DDP_DT_F16] = { "f16", 2, 1 },   [DDP_DT_BF16] = { "bf16", 2, 1 }, [DDP_DT_I8] = { "i8", 1, 0 },
+	[DDP_DT_U8] = { "u8", 1, 0 },     [DDP_DT_I16] = { "i16", 2, 0 },   [DDP_DT_U16] = { "u16", 2, 0 },
+	[DDP_DT_I32] = { "i32", 4, 0 },   [DDP_DT_U32] = { "u32", 4, 0 },   [DDP_DT_I64] = { "i64", 8, 0 },
+	[DDP_DT_U64] = { "u64", 8, 0 },   [DDP_DT_BOOL] = { "bool", 1, 0 }, [DDP_DT_VOID] = { "void", 0, 0 },
 };
 
 /* Spellings beyond the short names (DDP_GRAD_DTYPE=fp16, ...). */
@@ -52,8 +49,8 @@ static const struct {
 	const char *name;
 	enum ddp_dtype t;
 } dtype_aliases[] = {
-	{ "fp32", DDP_DT_F32 }, { "float", DDP_DT_F32 }, { "float32", DDP_DT_F32 },
-	{ "fp16", DDP_DT_F16 }, { "half", DDP_DT_F16 }, { "float16", DDP_DT_F16 },
+	{ "fp32", DDP_DT_F32 },      { "float", DDP_DT_F32 }, { "float32", DDP_DT_F32 },
+	{ "fp16", DDP_DT_F16 },      { "half", DDP_DT_F16 },  { "float16", DDP_DT_F16 },
 	{ "bfloat16", DDP_DT_BF16 },
 };
 
@@ -122,37 +119,36 @@ static void avg_f32(float *dst, const void *const *src, int n, size_t count, int
 
 /* fp16 and bf16 differ only in their conversions: one body for both. */
 #define DEFINE_AVG_HALF(fn, to_f32, from_f32) \
-DTYPE_CLONES \
-static void fn(uint16_t *dst, const void *const *src, int n, size_t count, int divisor) \
-{ \
-	float acc[DTYPE_BLOCK]; \
-	const float div = (float)divisor, inv = 1.0f / div; \
-	const int pow2 = (divisor & (divisor - 1)) == 0; /* inv exact */ \
-	for (size_t base = 0; base < count; base += DTYPE_BLOCK) { \
-		size_t m = count - base < DTYPE_BLOCK ? count - base : DTYPE_BLOCK; \
-		const uint16_t *s0 = (const uint16_t *)src[0] + base; \
-		for (size_t i = 0; i < m; i++) \
-			acc[i] = to_f32(s0[i]); \
-		for (int k = 1; k < n; k++) { \
-			const uint16_t *sk = (const uint16_t *)src[k] + base; \
+	DTYPE_CLONES \
+	static void fn(uint16_t *dst, const void *const *src, int n, size_t count, int divisor) \
+	{ \
+		float acc[DTYPE_BLOCK]; \
+		const float div = (float)divisor, inv = 1.0f / div; \
+		const int pow2 = (divisor & (divisor - 1)) == 0; /* inv exact */ \
+		for (size_t base = 0; base < count; base += DTYPE_BLOCK) { \
+			size_t m = count - base < DTYPE_BLOCK ? count - base : DTYPE_BLOCK; \
+			const uint16_t *s0 = (const uint16_t *)src[0] + base; \
 			for (size_t i = 0; i < m; i++) \
-				acc[i] += to_f32(sk[i]); \
+				acc[i] = to_f32(s0[i]); \
+			for (int k = 1; k < n; k++) { \
+				const uint16_t *sk = (const uint16_t *)src[k] + base; \
+				for (size_t i = 0; i < m; i++) \
+					acc[i] += to_f32(sk[i]); \
+			} \
+			uint16_t *d = dst + base; \
+			if (pow2) \
+				for (size_t i = 0; i < m; i++) \
+					d[i] = from_f32(acc[i] * inv); \
+			else \
+				for (size_t i = 0; i < m; i++) \
+					d[i] = from_f32(acc[i] / div); \
 		} \
-		uint16_t *d = dst + base; \
-		if (pow2) \
-			for (size_t i = 0; i < m; i++) \
-				d[i] = from_f32(acc[i] * inv); \
-		else \
-			for (size_t i = 0; i < m; i++) \
-				d[i] = from_f32(acc[i] / div); \
-	} \
-}
+	}
 
 DEFINE_AVG_HALF(avg_f16, ddp_f16_to_f32, ddp_f32_to_f16)
 DEFINE_AVG_HALF(avg_bf16, ddp_bf16_to_f32, ddp_f32_to_bf16)
 
-void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count,
-		   int divisor)
+void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count, int divisor)
 {
 	switch (t) {
 	case DDP_DT_F32: avg_f32(dst, src, n, count, divisor); break;

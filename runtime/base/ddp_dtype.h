@@ -34,10 +34,20 @@
 
 enum ddp_dtype {
 	DDP_DT_UNKNOWN = 0,
-	DDP_DT_F32, DDP_DT_F64, DDP_DT_F16, DDP_DT_BF16,
-	DDP_DT_I8, DDP_DT_U8, DDP_DT_I16, DDP_DT_U16,
-	DDP_DT_I32, DDP_DT_U32, DDP_DT_I64, DDP_DT_U64,
-	DDP_DT_BOOL, DDP_DT_VOID,
+	DDP_DT_F32,
+	DDP_DT_F64,
+	DDP_DT_F16,
+	DDP_DT_BF16,
+	DDP_DT_I8,
+	DDP_DT_U8,
+	DDP_DT_I16,
+	DDP_DT_U16,
+	DDP_DT_I32,
+	DDP_DT_U32,
+	DDP_DT_I64,
+	DDP_DT_U64,
+	DDP_DT_BOOL,
+	DDP_DT_VOID,
 	DDP_DT_COUNT,
 };
 
@@ -108,8 +118,8 @@ static inline uint16_t ddp_f32_to_f16(float f)
 	/* normal: re-bias and round to nearest even by hand */
 	uint32_t mant_odd = (u >> 13) & 1u;
 	uint32_t norm = (u + (((uint32_t)(15 - 127)) << 23) + 0xfffu + mant_odd) >> 13;
-	uint32_t o = ddp_dtype_sel_(u >= ((127u + 16u) << 23), big,
-				    ddp_dtype_sel_(u < (113u << 23), sub, norm));
+	uint32_t o =
+		ddp_dtype_sel_(u >= ((127u + 16u) << 23), big, ddp_dtype_sel_(u < (113u << 23), sub, norm));
 	return (uint16_t)(o | (sign >> 16));
 }
 
@@ -137,7 +147,6 @@ static inline uint16_t ddp_f32_to_bf16(float f)
  * dst may alias any src (element i is read from every source before dst[i]
  * is written).  n >= 1, divisor >= 1.  Pointers need only element
  * alignment.  t must be reducible; any other type writes nothing. */
-void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count,
-		   int divisor);
+void ddp_dtype_avg(enum ddp_dtype t, void *dst, const void *const *src, int n, size_t count, int divisor);
 
 #endif /* DDP_DTYPE_H */

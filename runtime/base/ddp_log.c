@@ -19,7 +19,7 @@ unsigned ddp_log_mask_ = DDP_SUB_ALL;
 
 static const char *log_prog = "libddp";
 static int log_rank = -1;
-static int log_rank_prefix = 1;   /* DDP_LOG_RANK_PREFIX */
+static int log_rank_prefix = 1; /* DDP_LOG_RANK_PREFIX */
 static char last_warning[512];
 static int last_warning_lock;
 
@@ -32,10 +32,10 @@ static const struct {
 	const char *name;
 	unsigned bit;
 } subsys_names[] = {
-	{ "hook", DDP_SUB_HOOK },   { "alloc", DDP_SUB_ALLOC }, { "kreg", DDP_SUB_KREG },
-	{ "grad", DDP_SUB_GRAD },   { "coll", DDP_SUB_COLL },   { "rdzv", DDP_SUB_RDZV },
+	{ "hook", DDP_SUB_HOOK },     { "alloc", DDP_SUB_ALLOC }, { "kreg", DDP_SUB_KREG },
+	{ "grad", DDP_SUB_GRAD },     { "coll", DDP_SUB_COLL },   { "rdzv", DDP_SUB_RDZV },
 	{ "launch", DDP_SUB_LAUNCH }, { "shard", DDP_SUB_SHARD }, { "sim", DDP_SUB_SIM },
-	{ "init", DDP_SUB_INIT },   { "all", DDP_SUB_ALL },
+	{ "init", DDP_SUB_INIT },     { "all", DDP_SUB_ALL },
 };
 
 const char *ddp_strerror(ddp_result rc)
@@ -79,8 +79,7 @@ static ddp_result parse_subsys(const char *s, unsigned *mask)
 	if (strlen(s) >= sizeof buf)
 		return DDP_ERR_INVALID;
 	strcpy(buf, s);
-	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
+	for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		size_t i, n = sizeof subsys_names / sizeof subsys_names[0];
 		for (i = 0; i < n; i++)
 			if (strcasecmp(tok, subsys_names[i].name) == 0)
@@ -105,7 +104,8 @@ ddp_result ddp_log_init(const char *prog)
 		int lvl;
 		if (ddp_log_parse_level(v, &lvl) != DDP_OK) {
 			DDP_ERROR("DDP_LOG='%s' is not a log level; use one of "
-				  "error, warn, info, debug, trace", v);
+				  "error, warn, info, debug, trace",
+				  v);
 			rc = DDP_ERR_INVALID;
 		} else {
 			ddp_log_level_ = lvl;
@@ -128,7 +128,8 @@ ddp_result ddp_log_init(const char *prog)
 		if (parse_subsys(v, &m) != DDP_OK) {
 			DDP_ERROR("DDP_LOG_SUBSYS='%s' is not a subsystem list; use a "
 				  "comma-separated list of hook, alloc, kreg, grad, coll, "
-				  "rdzv, launch, shard, sim, init, all (prefix ^ to exclude)", v);
+				  "rdzv, launch, shard, sim, init, all (prefix ^ to exclude)",
+				  v);
 			rc = DDP_ERR_INVALID;
 		} else {
 			ddp_log_mask_ = m;
@@ -153,8 +154,7 @@ static const char *base_name(const char *path)
 	return s ? s + 1 : path;
 }
 
-void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
-		  const char *fmt, ...)
+void ddp_log_emit(int level, unsigned subsys, const char *file, int line, const char *fmt, ...)
 {
 	static const char *const tags[] = { "", "ERROR", "WARN", "INFO", "DEBUG", "TRACE" };
 	/* room for two PATH_MAX paths and the reason after them: a message is
@@ -168,8 +168,7 @@ void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
 		level = DDP_LOG_ERROR;
 	if (log_rank >= 0 && log_rank_prefix)
 		n = snprintf(buf, sizeof buf, "[rank %d] ", log_rank);
-	n += snprintf(buf + n, sizeof buf - n, "%s %s %s:%d ", log_prog, tags[level],
-		      base_name(file), line);
+	n += snprintf(buf + n, sizeof buf - n, "%s %s %s:%d ", log_prog, tags[level], base_name(file), line);
 	if (n >= (int)sizeof buf)
 		n = sizeof buf - 1;
 	va_start(ap, fmt);
@@ -177,8 +176,7 @@ void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
 	va_end(ap);
 	n = (m < 0) ? n : (n + m >= (int)sizeof buf - 1 ? (int)sizeof buf - 2 : n + m);
 	buf[n++] = '\n';
-	if (level <= DDP_LOG_WARN &&
-	    !__atomic_exchange_n(&last_warning_lock, 1, __ATOMIC_ACQUIRE)) {
+	if (level <= DDP_LOG_WARN && !__atomic_exchange_n(&last_warning_lock, 1, __ATOMIC_ACQUIRE)) {
 		size_t len = (size_t)(n - 1) < sizeof last_warning - 1 ? (size_t)(n - 1)
 								       : sizeof last_warning - 1;
 		memcpy(last_warning, buf, len);
@@ -200,8 +198,7 @@ void ddp_log_emit(int level, unsigned subsys, const char *file, int line,
 void ddp_log_breadcrumb(const char *file, int line, const char *expr, ddp_result rc)
 {
 	if (DDP_LOG_ON(DDP_LOG_DEBUG, DDP_SUB_ALL))
-		ddp_log_emit(DDP_LOG_DEBUG, DDP_SUB_ALL, file, line, "%s -> %s", expr,
-			     ddp_strerror(rc));
+		ddp_log_emit(DDP_LOG_DEBUG, DDP_SUB_ALL, file, line, "%s -> %s", expr, ddp_strerror(rc));
 }
 
 ddp_result ddp_cu_result(int r, const char *what)

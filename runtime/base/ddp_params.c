@@ -27,10 +27,26 @@
 #undef DDP_PARAM_ENUM
 #undef DDP_PARAM_SECRET
 
-#define DDP_PARAM_INT(name, env, def, lo, hi, help) long ddp_param_##name(void) { return param_##name; }
-#define DDP_PARAM_STR(name, env, def, help) const char *ddp_param_##name(void) { return param_##name; }
-#define DDP_PARAM_BOOL(name, env, def, help) int ddp_param_##name(void) { return param_##name; }
-#define DDP_PARAM_ENUM(name, env, def, values, help) int ddp_param_##name(void) { return param_##name; }
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) \
+	long ddp_param_##name(void) \
+	{ \
+		return param_##name; \
+	}
+#define DDP_PARAM_STR(name, env, def, help) \
+	const char *ddp_param_##name(void) \
+	{ \
+		return param_##name; \
+	}
+#define DDP_PARAM_BOOL(name, env, def, help) \
+	int ddp_param_##name(void) \
+	{ \
+		return param_##name; \
+	}
+#define DDP_PARAM_ENUM(name, env, def, values, help) \
+	int ddp_param_##name(void) \
+	{ \
+		return param_##name; \
+	}
 #define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
 #undef DDP_PARAM_INT
@@ -57,14 +73,21 @@ __attribute__((unused)) static ddp_result parse_bool(const char *env, const char
 	static const char *const yes[] = { "1", "on", "true", "yes" };
 	static const char *const no[] = { "0", "off", "false", "no" };
 	for (size_t i = 0; i < 4; i++) {
-		if (strcasecmp(v, yes[i]) == 0) { *out = 1; return DDP_OK; }
-		if (strcasecmp(v, no[i]) == 0) { *out = 0; return DDP_OK; }
+		if (strcasecmp(v, yes[i]) == 0) {
+			*out = 1;
+			return DDP_OK;
+		}
+		if (strcasecmp(v, no[i]) == 0) {
+			*out = 0;
+			return DDP_OK;
+		}
 	}
 	DDP_ERROR("%s='%s' is not a boolean; use 1/0, on/off, true/false or yes/no", env, v);
 	return DDP_ERR_INVALID;
 }
 
-__attribute__((unused)) static ddp_result parse_enum(const char *env, const char *v, const char *values, int *out)
+__attribute__((unused)) static ddp_result parse_enum(const char *env, const char *v, const char *values,
+						     int *out)
 {
 	const char *p = values;
 	for (int i = 0; *p; i++) {
@@ -95,20 +118,29 @@ static void params_read(void)
 #define SET_BY_ENV(env) log_set_by_env(env, v)
 #define DDP_PARAM_INT(name, env, def, lo, hi, help) \
 	if ((v = getenv(env)) && *v) { \
-		if (parse_int(env, v, lo, hi, &param_##name) == DDP_OK) SET_BY_ENV(env); \
-		else rc = DDP_ERR_INVALID; \
+		if (parse_int(env, v, lo, hi, &param_##name) == DDP_OK) \
+			SET_BY_ENV(env); \
+		else \
+			rc = DDP_ERR_INVALID; \
 	}
 #define DDP_PARAM_STR(name, env, def, help) \
-	if ((v = getenv(env)) && *v) { param_##name = v; SET_BY_ENV(env); }
+	if ((v = getenv(env)) && *v) { \
+		param_##name = v; \
+		SET_BY_ENV(env); \
+	}
 #define DDP_PARAM_BOOL(name, env, def, help) \
 	if ((v = getenv(env)) && *v) { \
-		if (parse_bool(env, v, &param_##name) == DDP_OK) SET_BY_ENV(env); \
-		else rc = DDP_ERR_INVALID; \
+		if (parse_bool(env, v, &param_##name) == DDP_OK) \
+			SET_BY_ENV(env); \
+		else \
+			rc = DDP_ERR_INVALID; \
 	}
 #define DDP_PARAM_ENUM(name, env, def, values, help) \
 	if ((v = getenv(env)) && *v) { \
-		if (parse_enum(env, v, values, &param_##name) == DDP_OK) SET_BY_ENV(env); \
-		else rc = DDP_ERR_INVALID; \
+		if (parse_enum(env, v, values, &param_##name) == DDP_OK) \
+			SET_BY_ENV(env); \
+		else \
+			rc = DDP_ERR_INVALID; \
 	}
 #define DDP_PARAM_SECRET(name, env, help)
 #include "params.def"
@@ -147,7 +179,8 @@ void ddp_params_print(int fd, int md)
 		int enum_def; /* ENUM: index of the default in type ("a|b|c") */
 	} rows[] = {
 #define STR_(x) #x
-#define DDP_PARAM_INT(name, env, def, lo, hi, help) { env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help, 0 },
+#define DDP_PARAM_INT(name, env, def, lo, hi, help) \
+	{ env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help, 0 },
 #define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help, 0 },
 #define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help, 0 },
 #define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, NULL, help, def },
@@ -176,9 +209,8 @@ void ddp_params_print(int fd, int md)
 			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", rows[i].env,
 				md_cell(rows[i].type, type, sizeof type), def,
 				md_cell(rows[i].help, help, sizeof help));
-		}
-		else
-			dprintf(fd, "  %-22s %-14s default %-10s %s\n", rows[i].env, rows[i].type,
-				def, rows[i].help);
+		} else
+			dprintf(fd, "  %-22s %-14s default %-10s %s\n", rows[i].env, rows[i].type, def,
+				rows[i].help);
 	}
 }

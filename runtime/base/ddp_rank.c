@@ -35,8 +35,13 @@
 #include "ddp_rank.h"
 
 static struct ddp_rank_info rank_info = {
-	.rank = 0, .world_size = 1, .local_rank = 0, .local_world_size = 1,
-	.source = "none", .master_addr = NULL, .master_port = 0,
+	.rank = 0,
+	.world_size = 1,
+	.local_rank = 0,
+	.local_world_size = 1,
+	.source = "none",
+	.master_addr = NULL,
+	.master_port = 0,
 };
 
 /* Parses a decimal integer in [lo, hi]; one error line naming var if bad. */
@@ -48,8 +53,7 @@ static ddp_result parse_int(const char *var, const char *v, long lo, long hi, in
 	errno = 0;
 	x = strtol(v, &end, 10);
 	if (errno || end == v || *end || x < lo || x > hi) {
-		DDP_ERROR("%s='%s' is not an integer in [%ld, %ld]; fix or unset it",
-			  var, v, lo, hi);
+		DDP_ERROR("%s='%s' is not an integer in [%ld, %ld]; fix or unset it", var, v, lo, hi);
 		return DDP_ERR_INVALID;
 	}
 	*out = (int)x;
@@ -104,7 +108,8 @@ static ddp_result parse_slurm_tasks_per_node(const char *v, int node, int *out)
 	}
 bad:
 	DDP_ERROR("SLURM_TASKS_PER_NODE='%s' does not name a task count for node %d; "
-		  "set SLURM_NTASKS_PER_NODE", v, node);
+		  "set SLURM_NTASKS_PER_NODE",
+		  v, node);
 	return DDP_ERR_INVALID;
 }
 
@@ -125,14 +130,14 @@ static ddp_result slurm_local_size(struct ddp_rank_info *r)
 }
 
 struct rank_source {
-	const char *name;       /* ddp_rank_info.source                  */
+	const char *name;                                  /* ddp_rank_info.source                  */
 	const char *rank, *size, *local_rank, *local_size; /* variables   */
 };
 
 static const struct rank_source sources[] = {
 	{ "ddprun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE" },
-	{ "ompi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
-	  "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE" },
+	{ "ompi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+	  "OMPI_COMM_WORLD_LOCAL_SIZE" },
 	{ "pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS" },
 	{ "horovod", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE" },
 	{ "slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", NULL }, /* last: see above */
@@ -141,8 +146,13 @@ static const struct rank_source sources[] = {
 ddp_result ddp_rank_init(void)
 {
 	struct ddp_rank_info r = {
-		.rank = 0, .world_size = 1, .local_rank = 0, .local_world_size = 1,
-		.source = "none", .master_addr = NULL, .master_port = 0,
+		.rank = 0,
+		.world_size = 1,
+		.local_rank = 0,
+		.local_world_size = 1,
+		.source = "none",
+		.master_addr = NULL,
+		.master_port = 0,
 	};
 	const struct rank_source *s = NULL;
 	int found_rank, found_size, found;
@@ -163,8 +173,7 @@ ddp_result ddp_rank_init(void)
 			return DDP_ERR_INVALID;
 		}
 		if (r.rank >= r.world_size) {
-			DDP_ERROR("%s=%d is not below %s=%d", s->rank, r.rank, s->size,
-				  r.world_size);
+			DDP_ERROR("%s=%d is not below %s=%d", s->rank, r.rank, s->size, r.world_size);
 			return DDP_ERR_INVALID;
 		}
 		r.source = s->name;
@@ -178,8 +187,8 @@ ddp_result ddp_rank_init(void)
 		else
 			DDP_CHECK(slurm_local_size(&r));
 		if (r.local_rank >= r.local_world_size) {
-			DDP_ERROR("%s=%d is not below the local world size %d (%s)",
-				  s->local_rank, r.local_rank, r.local_world_size,
+			DDP_ERROR("%s=%d is not below the local world size %d (%s)", s->local_rank,
+				  r.local_rank, r.local_world_size,
 				  s->local_size ? s->local_size : "SLURM_NTASKS_PER_NODE");
 			return DDP_ERR_INVALID;
 		}

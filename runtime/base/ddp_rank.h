@@ -21,13 +21,13 @@
 #include "ddp_err.h"
 
 struct ddp_rank_info {
-	int rank;              /* global rank, 0..world_size-1            */
-	int world_size;        /* number of ranks in the job               */
-	int local_rank;        /* rank on this node                        */
-	int local_world_size;  /* ranks on this node                       */
-	const char *source;    /* "ddprun", "torchrun", "slurm", "ompi", "pmi", "none" */
+	int rank;                /* global rank, 0..world_size-1            */
+	int world_size;          /* number of ranks in the job               */
+	int local_rank;          /* rank on this node                        */
+	int local_world_size;    /* ranks on this node                       */
+	const char *source;      /* "ddprun", "torchrun", "slurm", "ompi", "pmi", "none" */
 	const char *master_addr; /* store host (may be NULL)              */
-	int master_port;       /* store port (0 when unknown)             */
+	int master_port;         /* store port (0 when unknown)             */
 };
 
 /* Parses the environment; DDP_ERR_INVALID (one error line naming the variable)

@@ -14,12 +14,12 @@
 #include "ddp_stats.h"
 
 static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ddp_stats_thread *stats_list;     /* live threads' blocks */
-static struct ddp_stats_thread retired;         /* exited threads' sums */
+static struct ddp_stats_thread *stats_list; /* live threads' blocks */
+static struct ddp_stats_thread retired;     /* exited threads' sums */
 static pthread_key_t stats_key;
 static int stats_key_ok;
-static void (*stats_forget)(void);           /* drops the thread's pointer */
-static size_t nblocks;                        /* blocks on stats_list      */
+static void (*stats_forget)(void); /* drops the thread's pointer */
+static size_t nblocks;             /* blocks on stats_list      */
 
 static void add_block(struct ddp_stats_thread *dst, const struct ddp_stats_thread *src)
 {

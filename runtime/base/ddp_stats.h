@@ -28,18 +28,18 @@ enum ddp_copy_dir {
 	DDP_COPY_DTOH,
 	DDP_COPY_DTOD,
 	DDP_COPY_HTOH,
-	DDP_COPY_SET,     /* memset bytes */
+	DDP_COPY_SET, /* memset bytes */
 	DDP_COPY_NDIR,
 };
 
 struct ddp_stats_thread {
 	uint64_t calls[DDP_STATS_MAX_HOOKS];
 	uint64_t errors[DDP_STATS_MAX_HOOKS];
-	uint64_t timed[DDP_STATS_MAX_HOOKS];    /* calls whose time was taken  */
-	uint64_t time_ns[DDP_STATS_MAX_HOOKS];  /* their summed duration       */
+	uint64_t timed[DDP_STATS_MAX_HOOKS];   /* calls whose time was taken  */
+	uint64_t time_ns[DDP_STATS_MAX_HOOKS]; /* their summed duration       */
 	uint64_t copy_bytes[DDP_COPY_NDIR];
 	uint64_t copy_calls[DDP_COPY_NDIR];
-	struct ddp_stats_thread *next, *prev;   /* global list (stats mutex)   */
+	struct ddp_stats_thread *next, *prev; /* global list (stats mutex)   */
 };
 
 static inline void ddp_stats_add_(uint64_t *c, uint64_t v)

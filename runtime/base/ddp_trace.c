@@ -45,13 +45,13 @@
 #define DDP_TRACE_FLUSH_S 1
 
 struct trace_buf {
-	struct trace_buf *next;     /* trace_lock                          */
+	struct trace_buf *next; /* trace_lock                          */
 	int tid;
-	char tname[16];             /* the thread's name at its first event */
-	int named;                  /* thread_name event written (trace_lock) */
+	char tname[16]; /* the thread's name at its first event */
+	int named;      /* thread_name event written (trace_lock) */
 	size_t cap;
-	size_t n;                   /* published with release (owner)     */
-	size_t done;                /* events [0, done) written (trace_lock) */
+	size_t n;    /* published with release (owner)     */
+	size_t done; /* events [0, done) written (trace_lock) */
 	struct ddp_trace_ev ev[];
 };
 
@@ -65,8 +65,8 @@ struct sbuf {
 static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t flush_cond = PTHREAD_COND_INITIALIZER;
 static int trace_fd = -1;
-static long long tail_off;          /* where the closing "]}" begins      */
-static unsigned long long written;  /* events written so far              */
+static long long tail_off;         /* where the closing "]}" begins      */
+static unsigned long long written; /* events written so far              */
 static int trace_on;
 static int trace_rank;
 static int write_failed;
@@ -187,8 +187,10 @@ static void format_events(struct trace_buf *b, size_t n, struct sbuf *out)
 		return;
 	if (!b->named) {
 		b->named = 1;
-		sb_printf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-			       "\"args\":{\"name\":\"", trace_rank, b->tid);
+		sb_printf(out,
+			  ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+			  "\"args\":{\"name\":\"",
+			  trace_rank, b->tid);
 		sb_escape(out, b->tname[0] ? b->tname : "thread");
 		sb_printf(out, "\"}}");
 	}
@@ -196,8 +198,9 @@ static void format_events(struct trace_buf *b, size_t n, struct sbuf *out)
 		const struct ddp_trace_ev *e = &b->ev[i];
 		sb_printf(out, ",\n{\"name\":\"");
 		sb_escape(out, e->name ? e->name : "?");
-		sb_printf(out, "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%llu.%03llu,\"dur\":%llu.%03llu,"
-			       "\"pid\":%d,\"tid\":%d,\"args\":{\"result\":%d",
+		sb_printf(out,
+			  "\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%llu.%03llu,\"dur\":%llu.%03llu,"
+			  "\"pid\":%d,\"tid\":%d,\"args\":{\"result\":%d",
 			  e->cat ? e->cat : "hook", (unsigned long long)(e->ts_ns / 1000),
 			  (unsigned long long)(e->ts_ns % 1000), (unsigned long long)(e->dur_ns / 1000),
 			  (unsigned long long)(e->dur_ns % 1000), trace_rank,
@@ -275,12 +278,13 @@ ddp_result ddp_trace_open(const char *dir, int rank, size_t events_per_thread)
 	trace_rank = rank;
 	if (events_per_thread)
 		trace_cap = events_per_thread;
-	sb_printf(&head, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
-			 "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
-			 "\"args\":{\"name\":\"rank %d\"}},\n"
-			 "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
-			 "\"args\":{\"name\":\"communication\"}}", rank, rank, rank,
-		  DDP_TRACE_TRACK_TID + DDP_TRACE_TRACK_COMM);
+	sb_printf(&head,
+		  "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"
+		  "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,"
+		  "\"args\":{\"name\":\"rank %d\"}},\n"
+		  "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,"
+		  "\"args\":{\"name\":\"communication\"}}",
+		  rank, rank, rank, DDP_TRACE_TRACK_TID + DDP_TRACE_TRACK_COMM);
 	commit(&head, open_tail);
 	free(head.p);
 	pthread_mutex_unlock(&trace_lock);
@@ -417,8 +421,7 @@ void ddp_trace_close(void)
 		b->done = 0;
 		__atomic_store_n(&b->n, 0, __ATOMIC_RELEASE);
 	}
-	snprintf(tail, sizeof tail, "\n],\"otherData\":{\"ddprun\":\"complete\",\"events\":%llu}}\n",
-		 written);
+	snprintf(tail, sizeof tail, "\n],\"otherData\":{\"ddprun\":\"complete\",\"events\":%llu}}\n", written);
 	commit(&out, tail);
 	free(out.p);
 	if (trace_fd >= 0) {

@@ -27,23 +27,23 @@
 #include "ddp_err.h"
 
 struct ddp_trace_ev {
-	const char *name;        /* event name (hook or kernel)           */
-	const char *cat;         /* category: "hook", "launch", "alloc"... */
-	const char *kernel;      /* kernel name or NULL                   */
+	const char *name;   /* event name (hook or kernel)           */
+	const char *cat;    /* category: "hook", "launch", "alloc"... */
+	const char *kernel; /* kernel name or NULL                   */
 	uint64_t ts_ns, dur_ns;
-	uint64_t bytes;          /* bytes copied / allocated (0: none)    */
-	uint64_t addr;           /* address (0: none)                     */
+	uint64_t bytes;             /* bytes copied / allocated (0: none)    */
+	uint64_t addr;              /* address (0: none)                     */
 	uint32_t grid[3], block[3]; /* grid[0] == 0: none                  */
-	int32_t result;          /* CUresult                              */
-	uint64_t step;           /* optimizer step (0: none)               */
-	uint32_t track;          /* 0: the recording thread's row; else one of
+	int32_t result;             /* CUresult                              */
+	uint64_t step;              /* optimizer step (0: none)               */
+	uint32_t track;             /* 0: the recording thread's row; else one of
 				  * DDP_TRACE_TRACK_* (its own named row)  */
 };
 
 /* Rows of the trace that are not threads: events with .track = one of these
  * appear on a row of that name (tid DDP_TRACE_TRACK_TID + track), whatever
  * thread records them; their ts may lie in the past (measured afterwards). */
-#define DDP_TRACE_TRACK_COMM 1   /* "communication": collectives as they ran */
+#define DDP_TRACE_TRACK_COMM 1 /* "communication": collectives as they ran */
 #define DDP_TRACE_TRACK_TID 900000
 
 /* Opens DIR/rank<rank>.trace.json (DIR is created if missing). events_per_

@@ -27,8 +27,9 @@ static void account(enum ddp_wait_kind k, uint64_t t0, CUresult r)
 	__atomic_add_fetch(&w.calls[k], 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&w.ns[k], dt, __ATOMIC_RELAXED);
 	if (ddp_trace_enabled()) {
-		struct ddp_trace_ev ev = { .name = wait_names[k], .cat = "wait", .ts_ns = t0, .dur_ns = dt,
-					   .result = (int32_t)r };
+		struct ddp_trace_ev ev = {
+			.name = wait_names[k], .cat = "wait", .ts_ns = t0, .dur_ns = dt, .result = (int32_t)r
+		};
 		ddp_trace_event(&ev);
 	}
 }
@@ -80,8 +81,10 @@ void ddp_waits_report(void)
 {
 	struct ddp_waits s;
 	ddp_waits_get(&s);
-	DDP_INFO(INIT, "summary: host waits by libddp: %llu (cuStreamSynchronize %llu, cuCtxSynchronize %llu, "
+	DDP_INFO(INIT,
+		 "summary: host waits by libddp: %llu (cuStreamSynchronize %llu, cuCtxSynchronize %llu, "
 		 "cuEventSynchronize %llu), %.3f ms; the trace has each (cat \"wait\")",
 		 (unsigned long long)(s.calls[0] + s.calls[1] + s.calls[2]), (unsigned long long)s.calls[0],
-		 (unsigned long long)s.calls[1], (unsigned long long)s.calls[2], (s.ns[0] + s.ns[1] + s.ns[2]) / 1e6);
+		 (unsigned long long)s.calls[1], (unsigned long long)s.calls[2],
+		 (s.ns[0] + s.ns[1] + s.ns[2]) / 1e6);
 }

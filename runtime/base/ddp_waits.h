@@ -20,7 +20,12 @@
 #define DDP_WAITS_H
 #include <stdint.h>
 
-enum ddp_wait_kind { DDP_WAIT_STREAM, DDP_WAIT_CTX, DDP_WAIT_EVENT, DDP_WAIT_KINDS };
+enum ddp_wait_kind {
+	DDP_WAIT_STREAM,
+	DDP_WAIT_CTX,
+	DDP_WAIT_EVENT,
+	DDP_WAIT_KINDS
+};
 
 struct ddp_waits {
 	uint64_t calls[DDP_WAIT_KINDS];

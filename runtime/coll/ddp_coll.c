@@ -57,8 +57,8 @@ const char *coll_cu_name(const struct ddp_comm *c, CUresult e)
 {
 	static __thread char buf[32];
 	const char *name = NULL;
-	if (c->cfg.driver && c->cfg.driver->getErrorName && c->cfg.driver->getErrorName(e, &name) == CUDA_SUCCESS &&
-	    name)
+	if (c->cfg.driver && c->cfg.driver->getErrorName &&
+	    c->cfg.driver->getErrorName(e, &name) == CUDA_SUCCESS && name)
 		return name;
 	snprintf(buf, sizeof buf, "CUresult %d", (int)e);
 	return buf;
@@ -80,9 +80,10 @@ static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *o
 {
 	enum ddp_coll_backend want = c->cfg.backend;
 	if (want == DDP_COLL_NCCL && c->cfg.own_context)
-		return coll_fail(c, DDP_ERR_UNSUPPORTED, 1,
-				 "the program made its own CUDA context (cuCtxCreate): NCCL works in the device's "
-				 "primary context and cannot reach its buffers; use --backend host (DDP_BACKEND=host)");
+		return coll_fail(
+			c, DDP_ERR_UNSUPPORTED, 1,
+			"the program made its own CUDA context (cuCtxCreate): NCCL works in the device's "
+			"primary context and cannot reach its buffers; use --backend host (DDP_BACKEND=host)");
 	if (want == DDP_COLL_HOST || want == DDP_COLL_NCCL) {
 		*out = want;
 		return DDP_OK;
@@ -99,8 +100,10 @@ static ddp_result coll_pick_backend(struct ddp_comm *c, enum ddp_coll_backend *o
 		 version >= COLL_NCCL_MIN_VERSION;
 	if (ok && c->cfg.own_context) {
 		ok = 0;
-		DDP_INFO(COLL, "DDP_BACKEND=auto: rank %d's program made its own CUDA context (cuCtxCreate), which "
-			 "NCCL cannot reach: host backend", c->rank);
+		DDP_INFO(COLL,
+			 "DDP_BACKEND=auto: rank %d's program made its own CUDA context (cuCtxCreate), which "
+			 "NCCL cannot reach: host backend",
+			 c->rank);
 	} else if (!ok)
 		DDP_INFO(COLL, "DDP_BACKEND=auto: NCCL not usable on rank %d (%s)", c->rank,
 			 version ? "older than 2.14" : msg);
@@ -162,8 +165,8 @@ ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local
 		DDP_CHECK_GOTO(coll_host_init(c), rc, out_free);
 	c->err[0] = 0;
 	c->broken = 0;
-	DDP_INFO(COLL, "communicator %d: rank %d of %d (local %d of %d), backend %s, timeout %.0f s", c->gen, rank,
-		 world, local_rank, local_world, backend_names[c->backend], c->cfg.timeout_s);
+	DDP_INFO(COLL, "communicator %d: rank %d of %d (local %d of %d), backend %s, timeout %.0f s", c->gen,
+		 rank, world, local_rank, local_world, backend_names[c->backend], c->cfg.timeout_s);
 	*out = c;
 	return DDP_OK;
 
@@ -176,8 +179,7 @@ out_free:
 	return rc;
 }
 
-static ddp_result coll_check_args(struct ddp_comm *c, const char *what, const void *buf, size_t bytes,
-				  int dev)
+static ddp_result coll_check_args(struct ddp_comm *c, const char *what, const void *buf, size_t bytes, int dev)
 {
 	if (c->broken)
 		return DDP_ERR_REMOTE;
@@ -187,12 +189,12 @@ static ddp_result coll_check_args(struct ddp_comm *c, const char *what, const vo
 		    !c->cfg.driver->streamSynchronize || !c->cfg.driver->memAllocHost))
 		if (c->backend == DDP_COLL_HOST)
 			return coll_fail(c, DDP_ERR_INVALID, 1,
-					 "%s #%" PRIu64 ": device buffer but no driver table (internal error)", what,
-					 c->seq);
+					 "%s #%" PRIu64 ": device buffer but no driver table (internal error)",
+					 what, c->seq);
 	if (!dev && c->backend == DDP_COLL_NCCL)
 		return coll_fail(c, DDP_ERR_INVALID, 1,
-				 "%s #%" PRIu64 ": NCCL backend needs device buffers; use DDP_BACKEND=host", what,
-				 c->seq);
+				 "%s #%" PRIu64 ": NCCL backend needs device buffers; use DDP_BACKEND=host",
+				 what, c->seq);
 	return DDP_OK;
 }
 
@@ -209,16 +211,17 @@ ddp_result coll_check_allreduce(struct ddp_comm *c, const void *buf, size_t coun
 {
 	if (!ddp_dtype_reducible(dtype))
 		return coll_fail(c, DDP_ERR_INVALID, 1,
-				 "allreduce #%" PRIu64 ": cannot average dtype %s (%d): f32, f16 or bf16 only", c->seq,
-				 ddp_dtype_name(dtype), (int)dtype);
+				 "allreduce #%" PRIu64 ": cannot average dtype %s (%d): f32, f16 or bf16 only",
+				 c->seq, ddp_dtype_name(dtype), (int)dtype);
 	size_t es = ddp_dtype_size(dtype);
 	if (count > SIZE_MAX / es)
-		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": count %zu too large", c->seq, count);
+		return coll_fail(c, DDP_ERR_INVALID, 1, "allreduce #%" PRIu64 ": count %zu too large", c->seq,
+				 count);
 	return coll_check_args(c, "allreduce", buf, count * es, dev);
 }
 
-ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype, int buf_is_device,
-			     CUstream stream)
+ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype dtype,
+			     int buf_is_device, CUstream stream)
 {
 	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
 	DDP_CHECK(coll_check_allreduce(c, buf, count, dtype, buf_is_device));
@@ -234,8 +237,8 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 	if (rc != DDP_OK)
 		return rc;
 	coll_account(c, DDP_COLL_ALLREDUCE, count * es, t0);
-	DDP_DEBUG(COLL, "allreduce #%" PRIu64 " %s count=%zu %s: %.3f ms", c->seq - 1, ddp_dtype_name(dtype), count,
-		  buf_is_device ? "device" : "host", (coll_now() - t0) * 1e3);
+	DDP_DEBUG(COLL, "allreduce #%" PRIu64 " %s count=%zu %s: %.3f ms", c->seq - 1, ddp_dtype_name(dtype),
+		  count, buf_is_device ? "device" : "host", (coll_now() - t0) * 1e3);
 	return DDP_OK;
 }
 
@@ -244,22 +247,23 @@ ddp_result ddp_allreduce_avg_segs(struct ddp_comm *c, const struct ddp_coll_seg 
 {
 	if (n <= 1 || c->world == 1 || c->backend != DDP_COLL_NCCL) {
 		for (size_t i = 0; i < n; i++)
-			DDP_CHECK(ddp_allreduce_avg(c, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / ddp_dtype_size(dtype),
-						    dtype, buf_is_device, stream));
+			DDP_CHECK(ddp_allreduce_avg(c, (void *)(uintptr_t)seg[i].addr,
+						    seg[i].bytes / ddp_dtype_size(dtype), dtype,
+						    buf_is_device, stream));
 		return DDP_OK;
 	}
 	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
 	uint64_t bytes = 0;
 	for (size_t i = 0; i < n; i++) {
-		DDP_CHECK(coll_check_allreduce(c, (void *)(uintptr_t)seg[i].addr, seg[i].bytes / ddp_dtype_size(dtype),
-					       dtype, buf_is_device));
+		DDP_CHECK(coll_check_allreduce(c, (void *)(uintptr_t)seg[i].addr,
+					       seg[i].bytes / ddp_dtype_size(dtype), dtype, buf_is_device));
 		bytes += seg[i].bytes;
 	}
 	double t0 = coll_now();
 	DDP_CHECK(coll_nccl_allreduce_group(c, seg, n, dtype, stream));
 	coll_account(c, DDP_COLL_ALLREDUCE, bytes, t0);
-	DDP_DEBUG(COLL, "grouped allreduce #%" PRIu64 " %s, %zu ranges, %" PRIu64 " bytes: %.3f ms", c->seq - 1,
-		  ddp_dtype_name(dtype), n, bytes, (coll_now() - t0) * 1e3);
+	DDP_DEBUG(COLL, "grouped allreduce #%" PRIu64 " %s, %zu ranges, %" PRIu64 " bytes: %.3f ms",
+		  c->seq - 1, ddp_dtype_name(dtype), n, bytes, (coll_now() - t0) * 1e3);
 	return DDP_OK;
 }
 
@@ -268,8 +272,9 @@ ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, 
 {
 	DDP_CHECK(ddp_coll_async_drain(c)); /* the backend has one user at a time */
 	if (root < 0 || root >= c->world)
-		return coll_fail(c, DDP_ERR_INVALID, 1, "broadcast #%" PRIu64 ": root %d is not a rank (world %d)",
-				 c->seq, root, c->world);
+		return coll_fail(c, DDP_ERR_INVALID, 1,
+				 "broadcast #%" PRIu64 ": root %d is not a rank (world %d)", c->seq, root,
+				 c->world);
 	DDP_CHECK(coll_check_args(c, "broadcast", buf, bytes, buf_is_device));
 	double t0 = coll_now();
 	ddp_result rc;
@@ -298,8 +303,10 @@ static void sig_first_difference(const char *a, const char *b, char *wa, char *w
 		b += strspn(b, " \t");
 		size_t na = strcspn(a, " \t"), nb = strcspn(b, " \t");
 		if (na != nb || memcmp(a, b, na) != 0 || (!na && !nb)) {
-			snprintf(wa, len, "%.*s%s", (int)(na < len - 4 ? na : len - 4), a, na < len - 4 ? "" : "...");
-			snprintf(wb, len, "%.*s%s", (int)(nb < len - 4 ? nb : len - 4), b, nb < len - 4 ? "" : "...");
+			snprintf(wa, len, "%.*s%s", (int)(na < len - 4 ? na : len - 4), a,
+				 na < len - 4 ? "" : "...");
+			snprintf(wb, len, "%.*s%s", (int)(nb < len - 4 ? nb : len - 4), b,
+				 nb < len - 4 ? "" : "...");
 			if (!na)
 				snprintf(wa, len, "(nothing)");
 			if (!nb)
@@ -364,12 +371,14 @@ static ddp_result sig_judge(struct ddp_comm *c, uint64_t k, const char *mine, ch
 	}
 	if (missing[0])
 		snprintf(verdict, vlen,
-			 "Tcollective check #%" PRIu64 " timed out after %.0f s: rank(s) %s never posted a signature "
+			 "Tcollective check #%" PRIu64
+			 " timed out after %.0f s: rank(s) %s never posted a signature "
 			 "(dead, hung, or not issuing this collective)",
 			 k, c->cfg.timeout_s, missing);
 	else if (first_diff >= 0)
 		snprintf(verdict, vlen,
-			 "Mcollectives differ between ranks at check #%" PRIu64 ": rank %d has '%s' where rank 0 has "
+			 "Mcollectives differ between ranks at check #%" PRIu64
+			 ": rank %d has '%s' where rank 0 has "
 			 "'%s' (ranks differing from rank 0: %s); the programs must issue identical collectives",
 			 k, first_diff, wa, wb, differ);
 	else
@@ -407,14 +416,15 @@ ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char 
 		rc = ddp_store_get(c->store, key, &val, &len, c->cfg.timeout_s + 5);
 		if (rc == DDP_ERR_TIMEOUT) {
 			rc = coll_fail(c, DDP_ERR_TIMEOUT, 1,
-				       "collective check #%" PRIu64 " on rank %d: rank 0 gave no verdict within %.0f s "
+				       "collective check #%" PRIu64
+				       " on rank %d: rank 0 gave no verdict within %.0f s "
 				       "(rank 0 dead, hung, or not issuing this collective)",
 				       k, c->rank, c->cfg.timeout_s + 5);
 			goto out_free;
 		}
 		if (rc != DDP_OK) {
-			rc = coll_fail(c, rc, 1, "collective check #%" PRIu64 " on rank %d: store failed: %s", k, c->rank,
-				       ddp_store_last_error(c->store));
+			rc = coll_fail(c, rc, 1, "collective check #%" PRIu64 " on rank %d: store failed: %s",
+				       k, c->rank, ddp_store_last_error(c->store));
 			goto out_free;
 		}
 		len = len < sizeof verdict - 1 ? len : sizeof verdict - 1;

@@ -113,11 +113,15 @@ struct ddp_coll_config {
 };
 
 /* Statistics per kind of collective (index enum ddp_coll_kind). */
-enum ddp_coll_kind { DDP_COLL_ALLREDUCE = 0, DDP_COLL_BROADCAST = 1, DDP_COLL_KINDS };
+enum ddp_coll_kind {
+	DDP_COLL_ALLREDUCE = 0,
+	DDP_COLL_BROADCAST = 1,
+	DDP_COLL_KINDS
+};
 struct ddp_coll_stats {
 	uint64_t calls[DDP_COLL_KINDS];
-	uint64_t bytes[DDP_COLL_KINDS];  /* bytes of the caller's buffer       */
-	uint64_t ns[DDP_COLL_KINDS];     /* wall time inside the calls          */
+	uint64_t bytes[DDP_COLL_KINDS]; /* bytes of the caller's buffer       */
+	uint64_t ns[DDP_COLL_KINDS];    /* wall time inside the calls          */
 };
 
 /* Fills cfg from the settings (ddp_params.h getters: DDP_BACKEND,
@@ -131,9 +135,8 @@ void ddp_coll_config_default(struct ddp_coll_config *cfg /* OUT */);
  * Host backend with ranks on several nodes (local_world != world):
  * DDP_ERR_UNSUPPORTED with a message.  cfg NULL: ddp_coll_config_default.
  * cfg is copied except *driver and the strings, which must outlive the comm. */
-ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local_rank,
-			 int local_world, const struct ddp_coll_config *cfg,
-			 struct ddp_comm **out /* OUT */);
+ddp_result ddp_comm_init(struct ddp_store *store, int rank, int world, int local_rank, int local_world,
+			 const struct ddp_coll_config *cfg, struct ddp_comm **out /* OUT */);
 
 /* In place: buf (a host pointer, or a CUdeviceptr cast to void * when
  * buf_is_device) holds count elements of dtype; on return it holds the mean
@@ -145,7 +148,7 @@ ddp_result ddp_allreduce_avg(struct ddp_comm *c, void *buf, size_t count, enum d
 /* A piece of device (or host) memory reduced by one op. */
 struct ddp_coll_seg {
 	uint64_t addr;
-	uint64_t bytes;          /* whole elements of the op's dtype */
+	uint64_t bytes; /* whole elements of the op's dtype */
 };
 
 /* As ddp_allreduce_avg, for n segments of one dtype at once: NCCL runs
@@ -161,7 +164,11 @@ ddp_result ddp_allreduce_avg_segs(struct ddp_comm *c, const struct ddp_coll_seg 
  * buffer, one collective, scattered back; NCCL: one ncclAllReduce per
  * segment inside one NCCL group (no copies).  EACH: one collective per
  * segment (host backend; NCCL groups them anyway).  STAGED: as AUTO. */
-enum ddp_coll_seg_mode { DDP_SEG_AUTO = 0, DDP_SEG_STAGED = 1, DDP_SEG_EACH = 2 };
+enum ddp_coll_seg_mode {
+	DDP_SEG_AUTO = 0,
+	DDP_SEG_STAGED = 1,
+	DDP_SEG_EACH = 2
+};
 
 /* One async op over n segments of one dtype (all device or all host
  * memory): every segment ends up holding the mean.  Ticket, ordering and
@@ -217,10 +224,10 @@ int ddp_coll_async_usable(struct ddp_comm *c, char *why, size_t len);
 struct ddp_coll_time {
 	uint64_t ticket;
 	uint64_t start_ns, end_ns;
-	uint64_t arrive_ns;      /* host backend: when every rank had reached the
+	uint64_t arrive_ns; /* host backend: when every rank had reached the
 				    op (its first chunk), so arrive - start is
 				    the wait for the other ranks; NCCL: 0 (unknown) */
-	uint64_t bytes;          /* NCCL: bytes of the op; host backend: 0 */
+	uint64_t bytes;     /* NCCL: bytes of the op; host backend: 0 */
 };
 size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out /* OUT [max] */, size_t max);
 
@@ -229,7 +236,7 @@ size_t ddp_coll_async_times(struct ddp_comm *c, struct ddp_coll_time *out /* OUT
 /* A gradient range as the caller knows it. */
 struct ddp_coll_range {
 	uint64_t addr, bytes;
-	uint32_t alloc_id;       /* ranges of one allocation may merge        */
+	uint32_t alloc_id; /* ranges of one allocation may merge        */
 	enum ddp_dtype dtype;
 };
 /* A bucket: ranges r[first .. first+n), bytes in all, one dtype. */
@@ -254,8 +261,8 @@ size_t ddp_coll_bucket_segments(const struct ddp_coll_range *r, size_t n, struct
 				struct ddp_coll_seg *out /* OUT [n] */);
 
 /* In place: rank `root`'s bytes are copied into every rank's buf. */
-ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root,
-			 int buf_is_device, CUstream stream);
+ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int buf_is_device,
+			 CUstream stream);
 
 /* Checks that every rank is about to issue the same collective.  Every rank
  * posts "kind: sig" under coll/<n>/sig/<k>/<rank> (k counts checks) and reads

@@ -58,19 +58,19 @@
 #include "ddp_log.h"
 #include "ddp_stats.h"
 
-#define ASYNC_SLOTS 64                   /* event ring (power of two)         */
-#define ASYNC_DONE_RING 256              /* finished ops kept for the caller   */
-#define ASYNC_DEFAULT_STAGE (16u << 20)  /* pinned staging of device buffers  */
+#define ASYNC_SLOTS 64                  /* event ring (power of two)         */
+#define ASYNC_DONE_RING 256             /* finished ops kept for the caller   */
+#define ASYNC_DEFAULT_STAGE (16u << 20) /* pinned staging of device buffers  */
 
 /* One reduction the progress thread runs: a chunk of an op. */
 struct async_job {
 	struct coll_async *a;
-	void *buf;                 /* host memory: staging chunk or the caller's */
+	void *buf; /* host memory: staging chunk or the caller's */
 	size_t count;
 	enum ddp_dtype t;
 	uint64_t ticket;
-	int first, last;           /* first / last chunk of its op (times)       */
-	int done;                  /* set by the progress thread (a->mu)         */
+	int first, last; /* first / last chunk of its op (times)       */
+	int done;        /* set by the progress thread (a->mu)         */
 	struct async_job *next;
 };
 
@@ -84,27 +84,27 @@ struct async_stamp {
 
 struct coll_async {
 	struct ddp_comm *c;
-	CUstream cs;                       /* the communication stream            */
-	CUevent prod[ASYNC_SLOTS];         /* recorded on producers               */
-	CUevent done[ASYNC_SLOTS];         /* recorded on cs after each op         */
-	void *stage;                       /* pinned, stage_bytes (host backend)   */
+	CUstream cs;               /* the communication stream            */
+	CUevent prod[ASYNC_SLOTS]; /* recorded on producers               */
+	CUevent done[ASYNC_SLOTS]; /* recorded on cs after each op         */
+	void *stage;               /* pinned, stage_bytes (host backend)   */
 	size_t stage_bytes;
-	uint64_t issued;                   /* last ticket handed out              */
+	uint64_t issued; /* last ticket handed out              */
 	/* progress thread */
 	pthread_t thread;
 	int thread_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;                 /* jobs queued / quit                   */
-	pthread_cond_t cv_done;            /* a job finished                       */
-	struct async_job *head, *tail;     /* (mu)                                 */
-	int quit;                          /* (mu)                                 */
+	pthread_cond_t cv;             /* jobs queued / quit                   */
+	pthread_cond_t cv_done;        /* a job finished                       */
+	struct async_job *head, *tail; /* (mu)                                 */
+	int quit;                      /* (mu)                                 */
 	/* finished ops, for ddp_coll_async_times (mu) */
 	struct ddp_coll_time ring[ASYNC_DONE_RING];
 	uint64_t ring_w, ring_r;
-	uint64_t cur_start_ns;             /* start of the op in progress (mu)    */
-	uint64_t cur_arrive_ns;            /* every rank reached it (mu; host)    */
-	uint64_t watched;                  /* NCCL: last ticket seen done (watchdog) */
-	CUcontext ctx;                     /* the context of cs (watchdog thread)   */
+	uint64_t cur_start_ns;  /* start of the op in progress (mu)    */
+	uint64_t cur_arrive_ns; /* every rank reached it (mu; host)    */
+	uint64_t watched;       /* NCCL: last ticket seen done (watchdog) */
+	CUcontext ctx;          /* the context of cs (watchdog thread)   */
 	/* failure on the progress thread (mu; failed also read atomically) */
 	int failed;
 	ddp_result fail_rc;
@@ -120,8 +120,8 @@ static ddp_result async_cu(struct ddp_comm *c, CUresult e, const char *op)
 {
 	if (e == CUDA_SUCCESS)
 		return DDP_OK;
-	return coll_fail(c, DDP_ERR_CUDA, 1, "async allreduce #%" PRIu64 ": %s failed on rank %d: %s", c->seq, op,
-			 c->rank, coll_cu_name(c, e));
+	return coll_fail(c, DDP_ERR_CUDA, 1, "async allreduce #%" PRIu64 ": %s failed on rank %d: %s", c->seq,
+			 op, c->rank, coll_cu_name(c, e));
 }
 
 /* Records a finished op (a->mu held). */
@@ -171,7 +171,8 @@ static void *async_progress(void *arg)
 			if (c->cfg.busy)
 				c->cfg.busy(rc == DDP_OK ? 0 : -1, j->ticket);
 			if (rc == DDP_OK)
-				coll_account(c, DDP_COLL_ALLREDUCE, j->count * ddp_dtype_size(j->t), (double)t0 * 1e-9);
+				coll_account(c, DDP_COLL_ALLREDUCE, j->count * ddp_dtype_size(j->t),
+					     (double)t0 * 1e-9);
 		}
 		uint64_t t1 = now_ns();
 
@@ -179,7 +180,8 @@ static void *async_progress(void *arg)
 		if (rc != DDP_OK && !a->failed) {
 			a->failed = 1;
 			a->fail_rc = rc;
-			snprintf(a->err, sizeof a->err, "%s", c->err[0] ? c->err : "libddp: async allreduce failed");
+			snprintf(a->err, sizeof a->err, "%s",
+				 c->err[0] ? c->err : "libddp: async allreduce failed");
 		}
 		if (j->first) {
 			a->cur_start_ns = t0;
@@ -240,8 +242,9 @@ static void *async_watchdog(void *arg)
 			 * stream pass (its results are undefined), so "done" alone
 			 * is no success */
 			if (coll_nccl_async_failed(c, msg, sizeof msg)) {
-				watchdog_fail(a, DDP_ERR_NCCL, "async allreduce #%" PRIu64 " failed on rank %d: %s", t, c->rank,
-					      msg);
+				watchdog_fail(a, DDP_ERR_NCCL,
+					      "async allreduce #%" PRIu64 " failed on rank %d: %s", t,
+					      c->rank, msg);
 				break;
 			}
 			if (q == CUDA_SUCCESS) {
@@ -253,14 +256,16 @@ static void *async_watchdog(void *arg)
 				continue;
 			}
 			if (q != CUDA_ERROR_NOT_READY) {
-				watchdog_fail(a, DDP_ERR_CUDA, "async allreduce #%" PRIu64 " on rank %d: stream error %s", t,
+				watchdog_fail(a, DDP_ERR_CUDA,
+					      "async allreduce #%" PRIu64 " on rank %d: stream error %s", t,
 					      c->rank, coll_cu_name(c, q));
 				break;
 			}
 			if ((double)(now_ns() - last) * 1e-9 > c->cfg.timeout_s) {
-				watchdog_fail(a, DDP_ERR_TIMEOUT, "async allreduce #%" PRIu64 " made no progress for %.0f s on "
-					      "rank %d (a rank stopped or never issued it?); NCCL aborted", t,
-					      c->cfg.timeout_s, c->rank);
+				watchdog_fail(a, DDP_ERR_TIMEOUT,
+					      "async allreduce #%" PRIu64 " made no progress for %.0f s on "
+					      "rank %d (a rank stopped or never issued it?); NCCL aborted",
+					      t, c->cfg.timeout_s, c->rank);
 				break;
 			}
 			if (__atomic_load_n(&a->quit, __ATOMIC_ACQUIRE))
@@ -322,8 +327,9 @@ static ddp_result async_setup(struct ddp_comm *c)
 		return DDP_OK;
 	if (!d || !d->streamCreateWithPriority || !d->eventCreate || !d->eventRecord || !d->streamWaitEvent ||
 	    !d->launchHostFunc || !d->eventSynchronize || !d->eventQuery)
-		return coll_fail(c, DDP_ERR_INVALID, 1,
-				 "async allreduce: the driver table lacks streams, events or host functions (internal error)");
+		return coll_fail(
+			c, DDP_ERR_INVALID, 1,
+			"async allreduce: the driver table lacks streams, events or host functions (internal error)");
 	if (!(a = calloc(1, sizeof *a)))
 		return coll_fail(c, DDP_ERR_NOMEM, 1, "async allreduce: out of memory");
 	a->c = c;
@@ -334,7 +340,8 @@ static ddp_result async_setup(struct ddp_comm *c)
 	if (d->ctxGetStreamPriorityRange)
 		(void)d->ctxGetStreamPriorityRange(&lo, &hi);
 	/* the highest priority: a collective waiting for its turn delays every rank */
-	DDP_CHECK(async_cu(c, d->streamCreateWithPriority(&a->cs, CU_STREAM_NON_BLOCKING, hi), "cuStreamCreateWithPriority"));
+	DDP_CHECK(async_cu(c, d->streamCreateWithPriority(&a->cs, CU_STREAM_NON_BLOCKING, hi),
+			   "cuStreamCreateWithPriority"));
 	for (int i = 0; i < ASYNC_SLOTS; i++) {
 		DDP_CHECK(async_cu(c, d->eventCreate(&a->prod[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
 		DDP_CHECK(async_cu(c, d->eventCreate(&a->done[i], CU_EVENT_DISABLE_TIMING), "cuEventCreate"));
@@ -368,8 +375,8 @@ ddp_result ddp_coll_async_error(struct ddp_comm *c)
 	return rc;
 }
 
-static ddp_result enqueue_host_job(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, uint64_t ticket,
-				   int first, int last)
+static ddp_result enqueue_host_job(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
+				   uint64_t ticket, int first, int last)
 {
 	struct coll_async *a = c->async;
 	struct async_job *j = calloc(1, sizeof *j);
@@ -421,15 +428,16 @@ static ddp_result async_stage(struct ddp_comm *c, size_t bytes)
 		return DDP_OK;
 	if (a->stage) {
 		if (a->issued)
-			DDP_CHECK(async_cu(c, d->eventSynchronize(a->done[a->issued % ASYNC_SLOTS]), "cuEventSynchronize"));
+			DDP_CHECK(async_cu(c, d->eventSynchronize(a->done[a->issued % ASYNC_SLOTS]),
+					   "cuEventSynchronize"));
 		(void)d->memFreeHost(a->stage);
 		a->stage = NULL;
 	}
 	CUresult e = d->memAllocHost(&a->stage, want);
 	if (e != CUDA_SUCCESS) {
 		a->stage = NULL;
-		return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate %zu MiB of pinned staging memory: %s", want >> 20,
-				 coll_cu_name(c, e));
+		return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate %zu MiB of pinned staging memory: %s",
+				 want >> 20, coll_cu_name(c, e));
 	}
 	a->stage_bytes = want;
 	return DDP_OK;
@@ -449,17 +457,20 @@ static ddp_result enqueue_dev_inplace(struct ddp_comm *c, CUdeviceptr db, size_t
 		return enqueue_host_job(c, NULL, 0, t, ticket, first, last);
 	for (size_t off = 0; off < count; off += per) {
 		size_t m = count - off < per ? count - off : per;
-		DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(a->stage, db + off * es, m * es, a->cs), "copy to host"));
-		DDP_CHECK(enqueue_host_job(c, a->stage, m, t, ticket, first && off == 0, last && off + m >= count));
-		DDP_CHECK(async_cu(c, d->memcpyHtoDAsync(db + off * es, a->stage, m * es, a->cs), "copy to device"));
+		DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(a->stage, db + off * es, m * es, a->cs),
+				   "copy to host"));
+		DDP_CHECK(enqueue_host_job(c, a->stage, m, t, ticket, first && off == 0,
+					   last && off + m >= count));
+		DDP_CHECK(async_cu(c, d->memcpyHtoDAsync(db + off * es, a->stage, m * es, a->cs),
+				   "copy to device"));
 	}
 	return DDP_OK;
 }
 
 /* Host backend, several device segments gathered into the staging buffer,
  * reduced as one collective, scattered back. */
-static ddp_result enqueue_dev_staged(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n, uint64_t total,
-				     enum ddp_dtype t, uint64_t ticket)
+static ddp_result enqueue_dev_staged(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
+				     uint64_t total, enum ddp_dtype t, uint64_t ticket)
 {
 	struct coll_async *a = c->async;
 	const struct ddp_driver *d = c->cfg.driver;
@@ -467,12 +478,14 @@ static ddp_result enqueue_dev_staged(struct ddp_comm *c, const struct ddp_coll_s
 	unsigned char *st = a->stage;
 	size_t off = 0;
 	for (size_t i = 0; i < n; off += seg[i].bytes, i++)
-		DDP_CHECK(async_cu(c, d->memcpyDtoHAsync(st + off, (CUdeviceptr)seg[i].addr, seg[i].bytes, a->cs),
+		DDP_CHECK(async_cu(c,
+				   d->memcpyDtoHAsync(st + off, (CUdeviceptr)seg[i].addr, seg[i].bytes, a->cs),
 				   "copy to host"));
 	DDP_CHECK(enqueue_host_job(c, st, (size_t)total / ddp_dtype_size(t), t, ticket, 1, 1));
 	off = 0;
 	for (size_t i = 0; i < n; off += seg[i].bytes, i++)
-		DDP_CHECK(async_cu(c, d->memcpyHtoDAsync((CUdeviceptr)seg[i].addr, st + off, seg[i].bytes, a->cs),
+		DDP_CHECK(async_cu(c,
+				   d->memcpyHtoDAsync((CUdeviceptr)seg[i].addr, st + off, seg[i].bytes, a->cs),
 				   "copy to device"));
 	return DDP_OK;
 }
@@ -491,10 +504,11 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 		size_t es = ddp_dtype_reducible(dtype) ? ddp_dtype_size(dtype) : 1;
 		if (seg[i].bytes % es)
 			return coll_fail(c, DDP_ERR_INVALID, 1,
-					 "async allreduce #%" PRIu64 ": segment %zu of %" PRIu64 " bytes is not whole %s elements",
+					 "async allreduce #%" PRIu64 ": segment %zu of %" PRIu64
+					 " bytes is not whole %s elements",
 					 c->seq, i, seg[i].bytes, ddp_dtype_name(dtype));
-		DDP_CHECK(coll_check_allreduce(c, (const void *)(uintptr_t)seg[i].addr, (size_t)(seg[i].bytes / es),
-					       dtype, buf_is_device));
+		DDP_CHECK(coll_check_allreduce(c, (const void *)(uintptr_t)seg[i].addr,
+					       (size_t)(seg[i].bytes / es), dtype, buf_is_device));
 		total += seg[i].bytes;
 	}
 	DDP_CHECK(async_setup(c));
@@ -506,14 +520,15 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 		c->cfg.enqueued(t);
 
 	DDP_CHECK(async_cu(c, d->eventRecord(a->prod[slot], producer), "cuEventRecord (producer)"));
-	DDP_CHECK(async_cu(c, d->streamWaitEvent(a->cs, a->prod[slot], 0), "cuStreamWaitEvent (communication stream)"));
+	DDP_CHECK(async_cu(c, d->streamWaitEvent(a->cs, a->prod[slot], 0),
+			   "cuStreamWaitEvent (communication stream)"));
 	if (c->world == 1) {
 		/* the mean of one buffer is itself; the events still order */
 	} else if (c->backend == DDP_COLL_NCCL) {
 		DDP_CHECK(enqueue_stamp(c, t, total, 0));
 		if (n == 1)
-			DDP_CHECK(coll_nccl_allreduce_enqueue(c, (void *)(uintptr_t)seg[0].addr, (size_t)(seg[0].bytes / es),
-							      dtype, a->cs));
+			DDP_CHECK(coll_nccl_allreduce_enqueue(c, (void *)(uintptr_t)seg[0].addr,
+							      (size_t)(seg[0].bytes / es), dtype, a->cs));
 		else
 			DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, dtype, a->cs));
 		DDP_CHECK(enqueue_stamp(c, t, total, 1));
@@ -525,11 +540,13 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 	} else {
 		for (size_t i = 0; i < n; i++) {
 			if (buf_is_device)
-				DDP_CHECK(enqueue_dev_inplace(c, (CUdeviceptr)seg[i].addr, (size_t)(seg[i].bytes / es), dtype, t,
-							      i == 0, i == n - 1));
+				DDP_CHECK(enqueue_dev_inplace(c, (CUdeviceptr)seg[i].addr,
+							      (size_t)(seg[i].bytes / es), dtype, t, i == 0,
+							      i == n - 1));
 			else
-				DDP_CHECK(enqueue_host_job(c, (void *)(uintptr_t)seg[i].addr, (size_t)(seg[i].bytes / es), dtype,
-							   t, i == 0, i == n - 1));
+				DDP_CHECK(enqueue_host_job(c, (void *)(uintptr_t)seg[i].addr,
+							   (size_t)(seg[i].bytes / es), dtype, t, i == 0,
+							   i == n - 1));
 		}
 	}
 	DDP_CHECK(async_cu(c, d->eventRecord(a->done[slot], a->cs), "cuEventRecord (communication stream)"));
@@ -538,8 +555,8 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 	pthread_cond_broadcast(&a->cv); /* the NCCL watchdog follows it */
 	pthread_mutex_unlock(&a->mu);
 	*ticket = t;
-	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s, %zu segment%s, %" PRIu64 " bytes %s, enqueued", t,
-		  ddp_dtype_name(dtype), n, n == 1 ? "" : "s", total, buf_is_device ? "device" : "host");
+	DDP_DEBUG(COLL, "async allreduce ticket %" PRIu64 ": %s, %zu segment%s, %" PRIu64 " bytes %s, enqueued",
+		  t, ddp_dtype_name(dtype), n, n == 1 ? "" : "s", total, buf_is_device ? "device" : "host");
 	return DDP_OK;
 }
 
@@ -625,7 +642,8 @@ int ddp_coll_async_usable(struct ddp_comm *c, char *why, size_t len)
 		return 1;
 	if (!d || !d->streamCreateWithPriority || !d->streamDestroy || !d->eventCreate || !d->eventRecord ||
 	    !d->streamWaitEvent || !d->launchHostFunc || !d->eventSynchronize || !d->eventQuery) {
-		snprintf(why, len, "the CUDA driver lacks stream priorities, events or host functions "
+		snprintf(why, len,
+			 "the CUDA driver lacks stream priorities, events or host functions "
 			 "(cuLaunchHostFunc needs a CUDA 10 driver)");
 		return 0;
 	}
@@ -633,7 +651,8 @@ int ddp_coll_async_usable(struct ddp_comm *c, char *why, size_t len)
 		(void)d->ctxGetStreamPriorityRange(&lo, &hi);
 	CUresult e = d->streamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, hi);
 	if (e != CUDA_SUCCESS) {
-		snprintf(why, len, "a communication stream cannot be made (cuStreamCreateWithPriority: CUDA error %d)",
+		snprintf(why, len,
+			 "a communication stream cannot be made (cuStreamCreateWithPriority: CUDA error %d)",
 			 (int)e);
 		return 0;
 	}

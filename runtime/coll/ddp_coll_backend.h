@@ -20,27 +20,27 @@ struct coll_nccl;
 struct coll_async;
 
 struct ddp_comm {
-	struct ddp_store *store;      /* rendezvous; used only by this comm's thread */
+	struct ddp_store *store; /* rendezvous; used only by this comm's thread */
 	int rank, world, local_rank, local_world;
-	int gen;                      /* which communicator of the job (store keys) */
-	enum ddp_coll_backend backend;/* resolved: HOST or NCCL                     */
-	struct ddp_coll_config cfg;   /* copy; cfg.driver points to the caller's   */
-	uint64_t seq;                 /* collectives issued so far                 */
-	uint64_t checks;              /* signature checks so far                   */
-	int broken;                   /* an error happened: everything fails       */
-	struct coll_host *host;       /* host backend state (NULL for NCCL)         */
-	struct coll_nccl *nccl;       /* NCCL state (NULL for host)                 */
-	struct coll_async *async;     /* stream-ordered calls (ddp_coll_async.c), NULL until the first */
-	uint64_t arrived_ns;          /* host backend: when every rank had reached the
+	int gen;                       /* which communicator of the job (store keys) */
+	enum ddp_coll_backend backend; /* resolved: HOST or NCCL                     */
+	struct ddp_coll_config cfg;    /* copy; cfg.driver points to the caller's   */
+	uint64_t seq;                  /* collectives issued so far                 */
+	uint64_t checks;               /* signature checks so far                   */
+	int broken;                    /* an error happened: everything fails       */
+	struct coll_host *host;        /* host backend state (NULL for NCCL)         */
+	struct coll_nccl *nccl;        /* NCCL state (NULL for host)                 */
+	struct coll_async *async;      /* stream-ordered calls (ddp_coll_async.c), NULL until the first */
+	uint64_t arrived_ns;           /* host backend: when every rank had reached the
 					 last allreduce (its descriptor barrier) */
-	int bg_wait;                  /* the caller is the async progress thread: a
+	int bg_wait;                   /* the caller is the async progress thread: a
 					 barrier sleeps at once instead of spinning
 					 (the kernels it overlaps need the cores)... */
-	int bg_in_op;                 /* ...except inside an op every rank has
+	int bg_in_op;                  /* ...except inside an op every rank has
 					 reached: the next barrier is microseconds
 					 away, a futex sleep and wake costs more */
 	struct ddp_coll_stats stats;
-	char err[COLL_ERR_LEN];       /* last error line ("" none)                 */
+	char err[COLL_ERR_LEN]; /* last error line ("" none)                 */
 };
 
 /* Records the error line (printf format, "libddp: " prepended), logs it at
@@ -55,7 +55,8 @@ double coll_now(void);
 const char *coll_cu_name(const struct ddp_comm *c, CUresult e);
 
 /* Argument checks of an allreduce (dtype, count, buffer, driver). */
-ddp_result coll_check_allreduce(struct ddp_comm *c, const void *buf, size_t count, enum ddp_dtype dtype, int dev);
+ddp_result coll_check_allreduce(struct ddp_comm *c, const void *buf, size_t count, enum ddp_dtype dtype,
+				int dev);
 
 /* Counts one finished collective of kind k (bytes, time since t0 in
  * coll_now() seconds) and advances c->seq. */
@@ -68,10 +69,9 @@ void coll_async_destroy(struct ddp_comm *c);
 
 /* ---- host backend (ddp_coll_host.c) */
 ddp_result coll_host_init(struct ddp_comm *c);
-ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
-			       int dev, CUstream s);
-ddp_result coll_host_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int dev,
+ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, int dev,
 			       CUstream s);
+ddp_result coll_host_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, int dev, CUstream s);
 /* Posts an abort (reason already in c->err) so that peers stop waiting. */
 void coll_host_abort(struct ddp_comm *c);
 void coll_host_destroy(struct ddp_comm *c);
@@ -82,11 +82,11 @@ void coll_host_destroy(struct ddp_comm *c);
 #define COLL_NCCL_MIN_VERSION 21400
 
 ddp_result coll_nccl_init(struct ddp_comm *c);
-ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
-			       CUstream s);
+ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s);
 ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, CUstream s);
 /* Enqueues ncclAllReduce(ncclAvg) on s and returns (no wait). */
-ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s);
+ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
+				       CUstream s);
 /* Enqueues one ncclAllReduce(ncclAvg) per segment inside one NCCL group. */
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
 					     enum ddp_dtype t, CUstream s);

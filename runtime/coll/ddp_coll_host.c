@@ -87,27 +87,27 @@
 #define HOST_MAX_RANKS 4096
 #define HOST_DEFAULT_SLOT (1u << 20)
 #define HOST_DEFAULT_STAGE (8u << 20)
-#define HOST_SPIN 100000          /* pause-spin iterations at most       */
-#define HOST_SPIN_S 20e-6         /* pause-spin this long, then yield    */
-#define HOST_YIELD_S 1e-3         /* yield this long, then sleep (futex) */
-#define HOST_BG_YIELD_S 2e-4      /* the async progress thread, inside an op */
+#define HOST_SPIN 100000     /* pause-spin iterations at most       */
+#define HOST_SPIN_S 20e-6    /* pause-spin this long, then yield    */
+#define HOST_YIELD_S 1e-3    /* yield this long, then sleep (futex) */
+#define HOST_BG_YIELD_S 2e-4 /* the async progress thread, inside an op */
 #define HOST_PID_CHECK_S 0.2
 #define HOST_MSG_LEN COLL_ERR_LEN
-#define HOST_CMA_MAX (1ul << 30)      /* bytes per process_vm_readv call      */
-#define HOST_CMA_TMP (512u << 10)     /* peer data in flight per piece (all)  */
+#define HOST_CMA_MAX (1ul << 30)  /* bytes per process_vm_readv call      */
+#define HOST_CMA_TMP (512u << 10) /* peer data in flight per piece (all)  */
 
 struct host_hdr {
-	uint64_t magic;       /* HOST_MAGIC, stored last by rank 0 (release)     */
+	uint64_t magic; /* HOST_MAGIC, stored last by rank 0 (release)     */
 	uint32_t version;
 	uint32_t world;
-	uint64_t slot_bytes;  /* bytes per rank per set                           */
+	uint64_t slot_bytes; /* bytes per rank per set                           */
 	uint64_t seg_bytes;
-	uint64_t data_off;    /* offset of the data area (page aligned)          */
-	_Alignas(64) uint32_t total;   /* barrier arrivals (futex word, wraps)   */
-	uint32_t waiters;              /* ranks in FUTEX_WAIT (wake only if > 0)   */
-	_Alignas(64) uint32_t abort;   /* 0, then 1 once a rank failed            */
+	uint64_t data_off;           /* offset of the data area (page aligned)          */
+	_Alignas(64) uint32_t total; /* barrier arrivals (futex word, wraps)   */
+	uint32_t waiters;            /* ranks in FUTEX_WAIT (wake only if > 0)   */
+	_Alignas(64) uint32_t abort; /* 0, then 1 once a rank failed            */
 	int32_t abort_rank;
-	char abort_msg[HOST_MSG_LEN];  /* written before abort is set (release)   */
+	char abort_msg[HOST_MSG_LEN]; /* written before abort is set (release)   */
 };
 
 struct host_rank {
@@ -118,31 +118,31 @@ struct host_rank {
 	uint32_t dtype;
 	int32_t root;
 	int32_t pid;
-	uint64_t pidns;              /* inode of /proc/self/ns/pid               */
-	uint64_t chunking;           /* slot and stage bytes folded together      */
-	uint64_t buf;                /* CMA: this collective's buffer address    */
-	uint32_t cma;                /* CMA: this rank's buffer is readable      */
-	uint32_t cma_ok;             /* set-up: this rank can read every peer    */
-	uint64_t probe_addr;         /* set-up: address of probe_cookie          */
-	uint64_t probe_cookie;       /* set-up: random value peers read there    */
+	uint64_t pidns;        /* inode of /proc/self/ns/pid               */
+	uint64_t chunking;     /* slot and stage bytes folded together      */
+	uint64_t buf;          /* CMA: this collective's buffer address    */
+	uint32_t cma;          /* CMA: this rank's buffer is readable      */
+	uint32_t cma_ok;       /* set-up: this rank can read every peer    */
+	uint64_t probe_addr;   /* set-up: address of probe_cookie          */
+	uint64_t probe_cookie; /* set-up: random value peers read there    */
 };
 
 struct coll_host {
 	struct host_hdr *hdr;
-	struct host_rank *ranks;   /* hdr's rank array                           */
+	struct host_rank *ranks; /* hdr's rank array                           */
 	unsigned char *data;
 	size_t seg_bytes;
-	size_t slot;               /* bytes per rank per set                     */
-	uint64_t epoch;            /* barriers this rank entered                 */
-	unsigned set;              /* set of the next chunk                      */
-	void *stage[2];            /* pinned staging (device buffers)            */
+	size_t slot;    /* bytes per rank per set                     */
+	uint64_t epoch; /* barriers this rank entered                 */
+	unsigned set;   /* set of the next chunk                      */
+	void *stage[2]; /* pinned staging (device buffers)            */
 	size_t stage_bytes;
-	const char *what;          /* current collective, for messages            */
+	const char *what; /* current collective, for messages            */
 	uint64_t pidns;
-	int cma;                   /* every rank can read every peer (CMA)       */
-	unsigned char *tmp;        /* CMA: (W-1) x tmp_bytes of peer data         */
+	int cma;            /* every rank can read every peer (CMA)       */
+	unsigned char *tmp; /* CMA: (W-1) x tmp_bytes of peer data         */
 	size_t tmp_bytes;
-	uint64_t cookie;           /* CMA probe value (peers read it here)       */
+	uint64_t cookie; /* CMA probe value (peers read it here)       */
 };
 
 static long futex(uint32_t *addr, int op, uint32_t val, const struct timespec *ts)
@@ -236,13 +236,14 @@ static ddp_result host_seen_abort(struct ddp_comm *c)
 	while (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE) == 2 && coll_now() < give_up)
 		sched_yield();
 	if (__atomic_load_n(&h->hdr->abort, __ATOMIC_ACQUIRE) == 2)
-		return coll_fail(c, DDP_ERR_REMOTE, 1, "another rank stopped %s on rank %d and died before saying why",
-				 h->what, c->rank);
+		return coll_fail(c, DDP_ERR_REMOTE, 1,
+				 "another rank stopped %s on rank %d and died before saying why", h->what,
+				 c->rank);
 	const char *msg = h->hdr->abort_msg;
 	if (strncmp(msg, "libddp: ", 8) == 0)
 		msg += 8;
-	return coll_fail(c, DDP_ERR_REMOTE, 0, "rank %d stopped %s on rank %d: %s", h->hdr->abort_rank, h->what,
-			 c->rank, msg);
+	return coll_fail(c, DDP_ERR_REMOTE, 0, "rank %d stopped %s on rank %d: %s", h->hdr->abort_rank,
+			 h->what, c->rank, msg);
 }
 
 /* Lists the ranks whose epoch is behind ours ("2,5") and notes dead ones. */
@@ -258,7 +259,8 @@ static void host_laggards(struct ddp_comm *c, char *list, size_t len, int *dead_
 		if (*dead_rank < 0 && h->ranks[q].pidns == h->pidns && pid_dead(h->ranks[q].pid))
 			*dead_rank = q;
 		if (n + 40 < len)
-			n += (size_t)snprintf(list + n, len - n, "%s%d (at collective #%" PRIu64 ")", n ? ", " : "", q,
+			n += (size_t)snprintf(list + n, len - n, "%s%d (at collective #%" PRIu64 ")",
+					      n ? ", " : "", q,
 					      __atomic_load_n(&h->ranks[q].seq, __ATOMIC_RELAXED));
 	}
 }
@@ -329,15 +331,17 @@ static ddp_result host_barrier(struct ddp_comm *c)
 			int dead;
 			host_laggards(c, list, sizeof list, &dead);
 			if (dead >= 0)
-				return host_fail(c, DDP_ERR_REMOTE,
-						 "rank %d (pid %d) exited or was killed; rank %d stopped waiting for it "
-						 "in %s",
-						 dead, (int)h->ranks[dead].pid, c->rank, h->what);
+				return host_fail(
+					c, DDP_ERR_REMOTE,
+					"rank %d (pid %d) exited or was killed; rank %d stopped waiting for it "
+					"in %s",
+					dead, (int)h->ranks[dead].pid, c->rank, h->what);
 			if (now - start >= c->cfg.timeout_s)
-				return host_fail(c, DDP_ERR_TIMEOUT,
-						 "%s made no progress for %.0f s on rank %d: rank(s) %s never arrived "
-						 "(hung, or not issuing this collective)",
-						 h->what, c->cfg.timeout_s, c->rank, list[0] ? list : "?");
+				return host_fail(
+					c, DDP_ERR_TIMEOUT,
+					"%s made no progress for %.0f s on rank %d: rank(s) %s never arrived "
+					"(hung, or not issuing this collective)",
+					h->what, c->cfg.timeout_s, c->rank, list[0] ? list : "?");
 			next_pid = now + HOST_PID_CHECK_S;
 		}
 		uint32_t cur = __atomic_load_n(&hd->total, __ATOMIC_SEQ_CST);
@@ -387,8 +391,8 @@ static ddp_result host_cma_fail(struct ddp_comm *c, int q, int err)
 		return host_seen_abort(c);
 	if (err == ESRCH || pid_dead(h->ranks[q].pid))
 		return host_fail(c, DDP_ERR_REMOTE,
-				 "rank %d (pid %d) exited or was killed; rank %d stopped waiting for it in %s", q,
-				 (int)h->ranks[q].pid, c->rank, h->what);
+				 "rank %d (pid %d) exited or was killed; rank %d stopped waiting for it in %s",
+				 q, (int)h->ranks[q].pid, c->rank, h->what);
 	return host_fail(c, DDP_ERR_SYS,
 			 "rank %d cannot read rank %d's buffer in %s: %s; set DDP_COLL_HOST_CMA=0 to copy through "
 			 "the shared segment instead",
@@ -453,7 +457,8 @@ static int host_cma_usable(const void *buf, size_t bytes)
 	if (bytes == 0)
 		return 1;
 	struct iovec l[2] = { { &a, 1 }, { &b, 1 } };
-	struct iovec r[2] = { { (void *)(uintptr_t)buf, 1 }, { (unsigned char *)(uintptr_t)buf + bytes - 1, 1 } };
+	struct iovec r[2] = { { (void *)(uintptr_t)buf, 1 },
+			      { (unsigned char *)(uintptr_t)buf + bytes - 1, 1 } };
 	return process_vm_readv(getpid(), l, 2, r, 2, 0) == 2;
 }
 
@@ -477,8 +482,9 @@ ddp_result coll_host_init(struct ddp_comm *c)
 				 "(%d of %d ranks on this node); use DDP_BACKEND=nccl",
 				 c->local_world, c->world);
 	if (c->world > HOST_MAX_RANKS)
-		return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "the host backend supports at most %d ranks, not %d",
-				 HOST_MAX_RANKS, c->world);
+		return coll_fail(c, DDP_ERR_UNSUPPORTED, 1,
+				 "the host backend supports at most %d ranks, not %d", HOST_MAX_RANKS,
+				 c->world);
 	struct coll_host *h = calloc(1, sizeof *h);
 	if (!h)
 		return DDP_ERR_NOMEM;
@@ -511,8 +517,8 @@ ddp_result coll_host_init(struct ddp_comm *c)
 		uint64_t rnd[2] = { 0, 0 };
 		if (getrandom(rnd, sizeof rnd, GRND_NONBLOCK) != (ssize_t)sizeof rnd)
 			rnd[0] = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(coll_now() * 1e9);
-		snprintf(path, sizeof path, "%s/ddp-coll-%d-%016" PRIx64 "%016" PRIx64, c->cfg.shm_dir, (int)getpid(),
-			 rnd[0], rnd[1]);
+		snprintf(path, sizeof path, "%s/ddp-coll-%d-%016" PRIx64 "%016" PRIx64, c->cfg.shm_dir,
+			 (int)getpid(), rnd[0], rnd[1]);
 		fd = DDP_SYS(open64)(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			rc = coll_fail(c, DDP_ERR_SYS, 1,
@@ -533,8 +539,8 @@ ddp_result coll_host_init(struct ddp_comm *c)
 	} else {
 		rc = ddp_store_get(c->store, key, &val, &len, c->cfg.timeout_s);
 		if (rc != DDP_OK) {
-			rc = coll_fail(c, rc, 1, "rank %d got no collectives segment name from rank 0: %s", c->rank,
-				       ddp_store_last_error(c->store));
+			rc = coll_fail(c, rc, 1, "rank %d got no collectives segment name from rank 0: %s",
+				       c->rank, ddp_store_last_error(c->store));
 			goto out_free;
 		}
 		snprintf(path, sizeof path, "%.*s", (int)len, (const char *)val);
@@ -593,8 +599,8 @@ ddp_result coll_host_init(struct ddp_comm *c)
 		DDP_SYS(unlink)(path);
 		created = 0;
 	}
-	if (__atomic_load_n(&h->hdr->magic, __ATOMIC_ACQUIRE) != HOST_MAGIC || h->hdr->world != (uint32_t)c->world ||
-	    h->hdr->slot_bytes != h->slot) {
+	if (__atomic_load_n(&h->hdr->magic, __ATOMIC_ACQUIRE) != HOST_MAGIC ||
+	    h->hdr->world != (uint32_t)c->world || h->hdr->slot_bytes != h->slot) {
 		rc = coll_fail(c, DDP_ERR_INVALID, 1, "collectives segment %s does not match this job", path);
 		goto out_unmap;
 	}
@@ -654,23 +660,23 @@ static ddp_result host_begin(struct ddp_comm *c, enum ddp_coll_kind kind, uint64
 	const struct host_rank *r0 = &h->ranks[0];
 	for (int q = 1; q < c->world; q++) {
 		const struct host_rank *rq = &h->ranks[q];
-		if (rq->kind == r0->kind && rq->count == r0->count && rq->dtype == r0->dtype && rq->root == r0->root &&
-		    rq->seq == r0->seq && rq->chunking == r0->chunking)
+		if (rq->kind == r0->kind && rq->count == r0->count && rq->dtype == r0->dtype &&
+		    rq->root == r0->root && rq->seq == r0->seq && rq->chunking == r0->chunking)
 			continue;
 		char a[96], b[96];
-		snprintf(a, sizeof a, "%s #%" PRIu64 " %s=%" PRIu64 " dtype=%s root=%d", kinds[rq->kind & 1], rq->seq,
-			 rq->kind == DDP_COLL_BROADCAST ? "bytes" : "count", rq->count,
+		snprintf(a, sizeof a, "%s #%" PRIu64 " %s=%" PRIu64 " dtype=%s root=%d", kinds[rq->kind & 1],
+			 rq->seq, rq->kind == DDP_COLL_BROADCAST ? "bytes" : "count", rq->count,
 			 ddp_dtype_name((enum ddp_dtype)rq->dtype), rq->root);
-		snprintf(b, sizeof b, "%s #%" PRIu64 " %s=%" PRIu64 " dtype=%s root=%d", kinds[r0->kind & 1], r0->seq,
-			 r0->kind == DDP_COLL_BROADCAST ? "bytes" : "count", r0->count,
+		snprintf(b, sizeof b, "%s #%" PRIu64 " %s=%" PRIu64 " dtype=%s root=%d", kinds[r0->kind & 1],
+			 r0->seq, r0->kind == DDP_COLL_BROADCAST ? "bytes" : "count", r0->count,
 			 ddp_dtype_name((enum ddp_dtype)r0->dtype), r0->root);
 		if (rq->chunking != r0->chunking)
 			snprintf(a, sizeof a, "different chunk settings");
 		/* every rank sees the same descriptors: all fail alike; only the
 		 * lowest rank prints */
 		return coll_fail(c, DDP_ERR_REMOTE, c->rank == 0,
-				 "ranks issue different collectives: rank %d is in '%s' while rank 0 is in '%s'", q,
-				 a, b);
+				 "ranks issue different collectives: rank %d is in '%s' while rank 0 is in '%s'",
+				 q, a, b);
 	}
 	return DDP_OK;
 }
@@ -714,7 +720,8 @@ static ddp_result host_ar_run(struct ddp_comm *c, unsigned char *buf, size_t cou
 			size_t qlo = (size_t)q * per < m ? (size_t)q * per : m;
 			size_t qhi = qlo + per < m ? qlo + per : m;
 			if (qhi > qlo)
-				memcpy(buf + (off + qlo) * es, slot_ptr(h, s, q, W) + qlo * es, (qhi - qlo) * es);
+				memcpy(buf + (off + qlo) * es, slot_ptr(h, s, q, W) + qlo * es,
+				       (qhi - qlo) * es);
 		}
 	}
 out:
@@ -776,7 +783,8 @@ static ddp_result host_ar_cma(struct ddp_comm *c, unsigned char *buf, size_t cou
 		int q = (r + i) % W;
 		size_t qlo = (size_t)q * per < count ? (size_t)q * per : count;
 		size_t qhi = qlo + per < count ? qlo + per : count;
-		if (qhi > qlo && (err = host_cma_read(h, q, buf + qlo * es, h->ranks[q].buf + qlo * es, (qhi - qlo) * es))) {
+		if (qhi > qlo &&
+		    (err = host_cma_read(h, q, buf + qlo * es, h->ranks[q].buf + qlo * es, (qhi - qlo) * es))) {
 			rc = host_cma_fail(c, q, err);
 			goto out;
 		}
@@ -824,7 +832,8 @@ static ddp_result host_stage_alloc(struct ddp_comm *c)
 		CUresult e = c->cfg.driver->memAllocHost(&h->stage[i], h->stage_bytes);
 		if (e != CUDA_SUCCESS) {
 			h->stage[i] = NULL;
-			return host_fail(c, DDP_ERR_CUDA, "cannot allocate %zu MiB of pinned staging memory: %s",
+			return host_fail(c, DDP_ERR_CUDA,
+					 "cannot allocate %zu MiB of pinned staging memory: %s",
 					 h->stage_bytes >> 20, coll_cu_name(c, e));
 		}
 	}
@@ -842,7 +851,8 @@ static ddp_result host_cu(struct ddp_comm *c, CUresult e, const char *op)
 
 /* Device allreduce: staged through the two pinned buffers, overlapping the
  * copy-in of the next stage chunk with the reduction of this one. */
-static ddp_result host_ar_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t count, enum ddp_dtype t, CUstream s)
+static ddp_result host_ar_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t count, enum ddp_dtype t,
+				 CUstream s)
 {
 	struct coll_host *h = c->host;
 	const struct ddp_driver *d = c->cfg.driver;
@@ -860,7 +870,8 @@ static ddp_result host_ar_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t co
 		size_t noff = off + per;
 		if (noff < count) {
 			size_t nm = count - noff < per ? count - noff : per;
-			DDP_CHECK(host_cu(c, d->memcpyDtoHAsync(next, dbuf + noff * es, nm * es, s), "copy to host"));
+			DDP_CHECK(host_cu(c, d->memcpyDtoHAsync(next, dbuf + noff * es, nm * es, s),
+					  "copy to host"));
 		}
 		DDP_CHECK(host_ar_run(c, cur, m, t));
 		DDP_CHECK(host_cu(c, d->memcpyHtoDAsync(dbuf + off * es, cur, m * es, s), "copy to device"));
@@ -887,7 +898,8 @@ static ddp_result host_bc_device(struct ddp_comm *c, CUdeviceptr dbuf, size_t by
 		}
 		DDP_CHECK(host_bc_run(c, h->stage[0], m, root));
 		if (c->rank != root) {
-			DDP_CHECK(host_cu(c, d->memcpyHtoDAsync(dbuf + off, h->stage[0], m, s), "copy to device"));
+			DDP_CHECK(host_cu(c, d->memcpyHtoDAsync(dbuf + off, h->stage[0], m, s),
+					  "copy to device"));
 			DDP_CHECK(host_cu(c, d->streamSynchronize(s), "stream synchronize"));
 		}
 	}
@@ -914,7 +926,8 @@ static int host_all_cma(const struct ddp_comm *c)
 	return 1;
 }
 
-ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, int dev, CUstream s)
+ddp_result coll_host_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, int dev,
+			       CUstream s)
 {
 	char what[96];
 	snprintf(what, sizeof what, "allreduce #%" PRIu64 " (%s, count=%zu)", c->seq, ddp_dtype_name(t), count);

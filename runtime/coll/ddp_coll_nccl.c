@@ -68,8 +68,8 @@ struct nccl_syms {
 	ncclResult_t (*CommInitRankConfig)(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
 					   ncclConfig_t *config);
 	ncclResult_t (*CommGetAsyncError)(ncclComm_t comm, ncclResult_t *state);
-	ncclResult_t (*AllReduce)(const void *sbuf, void *rbuf, size_t count, ncclDataType_t dt, ncclRedOp_t op,
-				  ncclComm_t comm, cudaStream_t stream);
+	ncclResult_t (*AllReduce)(const void *sbuf, void *rbuf, size_t count, ncclDataType_t dt,
+				  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream);
 	ncclResult_t (*Broadcast)(const void *sbuf, void *rbuf, size_t count, ncclDataType_t dt, int root,
 				  ncclComm_t comm, cudaStream_t stream);
 	ncclResult_t (*CommAbort)(ncclComm_t comm);
@@ -100,11 +100,11 @@ static const struct {
 };
 
 struct coll_nccl {
-	void *handle;           /* dlopen handle (never closed after init)  */
+	void *handle; /* dlopen handle (never closed after init)  */
 	struct nccl_syms s;
 	int version;
-	pthread_mutex_t mu;     /* guards comm (the caller and the watchdog) */
-	ncclComm_t comm;        /* NULL until ready; aborted on failure (mu) */
+	pthread_mutex_t mu; /* guards comm (the caller and the watchdog) */
+	ncclComm_t comm;    /* NULL until ready; aborted on failure (mu) */
 };
 
 /* Opens path and fills syms.  On failure: DDP_ERR_UNSUPPORTED, msg set. */
@@ -117,7 +117,8 @@ static ddp_result nccl_load(const char *path, void **handle, struct nccl_syms *s
 	void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *why = dlerror();
-		snprintf(msg, len, "cannot load NCCL from DDP_NCCL_LIB=%s: %s; set DDP_NCCL_LIB to libnccl.so.2's "
+		snprintf(msg, len,
+			 "cannot load NCCL from DDP_NCCL_LIB=%s: %s; set DDP_NCCL_LIB to libnccl.so.2's "
 			 "path (PyTorch ships one in nvidia/nccl/lib) or use DDP_BACKEND=host",
 			 path, why ? why : "unknown error");
 		return DDP_ERR_UNSUPPORTED;
@@ -126,8 +127,8 @@ static ddp_result nccl_load(const char *path, void **handle, struct nccl_syms *s
 	for (size_t i = 0; i < sizeof nccl_sym_table / sizeof nccl_sym_table[0]; i++) {
 		void *p = DDP_SYS(dlsym)(h, nccl_sym_table[i].name);
 		if (!p && !nccl_sym_table[i].optional) {
-			snprintf(msg, len, "NCCL library DDP_NCCL_LIB=%s lacks %s (NCCL >= 2.14 is needed)", path,
-				 nccl_sym_table[i].name);
+			snprintf(msg, len, "NCCL library DDP_NCCL_LIB=%s lacks %s (NCCL >= 2.14 is needed)",
+				 path, nccl_sym_table[i].name);
 			dlclose(h);
 			return DDP_ERR_UNSUPPORTED;
 		}
@@ -164,7 +165,8 @@ static const char *nccl_err(struct coll_nccl *n, ncclResult_t r)
 	static __thread char buf[320];
 	pthread_mutex_lock(&n->mu);
 	const char *last = n->s.GetLastError ? n->s.GetLastError(n->comm) : NULL;
-	snprintf(buf, sizeof buf, "%s%s%s", n->s.GetErrorString(r), last && *last ? ": " : "", last ? last : "");
+	snprintf(buf, sizeof buf, "%s%s%s", n->s.GetErrorString(r), last && *last ? ": " : "",
+		 last ? last : "");
 	pthread_mutex_unlock(&n->mu);
 	return buf;
 }
@@ -271,7 +273,8 @@ ddp_result coll_nccl_init(struct ddp_comm *c)
 		int ok = r == ncclSuccess;
 		ddp_result src = ddp_store_set(c->store, key, &id, ok ? sizeof id : 0);
 		if (!ok) {
-			rc = coll_fail(c, DDP_ERR_NCCL, 1, "ncclGetUniqueId failed on rank 0: %s", nccl_err(n, r));
+			rc = coll_fail(c, DDP_ERR_NCCL, 1, "ncclGetUniqueId failed on rank 0: %s",
+				       nccl_err(n, r));
 			goto out_close;
 		}
 		DDP_CHECK_GOTO(src, rc, out_close);
@@ -314,8 +317,8 @@ ddp_result coll_nccl_init(struct ddp_comm *c)
 		nccl_abort(n);
 		goto out_close;
 	}
-	DDP_INFO(COLL, "NCCL %d.%d.%d ready on rank %d of %d in %.2f s", n->version / 10000, n->version / 100 % 100,
-		 n->version % 100, c->rank, c->world, coll_now() - t0);
+	DDP_INFO(COLL, "NCCL %d.%d.%d ready on rank %d of %d in %.2f s", n->version / 10000,
+		 n->version / 100 % 100, n->version % 100, c->rank, c->world, coll_now() - t0);
 	return DDP_OK;
 
 out_close:
@@ -385,7 +388,8 @@ static ddp_result nccl_watch_q(struct ddp_comm *c, const char *what, ncclResult_
 	if (r == ncclInProgress)
 		r = nccl_wait_ready(n, c->cfg.timeout_s, &timed_out);
 	if (!timed_out && r != ncclSuccess) {
-		ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what, c->rank, nccl_err(n, r));
+		ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what, c->rank,
+					  nccl_err(n, r));
 		nccl_abort(n);
 		return rc;
 	}
@@ -397,22 +401,23 @@ static ddp_result nccl_watch_q(struct ddp_comm *c, const char *what, ncclResult_
 			/* aborted by the watchdog thread: its line says why */
 			ddp_result arc = ddp_coll_async_error(c);
 			return arc != DDP_OK ? arc
-					     : coll_fail(c, DDP_ERR_REMOTE, 1, "%s on rank %d: the NCCL communicator was aborted",
+					     : coll_fail(c, DDP_ERR_REMOTE, 1,
+							 "%s on rank %d: the NCCL communicator was aborted",
 							 what, c->rank);
 		}
 		if (st != ncclSuccess && st != ncclInProgress) {
 			/* also when the stream went on: a failed collective's
 			 * results are undefined (NCCL lets the stream pass it) */
-			ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what, c->rank,
-						  nccl_err(n, st));
+			ddp_result rc = coll_fail(c, DDP_ERR_NCCL, 1, "%s failed on rank %d: %s", what,
+						  c->rank, nccl_err(n, st));
 			nccl_abort(n);
 			return rc;
 		}
 		if (q == CUDA_SUCCESS)
 			return DDP_OK;
 		if (q != CUDA_ERROR_NOT_READY) {
-			ddp_result rc = coll_fail(c, DDP_ERR_CUDA, 1, "%s on rank %d: stream error %s", what, c->rank,
-						  coll_cu_name(c, q));
+			ddp_result rc = coll_fail(c, DDP_ERR_CUDA, 1, "%s on rank %d: stream error %s", what,
+						  c->rank, coll_cu_name(c, q));
 			nccl_abort(n);
 			return rc;
 		}
@@ -424,10 +429,11 @@ static ddp_result nccl_watch_q(struct ddp_comm *c, const char *what, ncclResult_
 	char list[128];
 	nccl_abort(n);
 	nccl_stuck_ranks(c, list, sizeof list);
-	return coll_fail(c, DDP_ERR_TIMEOUT, 1,
-			 "%s did not complete within %.0f s on rank %d; NCCL aborted; rank(s) that never reached it: "
-			 "%s",
-			 what, c->cfg.timeout_s, c->rank, list[0] ? list : "none (all stuck: network or GPU hang?)");
+	return coll_fail(
+		c, DDP_ERR_TIMEOUT, 1,
+		"%s did not complete within %.0f s on rank %d; NCCL aborted; rank(s) that never reached it: "
+		"%s",
+		what, c->cfg.timeout_s, c->rank, list[0] ? list : "none (all stuck: network or GPU hang?)");
 }
 
 static ddp_result nccl_watch(struct ddp_comm *c, const char *what, ncclResult_t r, CUstream s)
@@ -451,7 +457,8 @@ static ddp_result nccl_check_ready(struct ddp_comm *c)
 	if (gone)
 		return coll_fail(c, DDP_ERR_REMOTE, 0, "NCCL communicator was aborted");
 	if (!c->cfg.driver || !c->cfg.driver->streamQuery)
-		return coll_fail(c, DDP_ERR_INVALID, 1, "NCCL backend needs the driver's cuStreamQuery (internal error)");
+		return coll_fail(c, DDP_ERR_INVALID, 1,
+				 "NCCL backend needs the driver's cuStreamQuery (internal error)");
 	return DDP_OK;
 }
 
@@ -462,8 +469,9 @@ ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum
 	snprintf(what, sizeof what, "allreduce #%" PRIu64 " (%s, count=%zu)", c->seq, ddp_dtype_name(t), count);
 	struct coll_nccl *n = c->nccl;
 	pthread_mutex_lock(&n->mu);
-	ncclResult_t r = n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
-				 : ncclInvalidUsage;
+	ncclResult_t r =
+		n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
+			: ncclInvalidUsage;
 	pthread_mutex_unlock(&n->mu);
 	return nccl_watch(c, what, r, s);
 }
@@ -475,15 +483,17 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 	DDP_CHECK(nccl_check_ready(c));
 	n = c->nccl;
 	pthread_mutex_lock(&n->mu);
-	ncclResult_t r = n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
-				 : ncclInvalidUsage;
+	ncclResult_t r =
+		n->comm ? n->s.AllReduce(buf, buf, count, nccl_dtype(t), ncclAvg, n->comm, (cudaStream_t)s)
+			: ncclInvalidUsage;
 	pthread_mutex_unlock(&n->mu);
 	if (r == ncclInProgress) /* non-blocking communicator: enqueued once ready */
 		r = nccl_wait_ready(n, c->cfg.timeout_s, &timed_out);
 	if (r != ncclSuccess || timed_out) {
 		ddp_result rc = coll_fail(c, timed_out ? DDP_ERR_TIMEOUT : DDP_ERR_NCCL, 1,
-					  "async allreduce #%" PRIu64 " (%s, count=%zu) failed on rank %d: %s", c->seq,
-					  ddp_dtype_name(t), count, c->rank, timed_out ? "enqueue timed out" : nccl_err(n, r));
+					  "async allreduce #%" PRIu64 " (%s, count=%zu) failed on rank %d: %s",
+					  c->seq, ddp_dtype_name(t), count, c->rank,
+					  timed_out ? "enqueue timed out" : nccl_err(n, r));
 		nccl_abort(n);
 		return rc;
 	}
@@ -503,7 +513,8 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 	if (n_->comm) {
 		for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++)
 			r = n_->s.AllReduce((void *)(uintptr_t)seg[i].addr, (void *)(uintptr_t)seg[i].addr,
-					    seg[i].bytes / es, nccl_dtype(t), ncclAvg, n_->comm, (cudaStream_t)s);
+					    seg[i].bytes / es, nccl_dtype(t), ncclAvg, n_->comm,
+					    (cudaStream_t)s);
 		ncclResult_t re = n_->s.GroupEnd(); /* always: the group must close */
 		if (r == ncclSuccess || r == ncclInProgress)
 			r = re;
@@ -512,10 +523,10 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 	if (r == ncclInProgress)
 		r = nccl_wait_ready(n_, c->cfg.timeout_s, &timed_out);
 	if (r != ncclSuccess || timed_out) {
-		ddp_result rc = coll_fail(c, timed_out ? DDP_ERR_TIMEOUT : DDP_ERR_NCCL, 1,
-					  "grouped async allreduce #%" PRIu64 " (%s, %zu ranges) failed on rank %d: %s",
-					  c->seq, ddp_dtype_name(t), n, c->rank,
-					  timed_out ? "enqueue timed out" : nccl_err(n_, r));
+		ddp_result rc = coll_fail(
+			c, timed_out ? DDP_ERR_TIMEOUT : DDP_ERR_NCCL, 1,
+			"grouped async allreduce #%" PRIu64 " (%s, %zu ranges) failed on rank %d: %s", c->seq,
+			ddp_dtype_name(t), n, c->rank, timed_out ? "enqueue timed out" : nccl_err(n_, r));
 		nccl_abort(n_);
 		return rc;
 	}
@@ -526,7 +537,8 @@ ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_s
 				     enum ddp_dtype t, CUstream s)
 {
 	char what[96];
-	snprintf(what, sizeof what, "grouped allreduce #%" PRIu64 " (%s, %zu ranges)", c->seq, ddp_dtype_name(t), n);
+	snprintf(what, sizeof what, "grouped allreduce #%" PRIu64 " (%s, %zu ranges)", c->seq,
+		 ddp_dtype_name(t), n);
 	DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, t, s));
 	return nccl_watch(c, what, ncclSuccess, s);
 }
@@ -566,8 +578,9 @@ ddp_result ddp_coll_nccl_probe(const char *path, int *version, char *msg, size_t
 
 ddp_result coll_nccl_init(struct ddp_comm *c)
 {
-	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1,
-			 "libddp was built without nccl.h: the NCCL backend is not available; use DDP_BACKEND=host");
+	return coll_fail(
+		c, DDP_ERR_UNSUPPORTED, 1,
+		"libddp was built without nccl.h: the NCCL backend is not available; use DDP_BACKEND=host");
 }
 
 ddp_result coll_nccl_allreduce(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t, CUstream s)

@@ -100,13 +100,20 @@ const char *ddp_extent_rule_name(enum ddp_extent_rule r)
 /* NONE: never measured; UNCHANGED: measured, changed nothing from its
  * pointer (a read-only argument passed non-const); COUNT_OK: changed bytes,
  * none beyond the count; then the rules of the arguments */
-enum { RULE_NONE, RULE_UNCHANGED, RULE_COUNT_OK, RULE_ONE, RULE_PRODUCT, RULE_2D };
+enum {
+	RULE_NONE,
+	RULE_UNCHANGED,
+	RULE_COUNT_OK,
+	RULE_ONE,
+	RULE_PRODUCT,
+	RULE_2D
+};
 
 struct rule {
 	uint32_t kid;
 	uint16_t param;
-	uint8_t form;            /* RULE_*                                    */
-	uint8_t a, b, c;         /* integer argument positions                */
+	uint8_t form;    /* RULE_*                                    */
+	uint8_t a, b, c; /* integer argument positions                */
 };
 
 #define RULES_MAX 512
@@ -139,10 +146,8 @@ static uint64_t rule_eval(const struct rule *r, const uint64_t *ints, uint32_t n
 	if (r->a >= nints || r->b >= nints || r->c >= nints)
 		return 0;
 	switch (r->form) {
-	case RULE_ONE:
-		return ints[r->a];
-	case RULE_PRODUCT:
-		return __builtin_mul_overflow(ints[r->a], ints[r->b], &v) ? 0 : v;
+	case RULE_ONE: return ints[r->a];
+	case RULE_PRODUCT: return __builtin_mul_overflow(ints[r->a], ints[r->b], &v) ? 0 : v;
 	case RULE_2D:
 		if (!ints[r->a] || __builtin_mul_overflow(ints[r->a] - 1, ints[r->b], &v) ||
 		    __builtin_add_overflow(v, ints[r->c], &v))
@@ -188,7 +193,8 @@ static int rule_fit(struct rule *r, const uint64_t *ints, uint32_t nints, uint64
 
 static int measurable(const struct ddp_grad_arg *a)
 {
-	return !a->in_struct && a->bounded == DDP_GB_COUNT && ddp_dtype_size((enum ddp_dtype)a->dtype) && a->ext;
+	return !a->in_struct && a->bounded == DDP_GB_COUNT && ddp_dtype_size((enum ddp_dtype)a->dtype) &&
+	       a->ext;
 }
 
 static int alone_in_alloc(const struct ddp_grad_arg *a, uint32_t n, uint32_t i)
@@ -203,8 +209,8 @@ static int alone_in_alloc(const struct ddp_grad_arg *a, uint32_t n, uint32_t i)
  * end[i] = one past the last byte it changed at or after argument i's
  * pointer, in bytes from the pointer (0: unchanged); before_ptr[i] set
  * when it changed bytes of i's allocation before the pointer. */
-static ddp_result probe(const struct ddp_grad_arg *a, uint32_t n, const struct ddp_extent_probe *p, uint64_t *end,
-			uint8_t *before_ptr)
+static ddp_result probe(const struct ddp_grad_arg *a, uint32_t n, const struct ddp_extent_probe *p,
+			uint64_t *end, uint8_t *before_ptr)
 {
 	void **snap = calloc(n ? n : 1, sizeof *snap);
 	unsigned char *after = NULL;
@@ -265,8 +271,8 @@ out:
 }
 
 ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *ints, uint32_t nints,
-			       struct ddp_grad_arg *a, uint32_t n, int measure, const struct ddp_extent_probe *p,
-			       char *msg, size_t cap)
+			       struct ddp_grad_arg *a, uint32_t n, int measure,
+			       const struct ddp_extent_probe *p, char *msg, size_t cap)
 {
 	static uint64_t end[DDP_EXTENT_MAX_ARGS], count[DDP_EXTENT_MAX_ARGS];
 	static uint8_t before_ptr[DDP_EXTENT_MAX_ARGS], learned[DDP_EXTENT_MAX_ARGS];
@@ -288,11 +294,13 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 		return DDP_OK;
 	/* an argument never measured is measured now, whatever the step */
 	for (uint32_t i = 0; i < n && !measure; i++)
-		if (count[i] && a[i].access != DDP_GA_READ && alone_in_alloc(a, n, i) && !rule_find(kid, a[i].param, 0))
+		if (count[i] && a[i].access != DDP_GA_READ && alone_in_alloc(a, n, i) &&
+		    !rule_find(kid, a[i].param, 0))
 			measure = 1;
 	if (measure) {
 		if ((rc = probe(a, n, p, end, before_ptr)) != DDP_OK) {
-			snprintf(msg, cap, "libddp: measuring the extents of %s failed (%s)", kname, ddp_strerror(rc));
+			snprintf(msg, cap, "libddp: measuring the extents of %s failed (%s)", kname,
+				 ddp_strerror(rc));
 			return rc;
 		}
 	}
@@ -306,34 +314,45 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 		struct rule *r = rule_find(kid, a[i].param, measure);
 		uint64_t m = (end[i] + es - 1) / es, v = 0;
 		if (measure && before_ptr[i]) {
-			snprintf(msg, cap, "libddp: optimizer kernel %s wrote bytes before its argument %u's address in the "
+			snprintf(msg, cap,
+				 "libddp: optimizer kernel %s wrote bytes before its argument %u's address in the "
 				 "calibration run: the extent of what it updates cannot be known, so its gradients cannot "
-				 "be found and the job stops", kname, a[i].param);
+				 "be found and the job stops",
+				 kname, a[i].param);
 			return DDP_ERR_UNSUPPORTED;
 		}
 		if (!r) {
-			snprintf(msg, cap, "libddp: optimizer kernel %s: more than %d optimizer arguments to measure; the "
-				 "extent of argument %u cannot be checked, so the job stops", kname, RULES_MAX, a[i].param);
+			snprintf(msg, cap,
+				 "libddp: optimizer kernel %s: more than %d optimizer arguments to measure; the "
+				 "extent of argument %u cannot be checked, so the job stops",
+				 kname, RULES_MAX, a[i].param);
 			return DDP_ERR_UNSUPPORTED;
 		}
 		if (measure && r->form > RULE_COUNT_OK && (v = rule_eval(r, ints, nints)) < m) {
-			snprintf(msg, cap, "libddp: optimizer kernel %s changed %" PRIu64 " elements from its argument %u, "
-				 "where the rule learned in an earlier calibration run (%s) gives %" PRIu64 ": the extent "
+			snprintf(msg, cap,
+				 "libddp: optimizer kernel %s changed %" PRIu64 " elements from its argument %u, "
+				 "where the rule learned in an earlier calibration run (%s) gives %" PRIu64
+				 ": the extent "
 				 "of what it updates is not known, so its gradients cannot be bounded and the job stops",
 				 kname, m, a[i].param, rule_text(r, rt, sizeof rt), v);
 			return DDP_ERR_UNSUPPORTED;
 		}
 		if (measure && m > count[i] && r->form <= RULE_COUNT_OK) {
 			if (!rule_fit(r, ints, nints, m)) {
-				snprintf(msg, cap, "libddp: optimizer kernel %s changed %" PRIu64 " elements from its argument "
-					 "%u, more than its count argument (%" PRIu64 ") says, and no rule of its integer "
+				snprintf(msg, cap,
+					 "libddp: optimizer kernel %s changed %" PRIu64
+					 " elements from its argument "
+					 "%u, more than its count argument (%" PRIu64
+					 ") says, and no rule of its integer "
 					 "arguments gives that extent: its gradients cannot be bounded, so the job stops",
 					 kname, m, a[i].param, count[i]);
 				return DDP_ERR_UNSUPPORTED;
 			}
-			DDP_INFO(GRAD, "%s argument %u: changed %" PRIu64 " elements where its count argument says %" PRIu64
-				 "; its extent is %s (measured, checked at each calibration launch)", kname, a[i].param,
-				 m, count[i], rule_text(r, rt, sizeof rt));
+			DDP_INFO(GRAD,
+				 "%s argument %u: changed %" PRIu64
+				 " elements where its count argument says %" PRIu64
+				 "; its extent is %s (measured, checked at each calibration launch)",
+				 kname, a[i].param, m, count[i], rule_text(r, rt, sizeof rt));
 		} else if (measure && r->form <= RULE_UNCHANGED) {
 			/* the count stands (checked at each calibration launch) */
 			r->form = m ? RULE_COUNT_OK : RULE_UNCHANGED;
@@ -348,9 +367,12 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 		}
 		v = rule_eval(r, ints, nints);
 		if (!v || v > room) {
-			snprintf(msg, cap, "libddp: optimizer kernel %s argument %u: its measured extent (%s = %" PRIu64
-				 " elements) does not fit its allocation (%" PRIu64 " left): its gradients cannot be "
-				 "bounded, so the job stops", kname, a[i].param, rule_text(r, rt, sizeof rt), v, room);
+			snprintf(msg, cap,
+				 "libddp: optimizer kernel %s argument %u: its measured extent (%s = %" PRIu64
+				 " elements) does not fit its allocation (%" PRIu64
+				 " left): its gradients cannot be "
+				 "bounded, so the job stops",
+				 kname, a[i].param, rule_text(r, rt, sizeof rt), v, room);
 			return DDP_ERR_UNSUPPORTED;
 		}
 		a[i].ext = v * es;
@@ -369,7 +391,8 @@ ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *
 				best = i;
 		if (best == n)
 			continue;
-		size_t ei = ddp_dtype_size((enum ddp_dtype)a[best].dtype), ej = ddp_dtype_size((enum ddp_dtype)a[j].dtype);
+		size_t ei = ddp_dtype_size((enum ddp_dtype)a[best].dtype),
+		       ej = ddp_dtype_size((enum ddp_dtype)a[j].dtype);
 		uint64_t v = a[best].ext / ei;
 		if (v > (a[j].size - (a[j].ptr - a[j].base)) / ej)
 			continue;

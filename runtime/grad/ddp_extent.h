@@ -68,11 +68,11 @@
 /* One pointer argument as the rule sees it.  IN: room, esize, typed.
  * OUT: ext, bounded. */
 struct ddp_extent_ptr {
-	uint64_t room;      /* bytes from the pointer to its allocation's end   */
-	uint64_t alloc;     /* its allocation's bytes (> 64: it votes)          */
-	uint32_t esize;     /* element bytes (0: untyped, never bounded)        */
-	uint64_t ext;       /* OUT: bytes it reaches (0: to the allocation's end) */
-	uint8_t bounded;    /* OUT: enum ddp_grad_bound (ddp_grad.h)            */
+	uint64_t room;   /* bytes from the pointer to its allocation's end   */
+	uint64_t alloc;  /* its allocation's bytes (> 64: it votes)          */
+	uint32_t esize;  /* element bytes (0: untyped, never bounded)        */
+	uint64_t ext;    /* OUT: bytes it reaches (0: to the allocation's end) */
+	uint8_t bounded; /* OUT: enum ddp_grad_bound (ddp_grad.h)            */
 };
 
 /* What ddp_extent_bound found (for logs and tests). */
@@ -124,8 +124,8 @@ struct ddp_extent_probe {
  * one line in msg.  (The caller skips it under DDP_DEBUG_NO_MEASURE, the
  * negative control.) */
 ddp_result ddp_extent_measured(uint32_t kid, const char *kname, const uint64_t *ints, uint32_t nints,
-			       struct ddp_grad_arg *a, uint32_t n, int measure, const struct ddp_extent_probe *p,
-			       char *msg, size_t cap);
+			       struct ddp_grad_arg *a, uint32_t n, int measure,
+			       const struct ddp_extent_probe *p, char *msg, size_t cap);
 /* Forget every rule (tests). */
 void ddp_extent_reset(void);
 

@@ -22,7 +22,7 @@ struct flow_range {
 };
 
 struct flow_set {
-	uint64_t *key;   /* 0: empty                                           */
+	uint64_t *key; /* 0: empty                                           */
 	uint8_t *kind;
 	size_t mask, n;
 };
@@ -33,7 +33,7 @@ struct ddp_flow {
 	int hist_done;
 	struct flow_set upd;
 	uint32_t ncuts;
-	struct flow_range *uw;  /* written in this update phase            */
+	struct flow_range *uw; /* written in this update phase            */
 	size_t nuw, cuw;
 };
 
@@ -192,7 +192,10 @@ enum ddp_flow_kind ddp_flow_lookup(const struct ddp_flow *f, uint64_t key)
 	return s->key[i] ? (enum ddp_flow_kind)s->kind[i] : DDP_FLOW_NONE;
 }
 
-uint32_t ddp_flow_ncuts(const struct ddp_flow *f) { return f->ncuts; }
+uint32_t ddp_flow_ncuts(const struct ddp_flow *f)
+{
+	return f->ncuts;
+}
 
 ddp_result ddp_flow_upd_write(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
 {
@@ -212,4 +215,7 @@ int ddp_flow_upd_written(const struct ddp_flow *f, uint32_t alloc_id, uint64_t l
 	return 0;
 }
 
-void ddp_flow_upd_clear(struct ddp_flow *f) { f->nuw = 0; }
+void ddp_flow_upd_clear(struct ddp_flow *f)
+{
+	f->nuw = 0;
+}

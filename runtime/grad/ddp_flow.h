@@ -51,7 +51,11 @@ void ddp_flow_history_done(struct ddp_flow *f);
 
 /* ---- the update's launches */
 
-enum ddp_flow_kind { DDP_FLOW_NONE = 0, DDP_FLOW_UPDATE = 1, DDP_FLOW_CUT = 2 };
+enum ddp_flow_kind {
+	DDP_FLOW_NONE = 0,
+	DDP_FLOW_UPDATE = 1,
+	DDP_FLOW_CUT = 2
+};
 
 ddp_result ddp_flow_learn(struct ddp_flow *f, uint64_t key, enum ddp_flow_kind kind);
 enum ddp_flow_kind ddp_flow_lookup(const struct ddp_flow *f, uint64_t key);

@@ -32,8 +32,8 @@ struct alloc_ix {
 	uint64_t base;
 	uint32_t alloc_id;
 	uint32_t n, cap;
-	uint32_t *rec;                   /* indices into bufs, by record base    */
-	uint64_t maxsize;                /* no record is larger (lookup bound)   */
+	uint32_t *rec;    /* indices into bufs, by record base    */
+	uint64_t maxsize; /* no record is larger (lookup bound)   */
 };
 
 /* Step 1: which non-optimizer kernel last wrote which range (the evidence
@@ -47,58 +47,61 @@ struct wlog_ent {
 
 struct ddp_grad {
 	struct ddp_grad_ops ops;
-	enum ddp_dtype override;         /* DDP_GRAD_DTYPE, or UNKNOWN           */
+	enum ddp_dtype override; /* DDP_GRAD_DTYPE, or UNKNOWN           */
 	int strict;
-	struct ddp_grad_buf **bufs;      /* records, in creation order           */
+	struct ddp_grad_buf **bufs; /* records, in creation order           */
 	size_t nbufs, cap;
 	struct alloc_ix *allocs;
 	size_t nallocs, acap;
-	int64_t *hash;                   /* alloc index+1 per slot, 0 = empty    */
+	int64_t *hash; /* alloc index+1 per slot, 0 = empty    */
 	size_t hmask;
 	uint32_t ngrad_order, nparam_order;
-	uint32_t ngrad;                  /* G records now                        */
-	uint32_t grads_found;            /* G records ever learned               */
-	int in_update;                   /* inside a step's update phase         */
-	uint64_t steps;                  /* steps begun                          */
-	uint64_t steps_done;             /* steps ended                          */
+	uint32_t ngrad;       /* G records now                        */
+	uint32_t grads_found; /* G records ever learned               */
+	int in_update;        /* inside a step's update phase         */
+	uint64_t steps;       /* steps begun                          */
+	uint64_t steps_done;  /* steps ended                          */
 	uint64_t reductions;
-	uint64_t gen;                    /* G/candidate set changes              */
+	uint64_t gen; /* G/candidate set changes              */
 	struct wlog_ent *wlog;
 	size_t nwlog;
 	/* explicit launches */
-	uint64_t epoch;                  /* see ddp_grad.h "Explicit launches"   */
-	uint32_t opener_kid;             /* the launch that opened the update    */
-	uint64_t opener_ptr;             /*   phase: kernel, first tensor        */
+	uint64_t epoch;      /* see ddp_grad.h "Explicit launches"   */
+	uint32_t opener_kid; /* the launch that opened the update    */
+	uint64_t opener_ptr; /*   phase: kernel, first tensor        */
 	uint8_t opener_set;
-	uint64_t last_named_ep;          /* the last epoch that named a gradient */
+	uint64_t last_named_ep; /* the last epoch that named a gradient */
 	uint64_t xstamp_seq;
-	uint32_t last_reader_kid;        /* the last reader launch's last named  */
+	uint32_t last_reader_kid;             /* the last reader launch's last named  */
 	struct ddp_grad_buf *last_reader_rec; /* gradient (x_reader_again)       */
-	struct ddp_grad_buf **xrec;      /* per argument: its record (scratch)   */
-	struct ddp_grad_buf **xlist;     /* gradients to average (scratch)       */
-	struct ddp_grad_read *xrd;       /* ranges an optimizer reads (scratch)  */
+	struct ddp_grad_buf **xrec;           /* per argument: its record (scratch)   */
+	struct ddp_grad_buf **xlist;          /* gradients to average (scratch)       */
+	struct ddp_grad_read *xrd;            /* ranges an optimizer reads (scratch)  */
 	/* the update found from the data flow (ddp_flow.h) */
 	struct ddp_flow *flow;
-	int flow_update;                 /* the open update phase is a flow one  */
-	uint64_t flow_seq;               /* launches noted in the flow history   */
-	int debug_avg_state;             /* DDP_DEBUG_AVG_STATE                  */
+	int flow_update;     /* the open update phase is a flow one  */
+	uint64_t flow_seq;   /* launches noted in the flow history   */
+	int debug_avg_state; /* DDP_DEBUG_AVG_STATE                  */
 	size_t xcap_rec, xcap_list, xcap_rd;
 	char err[512];
 };
 
 const char *const ddp_grad_opt_builtin[] = {
-	"adam", "sgd", "momentum", "lamb", "lion", "adagrad", "rmsprop", "adadelta",
-	"multi_tensor_apply", "fused_adam", "fusedadam", "optimizer", NULL,
+	"adam",    "sgd",      "momentum",           "lamb",       "lion",      "adagrad",
+	"rmsprop", "adadelta", "multi_tensor_apply", "fused_adam", "fusedadam", "optimizer",
+	NULL,
 };
 const char *const ddp_grad_reader_builtin[] = {
-	"unscale", "non_finite", "nonfinite", "found_inf", "inf_check", "check_inf",
-	"grad_norm", "global_norm", "clip_grad", "lpnorm", "l2norm", NULL,
+	"unscale",   "non_finite",  "nonfinite", "found_inf", "inf_check", "check_inf",
+	"grad_norm", "global_norm", "clip_grad", "lpnorm",    "l2norm",    NULL,
 };
 /* PyTorch's multi-tensor functors that rewrite gradients the same way on
  * every rank: clip_grad_norm_'s _foreach_mul_(grads, clip_coef) by a device
  * scalar, zero_grad(set_to_none=False)'s _foreach_zero_. */
 const char *const ddp_grad_neutral_builtin[] = {
-	"BinaryOpScalarTensorFunctor<", "ZeroFunctor<", NULL,
+	"BinaryOpScalarTensorFunctor<",
+	"ZeroFunctor<",
+	NULL,
 };
 /* scaler.update(): every iteration of a GradScaler loop ends with it,
  * whether the optimizer ran or the step was skipped. */
@@ -121,8 +124,7 @@ static int ci_contains(const char *hay, const char *needle, size_t nlen)
 		return 0;
 	for (; *hay; hay++) {
 		size_t i = 0;
-		while (i < nlen && hay[i] &&
-		       tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+		while (i < nlen && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
 			i++;
 		if (i == nlen)
 			return 1;
@@ -194,8 +196,7 @@ int ddp_grad_is_boundary(const char *name)
 	return ddp_grad_name_matches(name, boundary_builtin, NULL);
 }
 
-enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
-				       const char *reader_setting)
+enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting, const char *reader_setting)
 {
 	/* only inside a multi-tensor kernel: a plain elementwise ZeroFunctor
 	 * (a fill) is forward/backward work */
@@ -208,7 +209,6 @@ enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting
 		return DDP_GK_OPT;
 	return DDP_GK_OTHER;
 }
-
 
 /* ---- the range table */
 
@@ -453,8 +453,7 @@ fill:
 	return b;
 }
 
-ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_override,
-			struct ddp_grad **out)
+ddp_result ddp_grad_new(const struct ddp_grad_ops *ops, enum ddp_dtype dtype_override, struct ddp_grad **out)
 {
 	if (dtype_override != DDP_DT_UNKNOWN && !ddp_dtype_reducible(dtype_override))
 		return DDP_ERR_INVALID;
@@ -521,18 +520,34 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 	}
 }
 
-size_t ddp_grad_nbufs(const struct ddp_grad *g) { return g->nbufs; }
-struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i) { return i < g->nbufs ? g->bufs[i] : NULL; }
-uint64_t ddp_grad_steps(const struct ddp_grad *g) { return g->steps; }
-uint64_t ddp_grad_reductions(const struct ddp_grad *g) { return g->reductions; }
-const char *ddp_grad_last_error(const struct ddp_grad *g) { return g->err; }
+size_t ddp_grad_nbufs(const struct ddp_grad *g)
+{
+	return g->nbufs;
+}
+struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i)
+{
+	return i < g->nbufs ? g->bufs[i] : NULL;
+}
+uint64_t ddp_grad_steps(const struct ddp_grad *g)
+{
+	return g->steps;
+}
+uint64_t ddp_grad_reductions(const struct ddp_grad *g)
+{
+	return g->reductions;
+}
+const char *ddp_grad_last_error(const struct ddp_grad *g)
+{
+	return g->err;
+}
 
 uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g)
 {
 	uint64_t n = 0;
 	/* named gradients: those of the last epoch that named any */
 	for (size_t i = 0; i < g->nbufs; i++)
-		if (g->bufs[i]->role == DDP_GR_GRAD && (!g->bufs[i]->named || g->bufs[i]->named_ep == g->last_named_ep))
+		if (g->bufs[i]->role == DDP_GR_GRAD &&
+		    (!g->bufs[i]->named || g->bufs[i]->named_ep == g->last_named_ep))
 			n += g->bufs[i]->count * ddp_dtype_size((enum ddp_dtype)g->bufs[i]->dtype);
 	return n;
 }
@@ -624,8 +639,8 @@ static ddp_result reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, si
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
-		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base && s->dtype == b->dtype &&
-		    s->base + s->size == b->base) {
+		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base &&
+		    s->dtype == b->dtype && s->base + s->size == b->base) {
 			s->size += b->size;
 			s->count += b->count;
 			s->bcast_done++; /* ranges merged into this span, minus one */
@@ -704,8 +719,8 @@ static void next_epoch(struct ddp_grad *g)
 		struct ddp_grad_buf *b = g->bufs[i];
 		if (!b->named || b->role != DDP_GR_GRAD || b->named_ep + 1 >= g->epoch)
 			continue;
-		DDP_DEBUG(GRAD, "gradient %s at 0x%llx was not named in the last iteration: forgotten", b->label,
-			  (unsigned long long)b->base);
+		DDP_DEBUG(GRAD, "gradient %s at 0x%llx was not named in the last iteration: forgotten",
+			  b->label, (unsigned long long)b->base);
 		if (g->ngrad)
 			g->ngrad--;
 		buf_reset(g, b);
@@ -728,8 +743,10 @@ static ddp_result end_update(struct ddp_grad *g)
 			struct ddp_grad_buf *b = g->bufs[i];
 			if (b->role != DDP_GR_CAND)
 				continue;
-			DDP_INFO(GRAD, "candidate %s (%llu bytes, revealed by %s) was read by no optimizer launch in "
-				 "step 1: not a gradient", b->label, (unsigned long long)b->size, b->reader);
+			DDP_INFO(GRAD,
+				 "candidate %s (%llu bytes, revealed by %s) was read by no optimizer launch in "
+				 "step 1: not a gradient",
+				 b->label, (unsigned long long)b->size, b->reader);
 			buf_reset(g, b);
 		}
 		free(g->wlog);
@@ -737,18 +754,21 @@ static ddp_result end_update(struct ddp_grad *g)
 		g->nwlog = 0;
 	}
 	if (g->strict && g->steps_done == 1 && g->grads_found == 0)
-		return fail(g, DDP_ERR_UNSUPPORTED,
-			    "libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
-			    "arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
-			    "writes); gradients cannot be averaged: name the optimizer kernels with DDP_OPT_KERNELS, the "
-			    "kernels that read gradients first with DDP_GRAD_READER_KERNELS, their type with "
-			    "DDP_GRAD_DTYPE (docs/gradient-sync.md), or train unsynchronised with DDP_SYNC=off");
+		return fail(
+			g, DDP_ERR_UNSUPPORTED,
+			"libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
+			"arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
+			"writes); gradients cannot be averaged: name the optimizer kernels with DDP_OPT_KERNELS, the "
+			"kernels that read gradients first with DDP_GRAD_READER_KERNELS, their type with "
+			"DDP_GRAD_DTYPE (docs/gradient-sync.md), or train unsynchronised with DDP_SYNC=off");
 	if (g->strict && g->steps_done >= 2 && g->reductions == 0)
-		return fail(g, DDP_ERR_UNSUPPORTED,
-			    "libddp: %llu optimizer steps ran and no gradient was ever averaged (the gradients are never "
-			    "written between optimizer launches as far as libddp can see); the ranks would train "
-			    "apart: check DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS (docs/gradient-sync.md), or train "
-			    "unsynchronised with DDP_SYNC=off", (unsigned long long)g->steps_done);
+		return fail(
+			g, DDP_ERR_UNSUPPORTED,
+			"libddp: %llu optimizer steps ran and no gradient was ever averaged (the gradients are never "
+			"written between optimizer launches as far as libddp can see); the ranks would train "
+			"apart: check DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS (docs/gradient-sync.md), or train "
+			"unsynchronised with DDP_SYNC=off",
+			(unsigned long long)g->steps_done);
 	if (g->ops.step_end)
 		return g->ops.step_end(g->ops.ctx, g->steps);
 	return DDP_OK;
@@ -760,8 +780,8 @@ static void set_label(struct ddp_grad_buf *b, const struct ddp_grad_launch *L, c
 	if (b->base != b->alloc_base || b->size != b->alloc_size)
 		snprintf(off, sizeof off, "+%llu", (unsigned long long)(b->base - b->alloc_base));
 	if (a->in_struct)
-		snprintf(b->label, sizeof b->label, "%.40s:%u.%u%s", L->kname ? L->kname : "?", a->param, a->word,
-			 off);
+		snprintf(b->label, sizeof b->label, "%.40s:%u.%u%s", L->kname ? L->kname : "?", a->param,
+			 a->word, off);
 	else
 		snprintf(b->label, sizeof b->label, "%.40s:%u%s", L->kname ? L->kname : "?", a->param, off);
 }
@@ -816,11 +836,13 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 {
 	enum ddp_dtype t = grad_dtype(g, L, a);
 	if (!b->named && !b->bounded && holds_tensors(g, ix_find(g, b->alloc_base, b->alloc_id)))
-		return fail(g, DDP_ERR_UNSUPPORTED,
-			    "libddp: kernel %s passes a gradient (parameter %u) whose extent no argument bounds, inside "
-			    "allocation #%u that holds PyTorch's tensors: averaged whole it would average the other "
-			    "tensors too, so the job stops; use PyTorch's optimizers (foreach or fused), or train "
-			    "unsynchronised with DDP_SYNC=off", L->kname ? L->kname : "?", a->param, b->alloc_id);
+		return fail(
+			g, DDP_ERR_UNSUPPORTED,
+			"libddp: kernel %s passes a gradient (parameter %u) whose extent no argument bounds, inside "
+			"allocation #%u that holds PyTorch's tensors: averaged whole it would average the other "
+			"tensors too, so the job stops; use PyTorch's optimizers (foreach or fused), or train "
+			"unsynchronised with DDP_SYNC=off",
+			L->kname ? L->kname : "?", a->param, b->alloc_id);
 	size_t es = ddp_dtype_size(t);
 	if (!es)
 		return fail(g, DDP_ERR_UNSUPPORTED,
@@ -840,12 +862,14 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 	snprintf(b->writer, sizeof b->writer, "%s", w ? w : "?");
 	if (role == DDP_GR_CAND) {
 		snprintf(b->reader, sizeof b->reader, "%.39s", L->kname ? L->kname : "?");
-		DDP_INFO(GRAD, "candidate %s: %llu bytes at +%llu of allocation #%u (%llu bytes), %s x %llu; read by "
+		DDP_INFO(GRAD,
+			 "candidate %s: %llu bytes at +%llu of allocation #%u (%llu bytes), %s x %llu; read by "
 			 "reader %s (%s), written by %s; averaged here, a gradient only if an optimizer launch of "
-			 "this step reads it", b->label, (unsigned long long)b->size,
-			 (unsigned long long)(b->base - b->alloc_base), b->alloc_id,
-			 (unsigned long long)b->alloc_size, ddp_dtype_name(t), (unsigned long long)b->count,
-			 b->reader, ddp_grad_evidence_name((enum ddp_grad_evidence)evidence), b->writer);
+			 "this step reads it",
+			 b->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base),
+			 b->alloc_id, (unsigned long long)b->alloc_size, ddp_dtype_name(t),
+			 (unsigned long long)b->count, b->reader,
+			 ddp_grad_evidence_name((enum ddp_grad_evidence)evidence), b->writer);
 		return DDP_OK;
 	}
 	g->ngrad++;
@@ -857,13 +881,15 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 			  (unsigned long long)b->size, (unsigned long long)b->base);
 		return DDP_OK;
 	}
-	DDP_INFO(GRAD, "gradient #%u: %s, %llu bytes at 0x%llx (+%llu of allocation #%u, %llu bytes), %s x %llu; "
-		 "read by %s (%s%s%s), paired with %s, written by %s", b->order, b->label,
-		 (unsigned long long)b->size, (unsigned long long)b->base,
-		 (unsigned long long)(b->base - b->alloc_base), b->alloc_id, (unsigned long long)b->alloc_size,
-		 ddp_dtype_name(t), (unsigned long long)b->count, L->kname ? L->kname : "?",
-		 ddp_grad_evidence_name((enum ddp_grad_evidence)evidence), b->reader[0] ? "; revealed by reader " : "",
-		 b->reader, b->paired[0] ? b->paired : "?", b->writer);
+	DDP_INFO(GRAD,
+		 "gradient #%u: %s, %llu bytes at 0x%llx (+%llu of allocation #%u, %llu bytes), %s x %llu; "
+		 "read by %s (%s%s%s), paired with %s, written by %s",
+		 b->order, b->label, (unsigned long long)b->size, (unsigned long long)b->base,
+		 (unsigned long long)(b->base - b->alloc_base), b->alloc_id,
+		 (unsigned long long)b->alloc_size, ddp_dtype_name(t), (unsigned long long)b->count,
+		 L->kname ? L->kname : "?", ddp_grad_evidence_name((enum ddp_grad_evidence)evidence),
+		 b->reader[0] ? "; revealed by reader " : "", b->reader, b->paired[0] ? b->paired : "?",
+		 b->writer);
 	return DDP_OK;
 }
 
@@ -876,8 +902,9 @@ static void make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, cons
 	b->order = g->nparam_order++;
 	set_label(b, L, a);
 	DDP_INFO(GRAD, "parameter/state #%u: %s, %llu bytes at +%llu of allocation #%u; written by %s (%s)",
-		 b->order, b->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base),
-		 b->alloc_id, L->kname ? L->kname : "?", ddp_grad_evidence_name((enum ddp_grad_evidence)evidence));
+		 b->order, b->label, (unsigned long long)b->size,
+		 (unsigned long long)(b->base - b->alloc_base), b->alloc_id, L->kname ? L->kname : "?",
+		 ddp_grad_evidence_name((enum ddp_grad_evidence)evidence));
 }
 
 /* Runs the launch once on snapshots of its allocations to see which ranges
@@ -959,7 +986,8 @@ out_free:
 		free(before[i]);
 	free(before);
 	if (rc != DDP_OK && !g->err[0])
-		fail(g, rc, "libddp: calibration of %s failed (%s)", L->kname ? L->kname : "?", ddp_strerror(rc));
+		fail(g, rc, "libddp: calibration of %s failed (%s)", L->kname ? L->kname : "?",
+		     ddp_strerror(rc));
 	return rc;
 }
 
@@ -967,8 +995,8 @@ out_free:
  * b: dirty, and it is the last writer; the overlap layer learns the
  * written extent and how it is known (ops.written; bound: enum
  * ddp_grad_bound). */
-static void mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-			 uint64_t hi, uint8_t bound)
+static void mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struct ddp_grad_launch *L,
+			 uint64_t lo, uint64_t hi, uint8_t bound)
 {
 	b->dirty = 1;
 	b->wseq = L->seq;
@@ -1078,7 +1106,8 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 			struct alloc_ix *y = ix_find(g, b->base, b->alloc_id);
 			int is_g = rec_exact(g, y, qlo, qhi, M(DDP_GR_GRAD)) != NULL;
 			if (!is_g && g->steps_done == 0)
-				is_g = !rec_overlap(g, y, qlo, qhi, M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
+				is_g = !rec_overlap(g, y, qlo, qhi,
+						    M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
 						    &(uint32_t){ 0 }) &&
 				       !integer_arg(b) && ddp_dtype_size(grad_dtype(g, L, b)) &&
 				       /* written by a launch AFTER the parameter was first
@@ -1247,7 +1276,8 @@ static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			if (upd && g->in_update && g->flow_update && b->flow_red == g->steps)
 				continue;
 			uint8_t was_dirty = b->dirty;
-			mark_written(g, b, L, lo, hi, a->bounded); /* the last writer, and early reductions before it are stale */
+			mark_written(g, b, L, lo, hi,
+				     a->bounded); /* the last writer, and early reductions before it are stale */
 			if (b->named && !a->bounded && !L->explicit_ranges)
 				b->dirty = was_dirty;
 			wrote_g |= b->role == DDP_GR_GRAD;
@@ -1275,8 +1305,9 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		struct ddp_grad_buf *b;
 		int known = 0;
 		for (uint32_t pos = 0;
-		     (b = rec_overlap(g, x, lo, hi, M(DDP_GR_GRAD) | M(DDP_GR_CAND) | M(DDP_GR_PARAM) |
-					     M(DDP_GR_DERIVED), &pos));) {
+		     (b = rec_overlap(g, x, lo, hi,
+				      M(DDP_GR_GRAD) | M(DDP_GR_CAND) | M(DDP_GR_PARAM) | M(DDP_GR_DERIVED),
+				      &pos));) {
 			if (b->role == DDP_GR_GRAD || b->role == DDP_GR_CAND)
 				need |= b->dirty;
 			known = 1;
@@ -1302,8 +1333,10 @@ static ddp_result on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			b->evidence = DDP_GE_READER;
 			set_label(b, L, a);
 			snprintf(b->reader, sizeof b->reader, "%.39s", L->kname ? L->kname : "?");
-			DDP_INFO(GRAD, "reader output %s: %llu bytes at +%llu of allocation #%u, written by reader %s "
-				 "(non-const in its signature): never a gradient", b->label, (unsigned long long)b->size,
+			DDP_INFO(GRAD,
+				 "reader output %s: %llu bytes at +%llu of allocation #%u, written by reader %s "
+				 "(non-const in its signature): never a gradient",
+				 b->label, (unsigned long long)b->size,
 				 (unsigned long long)(b->base - b->alloc_base), b->alloc_id, b->reader);
 			continue;
 		}
@@ -1358,8 +1391,9 @@ static void absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role)
 				break;
 			}
 		b->dirty |= o->dirty;
-		DDP_INFO(GRAD, "%s %s merges into a wider range (%llu bytes at +%llu)", ddp_grad_role_name(role),
-			 o->label, (unsigned long long)b->size, (unsigned long long)(b->base - b->alloc_base));
+		DDP_INFO(GRAD, "%s %s merges into a wider range (%llu bytes at +%llu)",
+			 ddp_grad_role_name(role), o->label, (unsigned long long)b->size,
+			 (unsigned long long)(b->base - b->alloc_base));
 		if (role == DDP_GR_GRAD && g->ngrad)
 			g->ngrad--;
 		buf_reset(g, o);
@@ -1440,7 +1474,8 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 	}
 	if (any_cal) {
 		if (!g->ops.relaunch)
-			return fail(g, DDP_ERR_UNSUPPORTED, "libddp: %s passes untyped buffers and cannot be calibrated",
+			return fail(g, DDP_ERR_UNSUPPORTED,
+				    "libddp: %s passes untyped buffers and cannot be calibrated",
 				    L->kname ? L->kname : "?");
 		DDP_CHECK(calibrate(g, L, n, changed, lo, hi));
 		for (uint32_t i = 0; i < n; i++) {
@@ -1472,7 +1507,8 @@ static ddp_result on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch 
 		if (!b && (is_param[i] || is_grad[i] || need_cal[i])) {
 			/* a range seen twice in this launch is one record */
 			for (uint32_t j = 0; j < i && !b; j++)
-				if (rec[j] && L->args[j].alloc_id == a->alloc_id && lo[j] == lo[i] && hi[j] == hi[i])
+				if (rec[j] && L->args[j].alloc_id == a->alloc_id && lo[j] == lo[i] &&
+				    hi[j] == hi[i])
 					b = rec[j];
 			if (!b && !(b = rec_new(g, a, lo[i], hi[i])))
 				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
@@ -1657,10 +1693,13 @@ static void x_make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, co
 		/* an output needs no broadcast: this launch writes all of it */
 		b->bcast_done = !(a->access & DDP_GA_READ);
 		if (g->steps_done == 0)
-			DDP_INFO(GRAD, "parameter/state #%u: %s, %llu bytes at +%llu of allocation #%u; %s by %s's "
-				 "list %u", b->order, b->label, (unsigned long long)b->size,
+			DDP_INFO(GRAD,
+				 "parameter/state #%u: %s, %llu bytes at +%llu of allocation #%u; %s by %s's "
+				 "list %u",
+				 b->order, b->label, (unsigned long long)b->size,
 				 (unsigned long long)(b->base - b->alloc_base), b->alloc_id,
-				 a->access & DDP_GA_READ ? "updated" : "written", L->kname ? L->kname : "?", a->param);
+				 a->access & DDP_GA_READ ? "updated" : "written", L->kname ? L->kname : "?",
+				 a->param);
 	}
 	b->opt_phase = g->steps;
 }
@@ -1697,7 +1736,8 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 		DDP_CHECK(end_update(g));
 	if (L->kclass == DDP_GK_OPT) {
 		/* the launch that opened this update phase again: the next step */
-		if (g->in_update && g->opener_set && g->opener_kid == L->kid && n && g->opener_ptr == L->args[0].ptr)
+		if (g->in_update && g->opener_set && g->opener_kid == L->kid && n &&
+		    g->opener_ptr == L->args[0].ptr)
 			DDP_CHECK(end_update(g));
 		DDP_CHECK(begin_update(g, L));
 	}
@@ -1798,17 +1838,13 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		return fail(g, DDP_ERR_UNSUPPORTED,
 			    "libddp: %s kernel %s passes more buffers than libddp can decode (%u beyond the first "
 			    "%u); its gradients and parameters cannot all be seen, so they cannot be averaged",
-			    L->kclass == DDP_GK_OPT ? "optimizer" : "gradient-reader", L->kname ? L->kname : "?",
-			    L->truncated, L->nargs);
+			    L->kclass == DDP_GK_OPT ? "optimizer" : "gradient-reader",
+			    L->kname ? L->kname : "?", L->truncated, L->nargs);
 	switch (L->kclass) {
-	case DDP_GK_OPT:
-		return on_optimizer(g, L);
-	case DDP_GK_READER:
-		return on_reader(g, L);
-	case DDP_GK_NEUTRAL:
-		return on_other(g, L); /* undecoded: as any launch that may write */
-	default:
-		return on_other(g, L);
+	case DDP_GK_OPT: return on_optimizer(g, L);
+	case DDP_GK_READER: return on_reader(g, L);
+	case DDP_GK_NEUTRAL: return on_other(g, L); /* undecoded: as any launch that may write */
+	default: return on_other(g, L);
 	}
 }
 
@@ -1846,7 +1882,8 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 	for (size_t i = 0; i < n; i++) {
 		if (grads)
 			k = snprintf(item, sizeof item, " %s %s count=%llu;", bufs[i]->label,
-				     ddp_dtype_name((enum ddp_dtype)bufs[i]->dtype), (unsigned long long)bufs[i]->count);
+				     ddp_dtype_name((enum ddp_dtype)bufs[i]->dtype),
+				     (unsigned long long)bufs[i]->count);
 		else
 			k = snprintf(item, sizeof item, " %s bytes=%llu;", bufs[i]->label,
 				     (unsigned long long)bufs[i]->size);
@@ -1860,12 +1897,12 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 		}
 	}
 	if (skipped)
-		o += (size_t)snprintf(out + o, cap - o, " ...+%zu more fnv=%016llx", skipped, (unsigned long long)h);
+		o += (size_t)snprintf(out + o, cap - o, " ...+%zu more fnv=%016llx", skipped,
+				      (unsigned long long)h);
 	if (hash)
 		*hash = h;
 	return o;
 }
-
 
 ddp_result ddp_grad_finish(struct ddp_grad *g)
 {

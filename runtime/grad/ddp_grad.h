@@ -97,14 +97,14 @@
 
 enum ddp_grad_kclass {
 	DDP_GK_OTHER = 0,
-	DDP_GK_READER,      /* reads gradients before the optimizer           */
-	DDP_GK_OPT,         /* optimizer step                                  */
-	DDP_GK_NEUTRAL,     /* neutral consumer: transforms averaged gradients
+	DDP_GK_READER,  /* reads gradients before the optimizer           */
+	DDP_GK_OPT,     /* optimizer step                                  */
+	DDP_GK_NEUTRAL, /* neutral consumer: transforms averaged gradients
 			     * the same way on every rank (clip's scaling by a
 			     * device scalar, _foreach_zero_); never a step      */
 };
 
-enum ddp_grad_access {   /* same values as enum ddp_access (ddp_launch.h) */
+enum ddp_grad_access { /* same values as enum ddp_access (ddp_launch.h) */
 	DDP_GA_UNKNOWN = 0,
 	DDP_GA_READ = 1,
 	DDP_GA_WRITE = 2,
@@ -113,17 +113,17 @@ enum ddp_grad_access {   /* same values as enum ddp_access (ddp_launch.h) */
 /* One argument of a launch: a pointer inside a live allocation, and the
  * range the launch is taken to touch: [ptr, ptr + ext). */
 struct ddp_grad_arg {
-	uint64_t base, size;     /* the allocation                            */
-	uint64_t ptr;            /* the address passed (base when 0)          */
-	uint64_t ext;            /* bytes from ptr (0: to the allocation's end) */
+	uint64_t base, size; /* the allocation                            */
+	uint64_t ptr;        /* the address passed (base when 0)          */
+	uint64_t ext;        /* bytes from ptr (0: to the allocation's end) */
 	uint32_t alloc_id;
-	uint16_t param;          /* parameter index                           */
-	uint16_t word;           /* 8-byte word inside a by-value struct      */
-	uint8_t access;          /* enum ddp_grad_access                      */
+	uint16_t param; /* parameter index                           */
+	uint16_t word;  /* 8-byte word inside a by-value struct      */
+	uint8_t access; /* enum ddp_grad_access                      */
 	uint8_t in_struct;
-	uint8_t dtype;           /* enum ddp_dtype of the pointee             */
-	uint8_t bounded;         /* enum ddp_grad_bound: how ext is known     */
-	uint8_t tlist;           /* explicit launches: the tensor list it
+	uint8_t dtype;   /* enum ddp_dtype of the pointee             */
+	uint8_t bounded; /* enum ddp_grad_bound: how ext is known     */
+	uint8_t tlist;   /* explicit launches: the tensor list it
 				  * belongs to (DDP_GRAD_NO_LIST: none)       */
 };
 
@@ -131,10 +131,10 @@ struct ddp_grad_arg {
 
 /* How an argument's extent (ext) is known. */
 enum ddp_grad_bound {
-	DDP_GB_NONE = 0,  /* not: to the allocation's end                    */
-	DDP_GB_COUNT = 1, /* the launch's largest count argument that fits:
+	DDP_GB_NONE = 0,     /* not: to the allocation's end                    */
+	DDP_GB_COUNT = 1,    /* the launch's largest count argument that fits:
 			   * a guess (a 2-D or scatter kernel writes past it) */
-	DDP_GB_EXACT = 2, /* the tensor's own extent (PyTorch's tensor lists)
+	DDP_GB_EXACT = 2,    /* the tensor's own extent (PyTorch's tensor lists)
 			   * or the output a library call declares (cuBLAS's
 			   * C/D matrix): nothing outside it is touched        */
 	DDP_GB_MEASURED = 3, /* an optimizer launch's: a rule of its integer
@@ -143,106 +143,106 @@ enum ddp_grad_bound {
 };
 
 struct ddp_grad_launch {
-	const char *kname;       /* short name, for labels and messages       */
-	uint32_t kid;            /* kernel id (registration order)            */
-	uint8_t kclass;          /* enum ddp_grad_kclass                      */
-	uint8_t template_dtype;  /* enum ddp_dtype (functor<T>)               */
+	const char *kname;      /* short name, for labels and messages       */
+	uint32_t kid;           /* kernel id (registration order)            */
+	uint8_t kclass;         /* enum ddp_grad_kclass                      */
+	uint8_t template_dtype; /* enum ddp_dtype (functor<T>)               */
 	uint32_t nargs;
 	const struct ddp_grad_arg *args;
-	void *stream;            /* opaque: passed back to the callbacks      */
-	void *launch_ctx;        /* opaque: passed to ops->relaunch           */
-	uint32_t truncated;      /* buffers the decoder dropped (more than it
+	void *stream;          /* opaque: passed back to the callbacks      */
+	void *launch_ctx;      /* opaque: passed to ops->relaunch           */
+	uint32_t truncated;    /* buffers the decoder dropped (more than it
 				  * can hold): args[] is incomplete           */
-	uint8_t const_correct;   /* typed, with at least one const pointer:
+	uint8_t const_correct; /* typed, with at least one const pointer:
 				  * access from the signature is trusted      */
-	uint64_t seq;            /* the caller's launch ordinal (recorded as a
+	uint64_t seq;          /* the caller's launch ordinal (recorded as a
 				  * G range's last writer; 0 when unused)     */
 	/* Explicit launches (PyTorch's decoded kernels, ddp_torch_args.h):
 	 * every argument is one tensor's exact range, access READ, WRITE or
 	 * READ|WRITE from its list's role; gradients are a ROLE of a
 	 * consumer's list, not an address (see "Explicit launches" above). */
 	uint8_t explicit_ranges;
-	uint8_t grad_list;       /* the list the kernel defines as gradients
+	uint8_t grad_list; /* the list the kernel defines as gradients
 				  * (AMP unscale / LpNorm list 0, fused list 1);
 				  * DDP_GRAD_NO_LIST: none (generic foreach ops:
 				  * decided by who wrote them this step)      */
-	uint8_t boundary;        /* ends an iteration (scaler.update's
+	uint8_t boundary;  /* ends an iteration (scaler.update's
 				  * amp_update_scale): gradients named before it
 				  * are averaged again before their next use  */
 };
 
 enum ddp_grad_role {
 	DDP_GR_NONE = 0,
-	DDP_GR_GRAD,             /* averaged before it is consumed            */
-	DDP_GR_PARAM,            /* parameter or optimizer state (broadcast)  */
-	DDP_GR_OTHER,            /* neither (remembered: not calibrated again) */
-	DDP_GR_CAND,             /* step 1: a reader's input, not yet read by an optimizer */
-	DDP_GR_DERIVED,          /* a const-correct reader's output: never G  */
+	DDP_GR_GRAD,    /* averaged before it is consumed            */
+	DDP_GR_PARAM,   /* parameter or optimizer state (broadcast)  */
+	DDP_GR_OTHER,   /* neither (remembered: not calibrated again) */
+	DDP_GR_CAND,    /* step 1: a reader's input, not yet read by an optimizer */
+	DDP_GR_DERIVED, /* a const-correct reader's output: never G  */
 };
 
 /* How the role was decided (the evidence `DDP_LOG=info` and inspect show). */
 enum ddp_grad_evidence {
 	DDP_GE_NONE = 0,
-	DDP_GE_SIG_CONST,        /* read-only: const pointer in the signature  */
-	DDP_GE_SIG_WRITE,        /* written: non-const pointer of a const-correct kernel */
-	DDP_GE_CAL_SAME,         /* read-only: unchanged by the calibration run */
-	DDP_GE_CAL_CHANGED,      /* written: changed by the calibration run    */
-	DDP_GE_READER,           /* a reader's input (candidate) or output     */
-	DDP_GE_LIST,             /* a consumer's gradient list (explicit launch) */
-	DDP_GE_LIST_WRITE,       /* written by an optimizer launch's list      */
-	DDP_GE_FLOW_PARAM,       /* data flow: read by the launches, written by none
+	DDP_GE_SIG_CONST,   /* read-only: const pointer in the signature  */
+	DDP_GE_SIG_WRITE,   /* written: non-const pointer of a const-correct kernel */
+	DDP_GE_CAL_SAME,    /* read-only: unchanged by the calibration run */
+	DDP_GE_CAL_CHANGED, /* written: changed by the calibration run    */
+	DDP_GE_READER,      /* a reader's input (candidate) or output     */
+	DDP_GE_LIST,        /* a consumer's gradient list (explicit launch) */
+	DDP_GE_LIST_WRITE,  /* written by an optimizer launch's list      */
+	DDP_GE_FLOW_PARAM,  /* data flow: read by the launches, written by none
 				  * before the update (ddp_flow.h)            */
-	DDP_GE_FLOW_GRAD,        /* data flow: written by this step's launches,
+	DDP_GE_FLOW_GRAD,   /* data flow: written by this step's launches,
 				  * read by the update's first launch         */
-	DDP_GE_FLOW_STATE,       /* data flow: formed by the update's launches
+	DDP_GE_FLOW_STATE,  /* data flow: formed by the update's launches
 				  * before the optimizer kernel read it        */
 };
 
 /* A range the tracker knows. */
 struct ddp_grad_buf {
-	uint64_t base, size;     /* the range: first byte, bytes              */
+	uint64_t base, size; /* the range: first byte, bytes              */
 	uint64_t alloc_base, alloc_size;
 	uint32_t alloc_id;
-	uint8_t role;            /* enum ddp_grad_role                        */
-	uint8_t dtype;           /* G: enum ddp_dtype (reducible)             */
-	uint8_t dirty;           /* G/candidate: written since the last reduction */
-	uint8_t bcast_done;      /* P: broadcast from rank 0 done             */
-	uint8_t from_reader;     /* G: a reader revealed it first             */
-	uint8_t confirmed;       /* G: seen read-only by an optimizer launch  */
-	uint8_t evidence;        /* enum ddp_grad_evidence                    */
-	uint8_t bounded;         /* enum ddp_grad_bound of its extent         */
-	uint32_t order;          /* G/P: order of first appearance            */
-	uint64_t count;          /* G: elements                               */
-	char label[80];          /* "adamw_update:1+6144" (kernel:param+offset) */
-	char writer[40];         /* G: the last non-optimizer kernel that wrote it (step 1) */
-	char reader[40];         /* G: the reader that revealed it; P: ""      */
-	char paired[64];         /* G: the P range its element count pairs with */
+	uint8_t role;        /* enum ddp_grad_role                        */
+	uint8_t dtype;       /* G: enum ddp_dtype (reducible)             */
+	uint8_t dirty;       /* G/candidate: written since the last reduction */
+	uint8_t bcast_done;  /* P: broadcast from rank 0 done             */
+	uint8_t from_reader; /* G: a reader revealed it first             */
+	uint8_t confirmed;   /* G: seen read-only by an optimizer launch  */
+	uint8_t evidence;    /* enum ddp_grad_evidence                    */
+	uint8_t bounded;     /* enum ddp_grad_bound of its extent         */
+	uint32_t order;      /* G/P: order of first appearance            */
+	uint64_t count;      /* G: elements                               */
+	char label[80];      /* "adamw_update:1+6144" (kernel:param+offset) */
+	char writer[40];     /* G: the last non-optimizer kernel that wrote it (step 1) */
+	char reader[40];     /* G: the reader that revealed it; P: ""      */
+	char paired[64];     /* G: the P range its element count pairs with */
 	/* G/candidate: the last launch that may have written it (set by the
 	 * tracker with the dirty flag) */
-	uint64_t wseq;           /* its ddp_grad_launch.seq                   */
-	uint32_t wkid;           /* its kernel id                             */
-	uint64_t writes;         /* such writes so far                        */
+	uint64_t wseq;   /* its ddp_grad_launch.seq                   */
+	uint32_t wkid;   /* its kernel id                             */
+	uint64_t writes; /* such writes so far                        */
 	/* (the overlap layer keeps its own state of a range, found by the
 	 * record's address: ddp_overlap.c) */
 	/* explicit launches (named gradients) */
-	uint8_t named;           /* G named by a consumer's gradient list     */
-	uint8_t xsrc;            /* learned from an explicit launch (a tensor) */
-	uint64_t named_ep;       /* the epoch it was last named in            */
-	uint64_t red_ep;         /* 1 + the epoch it was last averaged in (0: never) */
-	uint64_t opt_phase;      /* the step whose update phase last wrote it (0: none) */
-	uint64_t xstamp;         /* the explicit launch that last looked it up */
-	uint32_t rkid;           /* the reader kernel that last named it       */
-	uint64_t flow_red;       /* G: the step whose (data-flow) update phase
+	uint8_t named;      /* G named by a consumer's gradient list     */
+	uint8_t xsrc;       /* learned from an explicit launch (a tensor) */
+	uint64_t named_ep;  /* the epoch it was last named in            */
+	uint64_t red_ep;    /* 1 + the epoch it was last averaged in (0: never) */
+	uint64_t opt_phase; /* the step whose update phase last wrote it (0: none) */
+	uint64_t xstamp;    /* the explicit launch that last looked it up */
+	uint32_t rkid;      /* the reader kernel that last named it       */
+	uint64_t flow_red;  /* G: the step whose (data-flow) update phase
 				  * averaged it: the update's own writes then
 				  * leave it clean                             */
-	uint64_t rk_ep;          /*   and in which epoch (+1; 0: never)        */
+	uint64_t rk_ep;     /*   and in which epoch (+1; 0: never)        */
 };
 
 /* A range an optimizer launch reads (the data-parallel invariant check). */
 struct ddp_grad_read {
 	uint64_t ptr, bytes;
 	uint16_t param, word;
-	uint8_t role;            /* enum ddp_grad_role of the record, NONE if unknown */
+	uint8_t role; /* enum ddp_grad_role of the record, NONE if unknown */
 	const char *label;
 };
 
@@ -332,7 +332,7 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);
 struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);
-uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g);  /* bytes of all G ranges */
+uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g); /* bytes of all G ranges */
 /* Does b still describe its bytes?  Ranges learned from explicit launches
  * hold for the epoch or update phase that last named or wrote them (the
  * caching allocator gives their bytes to other tensors later); others
@@ -340,8 +340,8 @@ uint64_t ddp_grad_grad_bytes(const struct ddp_grad *g);  /* bytes of all G range
 int ddp_grad_buf_current(const struct ddp_grad *g, const struct ddp_grad_buf *b);
 const char *ddp_grad_role_name(enum ddp_grad_role r);
 const char *ddp_grad_evidence_name(enum ddp_grad_evidence e);
-uint64_t ddp_grad_steps(const struct ddp_grad *g);       /* steps begun   */
-uint64_t ddp_grad_reductions(const struct ddp_grad *g);  /* allreduce calls */
+uint64_t ddp_grad_steps(const struct ddp_grad *g);      /* steps begun   */
+uint64_t ddp_grad_reductions(const struct ddp_grad *g); /* allreduce calls */
 const char *ddp_grad_last_error(const struct ddp_grad *g);
 
 /* The text the ranks compare before a collective over bufs[0..n)
@@ -365,7 +365,6 @@ extern const char *const ddp_grad_neutral_builtin[];
 int ddp_grad_is_boundary(const char *name);
 /* Neutral patterns win over reader patterns, which win over optimizer
  * patterns (multi_tensor_apply<LpNorm>). */
-enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
-				       const char *reader_setting);
+enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting, const char *reader_setting);
 
 #endif /* DDP_GRAD_H */

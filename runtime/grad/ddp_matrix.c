@@ -27,26 +27,20 @@ size_t ddp_cuda_dtype_bytes(int cuda_data_type)
 	case CUDA_R_8I:
 	case CUDA_R_8U:
 	case CUDA_R_8F_E4M3:
-	case CUDA_R_8F_E5M2:
-		return 1;
+	case CUDA_R_8F_E5M2: return 1;
 	case CUDA_R_16F:
 	case CUDA_R_16BF:
 	case CUDA_C_8I:
-	case CUDA_C_8U:
-		return 2;
+	case CUDA_C_8U: return 2;
 	case CUDA_R_32F:
 	case CUDA_R_32I:
 	case CUDA_R_32U:
 	case CUDA_C_16F:
-	case CUDA_C_16BF:
-		return 4;
+	case CUDA_C_16BF: return 4;
 	case CUDA_R_64F:
 	case CUDA_R_64I:
-	case CUDA_C_32F:
-		return 8;
-	case CUDA_C_64F:
-		return 16;
-	default:
-		return 0;
+	case CUDA_C_32F: return 8;
+	case CUDA_C_64F: return 16;
+	default: return 0;
 	}
 }

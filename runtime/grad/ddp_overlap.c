@@ -89,20 +89,20 @@
 #include "ddp_stats.h"
 #include "ddp_trace.h"
 
-#define OV_FIRST_STEP 3          /* the steps the figures speak for     */
-#define OV_RING 1024             /* tickets remembered (step, bytes)    */
+#define OV_FIRST_STEP 3 /* the steps the figures speak for     */
+#define OV_RING 1024    /* tickets remembered (step, bytes)    */
 #define OV_PDONE_RING 64
-#define OV_STEP_POS_MAX 256      /* early-op positions kept per step    */
+#define OV_STEP_POS_MAX 256 /* early-op positions kept per step    */
 
 /* A unit of early reduction: bytes [lo, hi) of a range. */
 struct ov_unit {
 	uint64_t lo, hi;
-	uint64_t pos;            /* predicted last writer: position in the step */
-	uint32_t kid;            /*   and kernel                            */
-	uint64_t ticket;         /* the early op that reduced it (0: none)   */
-	uint8_t rewritten;       /* written after that op was enqueued       */
-	uint8_t miss;            /* mispredictions in a row                  */
-	uint8_t fallback;        /* reduced at the consumer from now on      */
+	uint64_t pos;      /* predicted last writer: position in the step */
+	uint32_t kid;      /*   and kernel                            */
+	uint64_t ticket;   /* the early op that reduced it (0: none)   */
+	uint8_t rewritten; /* written after that op was enqueued       */
+	uint8_t miss;      /* mispredictions in a row                  */
+	uint8_t fallback;  /* reduced at the consumer from now on      */
 };
 
 /* This layer's state of one tracker range. */
@@ -110,40 +110,40 @@ struct ov_rng {
 	struct ddp_grad_buf *b;
 	uint64_t base, size, alloc_base; /* the range it was made for        */
 	uint32_t alloc_id;
-	struct ddp_slices w;     /* this step's writes, until its consumer   */
-	struct ov_unit *u;       /* this step's units (learned at the last consumer) */
+	struct ddp_slices w; /* this step's writes, until its consumer   */
+	struct ov_unit *u;   /* this step's units (learned at the last consumer) */
 	size_t nu, ucap;
 };
 
-struct ov_ref {                  /* a unit of the plan                    */
+struct ov_ref { /* a unit of the plan                    */
 	struct ov_rng *r;
 	uint32_t u;
 };
 
-struct ov_part {                 /* bytes [lo, hi) of b, in one collective */
+struct ov_part { /* bytes [lo, hi) of b, in one collective */
 	struct ddp_grad_buf *b;
 	uint64_t lo, hi;
 };
 
-struct ov_fly {                  /* a unit reduced early, until the consumer */
+struct ov_fly {                      /* a unit reduced early, until the consumer */
 	uint64_t alloc_base, lo, hi; /* absolute addresses                   */
 	uint32_t alloc_id;
 	uint64_t ticket;
 };
 
 struct ov_trig {
-	uint64_t pos;            /* position in the step of the trigger launch */
-	uint32_t kid;            /* its kernel                              */
-	uint32_t first, n;       /* members: ov.mem[first .. first+n)       */
+	uint64_t pos;      /* position in the step of the trigger launch */
+	uint32_t kid;      /* its kernel                              */
+	uint32_t first, n; /* members: ov.mem[first .. first+n)       */
 };
 
 struct ov_step {
 	uint64_t colls, first_t, last_t, recs;
 	uint64_t comm_ns, hidden_ns, wait_ns, last_end;
-	uint64_t peer_ns, peer_hidden_ns;   /* before every rank had arrived */
+	uint64_t peer_ns, peer_hidden_ns; /* before every rank had arrived */
 	uint64_t rered, bytes;
 	uint64_t early_colls, early_bytes;
-	uint32_t *epos;                     /* early ops' trigger positions  */
+	uint32_t *epos; /* early ops' trigger positions  */
 	uint32_t nepos, epcap;
 	uint8_t final, sync, stamped, peer_known;
 };
@@ -154,7 +154,7 @@ static struct {
 	uint64_t cap;
 	uint64_t base;
 	int have_base;
-	int armed;               /* the plan applies from the next base on  */
+	int armed; /* the plan applies from the next base on  */
 	/* ranges, found by record address (open addressing, never shrinks) */
 	struct ov_rng **tab;
 	size_t tabcap, ntab;
@@ -169,12 +169,12 @@ static struct {
 	/* figures */
 	struct ov_step *st;
 	size_t nst;
-	uint64_t pdone[OV_PDONE_RING];   /* ns (atomic; 0 = not yet), by step */
+	uint64_t pdone[OV_PDONE_RING]; /* ns (atomic; 0 = not yet), by step */
 	uint64_t tick_step[OV_RING], tick_bytes[OV_RING];
-	struct ddp_coll_time *recs;      /* op times not yet given to a step */
+	struct ddp_coll_time *recs; /* op times not yet given to a step */
 	size_t nrecs, reccap;
 	uint64_t early_ops, early_units, consumer_ops, rereductions, fallbacks, waits;
-	uint64_t sliced_ranges;          /* ranges whose last plan has several units */
+	uint64_t sliced_ranges; /* ranges whose last plan has several units */
 	/* scratch */
 	struct ddp_coll_range *rg, *tmp;
 	struct ddp_coll_seg *seg;
@@ -334,8 +334,9 @@ static struct ov_rng *rng_get(struct ddp_grad_buf *b)
 static int rng_live(const struct ov_rng *r)
 {
 	const struct ddp_grad_buf *b = r->b;
-	return b->role == DDP_GR_GRAD && r->base == b->base && r->size == b->size && r->alloc_id == b->alloc_id &&
-	       r->alloc_base == b->alloc_base && (!ov.env.alive || ov.env.alive(b));
+	return b->role == DDP_GR_GRAD && r->base == b->base && r->size == b->size &&
+	       r->alloc_id == b->alloc_id && r->alloc_base == b->alloc_base &&
+	       (!ov.env.alive || ov.env.alive(b));
 }
 
 static size_t elem_size(const struct ddp_grad_buf *b)
@@ -359,8 +360,10 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 	lo -= b->base;
 	hi -= b->base;
 	struct ov_rng *r = rng_get(b);
-	DDP_TRACE(GRAD, "launch %" PRIu64 " of the step (%s) may write [+%" PRIu64 ",+%" PRIu64 ") of gradient %s",
-		  ov.have_base && L->seq >= ov.base ? L->seq - ov.base : 0, L->kname ? L->kname : "?", lo, hi, b->label);
+	DDP_TRACE(GRAD,
+		  "launch %" PRIu64 " of the step (%s) may write [+%" PRIu64 ",+%" PRIu64 ") of gradient %s",
+		  ov.have_base && L->seq >= ov.base ? L->seq - ov.base : 0, L->kname ? L->kname : "?", lo, hi,
+		  b->label);
 	if (!b->named && ov.split && ddp_slices_write(&r->w, b->size, elem_size(b), lo, hi, L->seq, L->kid))
 		die_oom();
 	for (size_t i = 0; i < r->nu; i++)
@@ -415,8 +418,8 @@ static void parts_signature(const struct ov_part *p, size_t n, uint64_t *hash)
 	*hash = h;
 }
 
-static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream, uint64_t step,
-			     uint64_t *bytes_out)
+static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream,
+			     uint64_t step, uint64_t *bytes_out)
 {
 	uint64_t h, t = 0, bytes = 0;
 	enum ddp_dtype dt = (enum ddp_dtype)p[0].b->dtype;
@@ -434,8 +437,8 @@ static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t
 	ddp_result rc = ddp_allreduce_avg_segs_async(c, ov.seg, ns, dt, 1, (CUstream)stream, DDP_SEG_AUTO, &t);
 	if (rc != DDP_OK) {
 		char what[160];
-		snprintf(what, sizeof what, "allreduce of a bucket of %zu gradient range%s (%s%s)", n, n == 1 ? "" : "s",
-			 p[0].b->label, n > 1 ? ", ..." : "");
+		snprintf(what, sizeof what, "allreduce of a bucket of %zu gradient range%s (%s%s)", n,
+			 n == 1 ? "" : "s", p[0].b->label, n > 1 ? ", ..." : "");
 		ov.env.coll_fail(rc, what);
 	}
 	for (size_t i = 0; i < n; i++)
@@ -553,8 +556,10 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 		ov.early_ops++;
 		ov.early_units += n;
 		(*colls)++;
-		DDP_DEBUG(GRAD, "step %" PRIu64 ": early reduction of %zu gradient unit%s (%" PRIu64 " bytes) after launch %"
-			  PRIu64 " of the step (ticket %" PRIu64 ")", step, n, n == 1 ? "" : "s", *bytes - before, pos, t);
+		DDP_DEBUG(GRAD,
+			  "step %" PRIu64 ": early reduction of %zu gradient unit%s (%" PRIu64
+			  " bytes) after launch %" PRIu64 " of the step (ticket %" PRIu64 ")",
+			  step, n, n == 1 ? "" : "s", *bytes - before, pos, t);
 	}
 }
 
@@ -572,8 +577,13 @@ static void trace_op(const struct ddp_coll_time *r, uint64_t step)
 	if (!ddp_trace_enabled())
 		return;
 	struct ddp_trace_ev ev = {
-		.name = "allreduce", .cat = "comm", .ts_ns = r->start_ns, .dur_ns = r->end_ns - r->start_ns,
-		.bytes = ov.tick_bytes[r->ticket % OV_RING], .step = step, .track = DDP_TRACE_TRACK_COMM,
+		.name = "allreduce",
+		.cat = "comm",
+		.ts_ns = r->start_ns,
+		.dur_ns = r->end_ns - r->start_ns,
+		.bytes = ov.tick_bytes[r->ticket % OV_RING],
+		.step = step,
+		.track = DDP_TRACE_TRACK_COMM,
 	};
 	ddp_trace_event(&ev);
 }
@@ -613,7 +623,8 @@ static void collect(struct ddp_comm *c)
 				s->last_end = r->end_ns;
 			if (r->arrive_ns) {
 				uint64_t a = r->arrive_ns < r->start_ns ? r->start_ns
-					     : r->arrive_ns > r->end_ns ? r->end_ns : r->arrive_ns;
+					     : r->arrive_ns > r->end_ns ? r->end_ns
+									: r->arrive_ns;
 				uint64_t ah = a < pd ? a : pd;
 				s->peer_known = 1;
 				s->peer_ns += a - r->start_ns;
@@ -677,7 +688,9 @@ static void plan(struct ddp_grad_buf *const *bufs, size_t n)
 		t->kid = u->kid;
 		bytes += bb;
 	}
-	DDP_DEBUG(GRAD, "overlap plan: %zu units of %zu gradient ranges (%" PRIu64 " ranges in slices) in %zu buckets",
+	DDP_DEBUG(GRAD,
+		  "overlap plan: %zu units of %zu gradient ranges (%" PRIu64
+		  " ranges in slices) in %zu buckets",
 		  ov.nmem, n, ov.sliced_ranges, ov.ntrig);
 }
 
@@ -754,14 +767,18 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 			ov.rereductions++;
 			step_rec(step)->rered++;
 			u->miss++;
-			DDP_INFO(GRAD, "step %" PRIu64 ": gradient %s was written again after its early reduction "
-				 "(last writer: launch %" PRIu64 " of the step, predicted %" PRIu64 "): reduced again",
+			DDP_INFO(GRAD,
+				 "step %" PRIu64 ": gradient %s was written again after its early reduction "
+				 "(last writer: launch %" PRIu64 " of the step, predicted %" PRIu64
+				 "): reduced again",
 				 step, lab, b->wseq - ov.base, u->pos);
 			if (u->miss >= 2 && !u->fallback) {
 				u->fallback = 1;
 				ov.fallbacks++;
-				DDP_INFO(GRAD, "gradient %s: last writer mispredicted twice in a row; reduced at the "
-					 "consumer from now on", lab);
+				DDP_INFO(GRAD,
+					 "gradient %s: last writer mispredicted twice in a row; reduced at the "
+					 "consumer from now on",
+					 lab);
 			}
 		}
 		/* every byte not in a clean early unit: here */
@@ -864,9 +881,10 @@ static void totals(double *steps, double *colls, double *comm_ms, double *hidden
 
 void ddp_overlap_json(FILE *f)
 {
-	fprintf(f, ",\"overlap\":\"%s\",\"slices\":\"%s\",\"early_reductions\":%" PRIu64 ",\"early_ranges\":%" PRIu64
-		   ",\"sliced_ranges\":%" PRIu64 ",\"consumer_reductions\":%" PRIu64 ",\"rereductions\":%" PRIu64
-		   ",\"fallbacks\":%" PRIu64 ",\"in_flight_waits\":%" PRIu64 ",\"per_step\":[",
+	fprintf(f,
+		",\"overlap\":\"%s\",\"slices\":\"%s\",\"early_reductions\":%" PRIu64 ",\"early_ranges\":%" PRIu64
+		",\"sliced_ranges\":%" PRIu64 ",\"consumer_reductions\":%" PRIu64 ",\"rereductions\":%" PRIu64
+		",\"fallbacks\":%" PRIu64 ",\"in_flight_waits\":%" PRIu64 ",\"per_step\":[",
 		ov.on ? "on" : "off", ov.split ? "on" : "off", ov.early_ops, ov.early_units, ov.sliced_ranges,
 		ov.consumer_ops, ov.rereductions, ov.fallbacks, ov.waits);
 	int first = 1;
@@ -874,18 +892,21 @@ void ddp_overlap_json(FILE *f)
 		const struct ov_step *s = &ov.st[k];
 		if (!s->colls && !s->final)
 			continue;
-		fprintf(f, "%s{\"step\":%zu,\"collectives\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"rereductions\":%" PRIu64,
+		fprintf(f,
+			"%s{\"step\":%zu,\"collectives\":%" PRIu64 ",\"bytes\":%" PRIu64
+			",\"rereductions\":%" PRIu64,
 			first ? "" : ",", k + 1, s->colls, s->bytes, s->rered);
 		if (s->early_colls) {
-			fprintf(f, ",\"early_collectives\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_at\":[",
+			fprintf(f,
+				",\"early_collectives\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_at\":[",
 				s->early_colls, s->early_bytes);
 			for (uint32_t i = 0; i < s->nepos; i++)
 				fprintf(f, "%s%" PRIu32, i ? "," : "", s->epos[i]);
 			fputc(']', f);
 		}
 		if (s->final)
-			fprintf(f, ",\"comm_ms\":%.3f,\"comm_hidden_ms\":%.3f,\"grad_wait_ms\":%.3f", s->comm_ns / 1e6,
-				s->hidden_ns / 1e6, s->wait_ns / 1e6);
+			fprintf(f, ",\"comm_ms\":%.3f,\"comm_hidden_ms\":%.3f,\"grad_wait_ms\":%.3f",
+				s->comm_ns / 1e6, s->hidden_ns / 1e6, s->wait_ns / 1e6);
 		if (s->final && s->peer_known)
 			fprintf(f, ",\"peer_wait_ms\":%.3f,\"peer_wait_hidden_ms\":%.3f", s->peer_ns / 1e6,
 				s->peer_hidden_ns / 1e6);
@@ -906,10 +927,12 @@ void ddp_overlap_summary(char *out, size_t cap)
 		return;
 	}
 	if (peer_known && comm_ms > peer_ms)
-		snprintf(peer, sizeof peer, " (%.3f ms waiting for other ranks; after all arrived %.0f%% hidden)",
+		snprintf(peer, sizeof peer,
+			 " (%.3f ms waiting for other ranks; after all arrived %.0f%% hidden)",
 			 peer_ms / steps, 100.0 * (hidden_ms - peer_hidden_ms) / (comm_ms - peer_ms));
-	snprintf(out, cap, "overlap %s: per step (steps %d+) %.1f collectives, comm %.3f ms of which %.0f%% hidden%s, "
-		 "grad wait %.3f ms; %" PRIu64 " re-reductions", ov.on ? "on" : "off", OV_FIRST_STEP, colls / steps,
-		 comm_ms / steps, comm_ms > 0 ? 100.0 * hidden_ms / comm_ms : 0.0, peer, wait_ms / steps,
-		 ov.rereductions);
+	snprintf(out, cap,
+		 "overlap %s: per step (steps %d+) %.1f collectives, comm %.3f ms of which %.0f%% hidden%s, "
+		 "grad wait %.3f ms; %" PRIu64 " re-reductions",
+		 ov.on ? "on" : "off", OV_FIRST_STEP, colls / steps, comm_ms / steps,
+		 comm_ms > 0 ? 100.0 * hidden_ms / comm_ms : 0.0, peer, wait_ms / steps, ov.rereductions);
 }

@@ -22,10 +22,10 @@
 #include <stdlib.h>
 
 struct rl_rec {
-	uint64_t step;    /* the step the range belongs to      */
-	uint64_t addr;    /* device address                     */
+	uint64_t step; /* the step the range belongs to      */
+	uint64_t addr; /* device address                     */
 	uint64_t bytes;
-	char kind;        /* 'A' allreduce-average, 'B' broadcast */
+	char kind; /* 'A' allreduce-average, 'B' broadcast */
 };
 
 static pthread_mutex_t rl_mu = PTHREAD_MUTEX_INITIALIZER; /* everything below */
@@ -58,8 +58,8 @@ void ddp_rangelog_json(FILE *f)
 	pthread_mutex_lock(&rl_mu);
 	fprintf(f, ",\"ranges\":[");
 	for (size_t i = 0; i < rl_n; i++)
-		fprintf(f, "%s[%" PRIu64 ",\"%c\",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", rl[i].step, rl[i].kind,
-			rl[i].addr, rl[i].bytes);
+		fprintf(f, "%s[%" PRIu64 ",\"%c\",%" PRIu64 ",%" PRIu64 "]", i ? "," : "", rl[i].step,
+			rl[i].kind, rl[i].addr, rl[i].bytes);
 	fprintf(f, "],\"ranges_dropped\":%" PRIu64, rl_dropped);
 	pthread_mutex_unlock(&rl_mu);
 }

@@ -105,8 +105,8 @@ void ddp_slices_free(struct ddp_slices *s)
 	s->n = s->cap = 0;
 }
 
-size_t ddp_slices_units(const struct ddp_slices *s, uint64_t size, uint64_t base, uint64_t wseq, uint32_t wkid,
-			int split, struct ddp_slice *out)
+size_t ddp_slices_units(const struct ddp_slices *s, uint64_t size, uint64_t base, uint64_t wseq,
+			uint32_t wkid, int split, struct ddp_slice *out)
 {
 	if (split && s->n > 1) {
 		uint64_t at = 0;

@@ -60,8 +60,8 @@ void ddp_slices_free(struct ddp_slices *s);
  * last writer (wseq, wkid), or none when that is before base (no
  * prediction).  Whole-range units also when !split.  out: room for
  * max(s->n, 1).  Returns the number of units. */
-size_t ddp_slices_units(const struct ddp_slices *s, uint64_t size, uint64_t base, uint64_t wseq, uint32_t wkid,
-			int split, struct ddp_slice *out);
+size_t ddp_slices_units(const struct ddp_slices *s, uint64_t size, uint64_t base, uint64_t wseq,
+			uint32_t wkid, int split, struct ddp_slice *out);
 
 /* The parts of [0, size) outside x[0..n) (disjoint, sorted by lo) into out
  * (room for n + 1), in order.  Returns their number. */

@@ -79,10 +79,10 @@ struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
-	uint64_t inv_checks, inv_bytes, inv_ns;      /* the invariant check    */
+	uint64_t inv_checks, inv_bytes, inv_ns; /* the invariant check    */
 	uint64_t step_first_ns, step_last_ns;
-	uint64_t launches;                           /* seen with sync on      */
-	uint64_t *step_bytes;                        /* bytes averaged, by step */
+	uint64_t launches;    /* seen with sync on      */
+	uint64_t *step_bytes; /* bytes averaged, by step */
 	size_t nstep_bytes;
 };
 
@@ -90,7 +90,7 @@ struct sync_stats {
 struct inv_item {
 	uint64_t hash, bytes, off;
 	uint32_t alloc_id;
-	uint16_t param, word;   /* word 0xffff: the launch's scalar arguments */
+	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
 	char kname[48];
 	char label[112];
 };
@@ -102,42 +102,44 @@ static const char *opt_setting, *reader_setting;
 static long check_every;
 static int my_rank, my_world;
 static uint64_t cur_step;
-static int phase_open;               /* between step_begin and step_end     */
-static int dry;                      /* ddprun inspect: no collectives      */
-static int at_exit;                  /* ddp_sync_exit is ending the run     */
-static int check_inv;                /* DDP_CHECK_INVARIANT                 */
-static long skip_avg = -1;           /* DDP_DEBUG_SKIP_AVG                  */
-static int no_measure;               /* DDP_DEBUG_NO_MEASURE                */
-static long opt_wait_s;              /* DDP_OPT_WAIT                        */
-static int opt_seen;                 /* an optimizer kernel was launched    */
-static int torch_seen;               /* a PyTorch kernel was decoded        */
+static int phase_open;     /* between step_begin and step_end     */
+static int dry;            /* ddprun inspect: no collectives      */
+static int at_exit;        /* ddp_sync_exit is ending the run     */
+static int check_inv;      /* DDP_CHECK_INVARIANT                 */
+static long skip_avg = -1; /* DDP_DEBUG_SKIP_AVG                  */
+static int no_measure;     /* DDP_DEBUG_NO_MEASURE                */
+static long opt_wait_s;    /* DDP_OPT_WAIT                        */
+static int opt_seen;       /* an optimizer kernel was launched    */
+static int torch_seen;     /* a PyTorch kernel was decoded        */
 static uint64_t first_launch_ns;
-static struct ddp_kfunc *cur_k;      /* the launch being processed          */
+static struct ddp_kfunc *cur_k; /* the launch being processed          */
 static const struct ddp_launch_call *cur_call;
 static struct inv_item *inv;
 static size_t ninv, invcap;
-static uint64_t inv_step;            /* the step inv[] belongs to           */
+static uint64_t inv_step; /* the step inv[] belongs to           */
 static uint64_t *sigs_seen;
 static size_t nsigs, sigcap;
-static uint64_t launch_seq;          /* launches handed to the tracker      */
+static uint64_t launch_seq; /* launches handed to the tracker      */
 /* the cheap path */
 struct gsnap {
 	size_t n;
-	struct gsnap *older;             /* snapshots replaced (freed at exit)  */
-	struct { uint64_t lo, hi; } iv[]; /* gradient allocations, sorted, merged */
+	struct gsnap *older; /* snapshots replaced (freed at exit)  */
+	struct {
+		uint64_t lo, hi;
+	} iv[]; /* gradient allocations, sorted, merged */
 };
 /* read by every launch, written rarely: a cache line of their own */
 static struct {
-	struct gsnap *snap;          /* published (atomic), immutable       */
-	int ok;                      /* steady state (atomic)               */
+	struct gsnap *snap; /* published (atomic), immutable       */
+	int ok;             /* steady state (atomic)               */
 	char pad[64 - sizeof(void *) - sizeof(int)];
 } hot __attribute__((aligned(64)));
 static struct {
-	uint64_t n;                  /* cheap-path launches (approximate)   */
+	uint64_t n; /* cheap-path launches (approximate)   */
 	char pad[56];
 } fastcount __attribute__((aligned(64)));
 
-#define FAST_TICK 64                 /* cheap launches per progress mark    */
+#define FAST_TICK 64 /* cheap launches per progress mark    */
 /* initial-exec: a plain %fs-relative access, no __tls_get_addr call per launch */
 static __thread uint32_t fast_tick __attribute__((tls_model("initial-exec")));
 
@@ -151,7 +153,7 @@ static void fast_progress(void)
 }
 static struct ddp_launch launch_buf;
 static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
-static struct ddp_xargs xargs;       /* explicit launches' tensors (grows)  */
+static struct ddp_xargs xargs; /* explicit launches' tensors (grows)  */
 static CUresult (*real_sync)(CUstream);
 static CUresult (*real_ctx_sync)(void);
 
@@ -203,8 +205,13 @@ static void trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char
 	if (!ddp_trace_enabled())
 		return;
 	struct ddp_trace_ev ev = {
-		.name = name, .cat = "coll", .kernel = ddp_trace_intern(what), .ts_ns = t0,
-		.dur_ns = ddp_now_ns() - t0, .bytes = bytes, .step = cur_step,
+		.name = name,
+		.cat = "coll",
+		.kernel = ddp_trace_intern(what),
+		.ts_ns = t0,
+		.dur_ns = ddp_now_ns() - t0,
+		.bytes = bytes,
+		.step = cur_step,
 	};
 	ddp_trace_event(&ev);
 }
@@ -239,8 +246,8 @@ static void check_sig(struct ddp_comm *c, const char *kind, const char *sig, uin
  * parameters' broadcast from rank 0.  Checks the signature the first time,
  * counts bytes and time, traces and logs it; a failure ends the process. */
 struct coll_kind {
-	const char *name;        /* "allreduce" / "broadcast" (trace, signature) */
-	const char *what;        /* what one buffer is, for messages            */
+	const char *name; /* "allreduce" / "broadcast" (trace, signature) */
+	const char *what; /* what one buffer is, for messages            */
 	int is_allreduce;
 	uint64_t *calls, *bytes, *ns;
 };
@@ -274,8 +281,8 @@ static uint64_t reduce_step(void)
 
 /* bufs[0..n) averaged as NCCL groups: runs of one dtype, at most GROUP_MAX
  * each; *bytes and *colls (groups) are set. */
-static ddp_result grouped_allreduce(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n, void *stream,
-				    uint64_t *bytes, size_t *colls)
+static ddp_result grouped_allreduce(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n,
+				    void *stream, uint64_t *bytes, size_t *colls)
 {
 	struct ddp_coll_seg seg[GROUP_MAX];
 	*bytes = 0;
@@ -298,7 +305,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 				 void *stream)
 {
 	struct ddp_comm *c = NULL;
-	static char sig[8192];   /* well below ddp_check_signature's 16 KiB */
+	static char sig[8192]; /* well below ddp_check_signature's 16 KiB */
 	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
 	ddp_result rc;
 
@@ -328,8 +335,8 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
 		if (k->is_allreduce && skip_avg >= 0 && (size_t)skip_avg == i) {
 			/* DDP_DEBUG_SKIP_AVG: the negative control of the invariant check */
-			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)", skip_avg,
-				 bufs[i]->label);
+			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)",
+				 skip_avg, bufs[i]->label);
 			continue;
 		}
 		if (dry) {
@@ -344,8 +351,8 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
 			coll_fail(rc, what);
 		}
-		ddp_rangelog_add(k->is_allreduce ? reduce_step() : (cur_step ? cur_step : 1), k->is_allreduce ? 'A' : 'B',
-				 bufs[i]->base, b);
+		ddp_rangelog_add(k->is_allreduce ? reduce_step() : (cur_step ? cur_step : 1),
+				 k->is_allreduce ? 'A' : 'B', bufs[i]->base, b);
 		bytes += b;
 	}
 done:
@@ -371,8 +378,10 @@ static int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off */
 
 static ddp_result op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
-	static const struct coll_kind k = { "allreduce", "gradient", 1, &stats.allreduce_calls,
-					    &stats.allreduce_bytes, &stats.allreduce_ns };
+	static const struct coll_kind k = {
+		"allreduce",        "gradient", 1, &stats.allreduce_calls, &stats.allreduce_bytes,
+		&stats.allreduce_ns
+	};
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
@@ -392,7 +401,8 @@ static int op_reduce_on(void *ctx)
 		if (!ddp_coll_async_usable(c, why, sizeof why)) {
 			ddp_overlap_turn_off();
 			DDP_WARN("DDP_OVERLAP=auto: synchronous %s reductions at the consumer, not overlapped with "
-				 "backward: %s", ddp_comm_backend_name(c), why);
+				 "backward: %s",
+				 ddp_comm_backend_name(c), why);
 		}
 	}
 	return ddp_overlap_on();
@@ -412,16 +422,17 @@ static ddp_result op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t 
 	stats.allreduce_bytes += bytes;
 	stats.allreduce_ns += ddp_now_ns() - t0;
 	account_step_bytes(st, bytes);
-	DDP_INFO(COLL, "step %" PRIu64 ": %zu gradient range%s at the consumer: %" PRIu64 " collective%s enqueued (%"
-		 PRIu64 " bytes), the others reduced early", st, n, n == 1 ? "" : "s", colls, colls == 1 ? "" : "s",
-		 bytes);
+	DDP_INFO(COLL,
+		 "step %" PRIu64 ": %zu gradient range%s at the consumer: %" PRIu64
+		 " collective%s enqueued (%" PRIu64 " bytes), the others reduced early",
+		 st, n, n == 1 ? "" : "s", colls, colls == 1 ? "" : "s", bytes);
 	return rc;
 }
 
 static ddp_result op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
-	static const struct coll_kind k = { "broadcast", "parameter/state", 0, &stats.bcast_calls,
-					    &stats.bcast_bytes, &stats.bcast_ns };
+	static const struct coll_kind k = { "broadcast",        "parameter/state",  0,
+					    &stats.bcast_calls, &stats.bcast_bytes, &stats.bcast_ns };
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
@@ -442,7 +453,7 @@ static ddp_result op_write(void *ctx, uint64_t dev, const void *host, size_t byt
 	return ddp_cu_result(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
-static void *check_stream;   /* the current launch's stream (per-thread default resolved) */
+static void *check_stream; /* the current launch's stream (per-thread default resolved) */
 
 static ddp_result op_relaunch(void *ctx, void *launch_ctx)
 {
@@ -480,7 +491,7 @@ static int op_alive(void *ctx, const struct ddp_grad_buf *b)
  * while it still runs would differ between ranks by timing alone. */
 static ddp_result check_hashes(uint64_t step, void *stream)
 {
-	static uint64_t prev_step[2];  /* the last two checked steps (key clean-up) */
+	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
 	struct ddp_store *st = ddp_job_store();
 	size_t nb = ddp_grad_nbufs(tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
@@ -525,24 +536,29 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, r);
 		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
 		if (rc != DDP_OK) {
-			snprintf(msg, sizeof msg, "libddp: --check at step %" PRIu64 ": rank %d never posted its "
-				 "parameter hashes (%s)", step, r, ddp_strerror(rc));
+			snprintf(msg, sizeof msg,
+				 "libddp: --check at step %" PRIu64 ": rank %d never posted its "
+				 "parameter hashes (%s)",
+				 step, r, ddp_strerror(rc));
 			die(msg);
 		}
 		if (len != np * sizeof *h) {
-			snprintf(msg, sizeof msg, "libddp: --check at step %" PRIu64 ": rank %d has %zu parameter "
-				 "buffers, rank %d has %zu: the ranks run different programs", step, r,
-				 len / sizeof *h, my_rank, np);
+			snprintf(msg, sizeof msg,
+				 "libddp: --check at step %" PRIu64 ": rank %d has %zu parameter "
+				 "buffers, rank %d has %zu: the ranks run different programs",
+				 step, r, len / sizeof *h, my_rank, np);
 			die(msg);
 		}
 		for (size_t i = 0; i < np; i++) {
 			uint64_t other;
 			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
 			if (other != h[i]) {
-				snprintf(msg, sizeof msg, "libddp: --check: parameters diverged at step %" PRIu64
-					 ": buffer %s (%" PRIu64 " bytes) differs between rank %d (hash %016" PRIx64
-					 ") and rank %d (hash %016" PRIx64 ")", step, pb[i]->label, pb[i]->size,
-					 my_rank, h[i], r, other);
+				snprintf(msg, sizeof msg,
+					 "libddp: --check: parameters diverged at step %" PRIu64
+					 ": buffer %s (%" PRIu64
+					 " bytes) differs between rank %d (hash %016" PRIx64
+					 ") and rank %d (hash %016" PRIx64 ")",
+					 step, pb[i]->label, pb[i]->size, my_rank, h[i], r, other);
 				die(msg);
 			}
 		}
@@ -557,8 +573,8 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
 	stats.hash_checks++;
-	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step, np,
-		 my_world);
+	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step,
+		 np, my_world);
 	free(h);
 	free(pb);
 	return DDP_OK;
@@ -579,8 +595,8 @@ static int step_checked(uint64_t step)
 	uint64_t p = step;
 	while (p >= 10 && p % 10 == 0)
 		p /= 10;
-	return check_inv && ((step >= 1 && step <= 3) || (check_every > 0 && step % (uint64_t)check_every == 0) ||
-			     (step >= 10 && p == 1));
+	return check_inv && ((step >= 1 && step <= 3) ||
+			     (check_every > 0 && step % (uint64_t)check_every == 0) || (step >= 10 && p == 1));
 }
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
@@ -688,8 +704,8 @@ static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint6
 		if (op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			inv[first + ord[a]].hash =
-				hash_bytes(0xcbf29ce484222325ULL, host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
+			inv[first + ord[a]].hash = hash_bytes(0xcbf29ce484222325ULL,
+							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed
 	 * scalars only (an untyped 8-byte value may be an address, which
@@ -750,14 +766,17 @@ static void inv_compare(uint64_t step)
 		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, r);
 		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
 		if (rc != DDP_OK) {
-			snprintf(msg, sizeof msg, "libddp: invariant check at step %" PRIu64 ": rank %d never posted "
-				 "its hashes (%s)", step, r, ddp_strerror(rc));
+			snprintf(msg, sizeof msg,
+				 "libddp: invariant check at step %" PRIu64 ": rank %d never posted "
+				 "its hashes (%s)",
+				 step, r, ddp_strerror(rc));
 			die(msg);
 		}
 		if (len != ninv * sizeof *h) {
-			snprintf(msg, sizeof msg, "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu "
-				 "ranges on rank %d and %zu on rank %d: the ranks run different programs", step,
-				 len / sizeof *h, r, ninv, my_rank);
+			snprintf(msg, sizeof msg,
+				 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu "
+				 "ranges on rank %d and %zu on rank %d: the ranks run different programs",
+				 step, len / sizeof *h, r, ninv, my_rank);
 			die(msg);
 		}
 		for (size_t i = 0; i < ninv; i++) {
@@ -767,17 +786,19 @@ static void inv_compare(uint64_t step)
 				continue;
 			const struct inv_item *it = &inv[i];
 			if (it->word == 0xffff)
-				snprintf(msg, sizeof msg, "libddp: an unaveraged gradient reached the optimizer at step %"
-					 PRIu64 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
-					 "unaveraged gradients?) differ between rank %d and rank %d", step, it->kname,
-					 my_rank, r);
+				snprintf(msg, sizeof msg,
+					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
+					 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
+					 "unaveraged gradients?) differ between rank %d and rank %d",
+					 step, it->kname, my_rank, r);
 			else
-				snprintf(msg, sizeof msg, "libddp: an unaveraged gradient reached the optimizer at step %"
-					 PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64 " bytes at +%" PRIu64
+				snprintf(msg, sizeof msg,
+					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
+					 ": kernel %s argument %u%s%.0u (%s; %" PRIu64 " bytes at +%" PRIu64
 					 " of allocation #%u) differs between rank %d and rank %d (every byte the "
 					 "optimizer reads must be identical on all ranks; see docs/gradient-sync.md)",
-					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label, it->bytes,
-					 it->off, it->alloc_id, my_rank, r);
+					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label,
+					 it->bytes, it->off, it->alloc_id, my_rank, r);
 			die(msg);
 		}
 		free(val);
@@ -791,8 +812,10 @@ static void inv_compare(uint64_t step)
 	prev_step[0] = step;
 	stats.inv_checks++;
 	stats.inv_ns += ddp_now_ns() - t0;
-	DDP_INFO(GRAD, "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
-		 " bytes hashed) are identical on all %d ranks", step, ninv, bytes, my_world);
+	DDP_INFO(GRAD,
+		 "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
+		 " bytes hashed) are identical on all %d ranks",
+		 step, ninv, bytes, my_world);
 	free(h);
 	ninv = 0;
 }
@@ -820,7 +843,8 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
-			.name = "optimizer step", .cat = "step",
+			.name = "optimizer step",
+			.cat = "step",
 			.ts_ns = stats.step_last_ns ? stats.step_last_ns : stats.step_first_ns,
 			.step = step,
 		};
@@ -831,9 +855,11 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	/* the allocation table's per-step counters: log them, start the next step */
 	struct ddp_alloc_stats as;
 	ddp_alloc_stats(&as);
-	DDP_DEBUG(GRAD, "step %" PRIu64 " ends: %" PRIu64 " allocations (%" PRIu64 " bytes), %" PRIu64
-		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)", step, as.step_allocs,
-		  as.step_bytes_alloc, as.step_frees, as.step_bytes_freed, as.live_count, as.live_bytes);
+	DDP_DEBUG(GRAD,
+		  "step %" PRIu64 " ends: %" PRIu64 " allocations (%" PRIu64 " bytes), %" PRIu64
+		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)",
+		  step, as.step_allocs, as.step_bytes_alloc, as.step_frees, as.step_bytes_freed,
+		  as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
 	/* (the parameter check compares steps that another step follows) */
 	if (check_every > 0 && step % (uint64_t)check_every == 0 && !dry && !at_exit) {
@@ -937,8 +963,9 @@ static int scan_hits(const struct ddp_kfunc *k, const struct ddp_launch_call *c,
 	struct ddp_launch_params p = { c->params, c->extra };
 	for (uint16_t j = 0; j < k->sync_nscan; j++) {
 		uint32_t e = k->sync_scan[j];
-		const unsigned char *v = c->params ? (const unsigned char *)c->params[e >> 16]
-						   : (const unsigned char *)ddp_launch_param_ptr(k, &p, e >> 16);
+		const unsigned char *v = c->params
+						 ? (const unsigned char *)c->params[e >> 16]
+						 : (const unsigned char *)ddp_launch_param_ptr(k, &p, e >> 16);
 		uint64_t x;
 		if (!v)
 			return 1;
@@ -969,8 +996,8 @@ static int ov_alive(const struct ddp_grad_buf *b)
 	return op_alive(NULL, b);
 }
 
-static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo, uint64_t hi,
-		       uint8_t bound)
+static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
+		       uint64_t hi, uint8_t bound)
 {
 	(void)ctx;
 	ddp_overlap_written(b, L, lo, hi, bound);
@@ -981,12 +1008,21 @@ static void op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_
 void ddp_sync_init(int rank, int world)
 {
 	static struct ddp_grad_ops ops = {
-		.ctx = NULL, .allreduce = op_allreduce, .broadcast = op_broadcast, .read = op_read,
-		.write = op_write, .relaunch = op_relaunch, .step_begin = op_step_begin,
-		.step_end = op_step_end, .alive = op_alive, .opt_reads = op_opt_reads,
+		.ctx = NULL,
+		.allreduce = op_allreduce,
+		.broadcast = op_broadcast,
+		.read = op_read,
+		.write = op_write,
+		.relaunch = op_relaunch,
+		.step_begin = op_step_begin,
+		.step_end = op_step_end,
+		.alive = op_alive,
+		.opt_reads = op_opt_reads,
 	};
 	static const struct ddp_overlap_env env = {
-		.coll_fail = ov_coll_fail, .check_sig = check_sig, .alive = ov_alive,
+		.coll_fail = ov_coll_fail,
+		.check_sig = check_sig,
+		.alive = ov_alive,
 	};
 	int mode = ddp_param_sync(); /* auto|on|off */
 	enum ddp_dtype ov = DDP_DT_UNKNOWN;
@@ -1035,8 +1071,10 @@ void ddp_sync_init(int rank, int world)
 	double mb = bmb && *bmb ? strtod(bmb, &bend) : 25.0;
 	if ((bmb && *bmb && (!bend || *bend)) || !(mb > 0) || mb > 65536) {
 		char msg[200];
-		snprintf(msg, sizeof msg, "libddp: DDP_BUCKET_MB=%.60s: must be a number of MiB above 0 and at most 65536 "
-			 "(e.g. 25, or 0.05 for a small model)", bmb ? bmb : "");
+		snprintf(msg, sizeof msg,
+			 "libddp: DDP_BUCKET_MB=%.60s: must be a number of MiB above 0 and at most 65536 "
+			 "(e.g. 25, or 0.05 for a small model)",
+			 bmb ? bmb : "");
 		die(msg);
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
@@ -1060,7 +1098,8 @@ void ddp_sync_init(int rank, int world)
 	}
 	if (skip_avg >= 0)
 		DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: one gradient range of every reduction is left unaveraged (a debug "
-			 "setting: the invariant check must stop this job)", skip_avg);
+			 "setting: the invariant check must stop this job)",
+			 skip_avg);
 	if (ddp_job_init() != DDP_OK)
 		die("libddp: cannot join the job; see the line above");
 	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
@@ -1123,9 +1162,10 @@ static void libcall_bound(const struct ddp_kfunc *k, uint32_t n)
 		struct ddp_grad_arg *g = &args_buf[j];
 		if (g->ptr < lo || g->ptr >= hi || lo < g->base || hi - g->base > g->size)
 			continue;
-		DDP_TRACE(GRAD, "%s inside %s: argument %u writes at most [+%" PRIu64 ",+%" PRIu64
-			  ") of allocation #%u (the call's output)", k->sync_kname, libcall.fn, j,
-			  lo - g->base, hi - g->base, g->alloc_id);
+		DDP_TRACE(GRAD,
+			  "%s inside %s: argument %u writes at most [+%" PRIu64 ",+%" PRIu64
+			  ") of allocation #%u (the call's output)",
+			  k->sync_kname, libcall.fn, j, lo - g->base, hi - g->base, g->alloc_id);
 		g->ptr = lo;
 		g->ext = hi - lo;
 		g->bounded = DDP_GB_EXACT;
@@ -1136,8 +1176,8 @@ static void libcall_bound(const struct ddp_kfunc *k, uint32_t n)
  * points' stream 0. */
 static CUstream call_stream(const struct ddp_launch_call *c)
 {
-	if (!c->stream && (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ ||
-			   c->kind == DDP_LAUNCH_EX_PTSZ))
+	if (!c->stream &&
+	    (c->kind == DDP_LAUNCH_PTSZ || c->kind == DDP_LAUNCH_COOP_PTSZ || c->kind == DDP_LAUNCH_EX_PTSZ))
 		return CU_STREAM_PER_THREAD;
 	return c->stream;
 }
@@ -1147,7 +1187,7 @@ static int is_count_type(uint8_t dt)
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
 }
 
-static uint64_t ints_buf[16];         /* the launch's integer arguments (0: <= 0) */
+static uint64_t ints_buf[16]; /* the launch's integer arguments (0: <= 0) */
 static uint32_t nints;
 
 /* The range each pointer argument covers, from the launch's integer
@@ -1168,7 +1208,8 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 	for (uint32_t i = 0; i < k->nparams && nc < 16; i++) {
 		const struct ddp_kparam_desc *d = &k->params[i];
 		const void *v;
-		if (d->ptype != DDP_PT_SCALAR || !is_count_type(d->dtype) || !(v = ddp_launch_param_ptr(k, p, i)))
+		if (d->ptype != DDP_PT_SCALAR || !is_count_type(d->dtype) ||
+		    !(v = ddp_launch_param_ptr(k, p, i)))
 			continue;
 		int64_t x = 0;
 		if (d->size == 4) {
@@ -1194,8 +1235,10 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 	}
 	struct ddp_extent_result r = ddp_extent_bound(counts, nc, grid, ep, n);
 	if (r.rule == DDP_EXTENT_GRID_UNKNOWN)
-		DDP_DEBUG(GRAD, "%s: %" PRIu64 " grid instances and no stride argument that places them: its pointers "
-			  "reach to their allocations' ends", k->sync_kname, r.instances);
+		DDP_DEBUG(GRAD,
+			  "%s: %" PRIu64 " grid instances and no stride argument that places them: its pointers "
+			  "reach to their allocations' ends",
+			  k->sync_kname, r.instances);
 	for (uint32_t j = 0; j < n; j++)
 		if (ep[j].bounded) {
 			args_buf[j].ext = ep[j].ext;
@@ -1224,11 +1267,12 @@ static void refuse_guessed_gradients(void)
 		if (b->base == b->alloc_base && b->size == b->alloc_size)
 			continue;
 		char msg[600];
-		snprintf(msg, sizeof msg, "libddp: gradient %s (%" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) is "
+		snprintf(msg, sizeof msg,
+			 "libddp: gradient %s (%" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) is "
 			 "bounded only by a count argument of its optimizer launch, and no measurement confirmed it (the "
 			 "launch passes several pointers into one allocation): averaged on a guess it may be too small, "
-			 "so the job stops; report the optimizer kernel", b->label, b->size, b->base - b->alloc_base,
-			 b->alloc_id);
+			 "so the job stops; report the optimizer kernel",
+			 b->label, b->size, b->base - b->alloc_base, b->alloc_id);
 		die(msg);
 	}
 }
@@ -1260,13 +1304,15 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	}
 	if (dry || opt_wait_s <= 0 || now - first_launch_ns < (uint64_t)opt_wait_s * 1000000000ULL)
 		return;
-	snprintf(msg, sizeof msg, "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
+	snprintf(msg, sizeof msg,
+		 "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
 		 "%sname the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
 		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
 		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?",
 		 torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
-			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else " : "");
+			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else "
+			    : "");
 	die(msg);
 }
 
@@ -1283,12 +1329,13 @@ void ddp_sync_output_open(const char *path)
 		pthread_mutex_unlock(&sync_lock);
 		return;
 	}
-	snprintf(msg, sizeof msg, "libddp: the program opens %.300s for writing after %" PRIu64 " kernel launches, and "
+	snprintf(msg, sizeof msg,
+		 "libddp: the program opens %.300s for writing after %" PRIu64 " kernel launches, and "
 		 "no update of its parameters was found among them (no optimizer kernel, and no launch that reads a "
 		 "parameter and a gradient the way an update does; the last kernel launched: %.200s): the ranks "
 		 "would train apart, so the job stops before the file is written (docs/gradient-sync.md, \"Which "
-		 "updates libddp finds\")", path, stats.launches,
-		 cur_k && cur_k->demangled ? cur_k->demangled : "?");
+		 "updates libddp finds\")",
+		 path, stats.launches, cur_k && cur_k->demangled ? cur_k->demangled : "?");
 	die(msg);
 }
 
@@ -1319,9 +1366,10 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		cls = 1 + (int)ddp_grad_classify(k->demangled, opt_setting, reader_setting);
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
 		if (cls - 1 != DDP_GK_OTHER)
-			DDP_INFO(GRAD, "%s kernel: %s", cls - 1 == DDP_GK_OPT      ? "optimizer"
-							: cls - 1 == DDP_GK_READER ? "gradient-reader"
-										   : "neutral-consumer",
+			DDP_INFO(GRAD, "%s kernel: %s",
+				 cls - 1 == DDP_GK_OPT      ? "optimizer"
+				 : cls - 1 == DDP_GK_READER ? "gradient-reader"
+							    : "neutral-consumer",
 				 k->demangled);
 	}
 	cls -= 1;
@@ -1352,7 +1400,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	int explicit_ranges = k->sync_torch_state == DDP_XT_OK;
 	if (k->sync_torch_state == DDP_XT_REFUSE && cls != DDP_GK_OTHER) {
 		char msg[700];
-		snprintf(msg, sizeof msg, "libddp: PyTorch kernel %.300s is a gradient consumer whose tensors libddp "
+		snprintf(msg, sizeof msg,
+			 "libddp: PyTorch kernel %.300s is a gradient consumer whose tensors libddp "
 			 "cannot bound (an argument layout it does not know); its gradients would be averaged as "
 			 "guesses, so the job stops: report the kernel name, or train unsynchronised with DDP_SYNC=off",
 			 k->demangled);
@@ -1364,9 +1413,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		if (rc != DDP_OK) {
 			if (cls != DDP_GK_OTHER) {
 				char msg[900];
-				snprintf(msg, sizeof msg, "libddp: cannot read the tensors of %s kernel %.300s: %s",
-					 cls == DDP_GK_OPT ? "optimizer" : cls == DDP_GK_READER ? "gradient-reader"
-												  : "gradient-consumer",
+				snprintf(msg, sizeof msg,
+					 "libddp: cannot read the tensors of %s kernel %.300s: %s",
+					 cls == DDP_GK_OPT      ? "optimizer"
+					 : cls == DDP_GK_READER ? "gradient-reader"
+								: "gradient-consumer",
 					 k->demangled, why);
 				die(msg);
 			}
@@ -1382,9 +1433,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		if (rc != DDP_OK) {
 			if (cls != DDP_GK_OTHER) {
 				char msg[600];
-				snprintf(msg, sizeof msg, "libddp: cannot decode the arguments of %s kernel %s (%s); its "
-					 "gradients cannot be found", cls == DDP_GK_OPT ? "optimizer" : "gradient-reader",
-					 k->demangled, ddp_strerror(rc));
+				snprintf(msg, sizeof msg,
+					 "libddp: cannot decode the arguments of %s kernel %s (%s); its "
+					 "gradients cannot be found",
+					 cls == DDP_GK_OPT ? "optimizer" : "gradient-reader", k->demangled,
+					 ddp_strerror(rc));
 				die(msg);
 			}
 			goto out_unlock;
@@ -1417,7 +1470,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		/* count-guessed extents of an optimizer launch: measured in the
 		 * calibration steps, the rules learned apply after them */
 		char msg[700];
-		struct ddp_extent_probe pr = { NULL, op_read, op_write, op_relaunch, op_drain, (void *)s, (void *)c };
+		struct ddp_extent_probe pr = { NULL,     op_read,   op_write, op_relaunch,
+					       op_drain, (void *)s, (void *)c };
 		check_stream = (void *)s;
 		if (ddp_extent_measured(k->id, k->sync_kname, ints_buf, nints, args_buf, n,
 					ddp_grad_steps(tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
@@ -1427,10 +1481,16 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		ddp_job_progress();
 	}
 	struct ddp_grad_launch gl = {
-		.kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
+		.kname = k->sync_kname,
+		.kid = k->id,
+		.kclass = (uint8_t)cls,
 		.template_dtype = k->template_dtype,
-		.nargs = n, .args = args, .stream = (void *)s, .launch_ctx = (void *)c,
-		.truncated = truncated, .const_correct = (uint8_t)const_correct(k),
+		.nargs = n,
+		.args = args,
+		.stream = (void *)s,
+		.launch_ctx = (void *)c,
+		.truncated = truncated,
+		.const_correct = (uint8_t)const_correct(k),
 		.seq = ++launch_seq,
 		.explicit_ranges = (uint8_t)explicit_ranges,
 		.grad_list = explicit_ranges ? xargs.grad_list : DDP_GRAD_NO_LIST,
@@ -1487,7 +1547,8 @@ void ddp_sync_step_aside(const char *why)
 	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
 	if (my_rank == 0)
 		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
-			 "synchronisation steps aside: each rank's program synchronises itself", why);
+			 "synchronisation steps aside: each rank's program synchronises itself",
+			 why);
 	else
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", my_rank, why);
 }
@@ -1521,21 +1582,26 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have
 		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
-		DDP_ERROR("libddp: this rank launched %" PRIu64 " kernels and %s; it is not known to have trained as "
+		DDP_ERROR("libddp: this rank launched %" PRIu64
+			  " kernels and %s; it is not known to have trained as "
 			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
-			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised", stats.launches,
+			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised",
+			  stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
-				: red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
-				      : "averaged no gradient (no kernel was recognised as an optimizer)",
+			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
+				: "averaged no gradient (no kernel was recognised as an optimizer)",
 			  torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
-				       "or fused=True; else " : "",
+				       "or fused=True; else "
+				     : "",
 			  cur_k && cur_k->demangled ? cur_k->demangled : "?");
 		failed = 1;
 	}
-	DDP_INFO(GRAD, "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
+	DDP_INFO(GRAD,
+		 "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
 		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
 		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
-		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64 " launches on "
+		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64
+		 " launches on "
 		 "the cheap path; %s",
 		 steps, red, stats.allreduce_calls, stats.allreduce_bytes, stats.allreduce_ns / 1e6,
 		 stats.allreduce_bytes * per, stats.allreduce_ns / 1e6 * per, stats.bcast_calls,
@@ -1546,20 +1612,25 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
 		FILE *f = DDP_SYS(fopen64)(path, "w");
 		if (f) {
-			fprintf(f, "{\"rank\":%d,\"world\":%d,\"steps\":%" PRIu64 ",\"reductions\":%" PRIu64
-				   ",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64
-				   ",\"allreduce_ms\":%.3f,\"broadcast_calls\":%" PRIu64 ",\"broadcast_bytes\":%" PRIu64
-				   ",\"broadcast_ms\":%.3f,\"signature_checks\":%" PRIu64 ",\"hash_checks\":%" PRIu64
-				   ",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
-				   ",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
-				   ",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64 ",\"bytes_reduced_by_step\":[",
+			fprintf(f,
+				"{\"rank\":%d,\"world\":%d,\"steps\":%" PRIu64 ",\"reductions\":%" PRIu64
+				",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64
+				",\"allreduce_ms\":%.3f,\"broadcast_calls\":%" PRIu64
+				",\"broadcast_bytes\":%" PRIu64
+				",\"broadcast_ms\":%.3f,\"signature_checks\":%" PRIu64 ",\"hash_checks\":%" PRIu64
+				",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
+				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
+				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
+				",\"bytes_reduced_by_step\":[",
 				rank, my_world, steps, red, stats.allreduce_calls, stats.allreduce_bytes,
-				stats.allreduce_ns / 1e6, stats.bcast_calls, stats.bcast_bytes, stats.bcast_ns / 1e6,
-				stats.sig_checks, stats.hash_checks, stats.allreduce_bytes * per,
-				(stats.allreduce_ns + stats.bcast_ns) / 1e6 * per, ddp_grad_grad_bytes(tracker),
-				stats.inv_checks, stats.inv_bytes, stats.inv_ns / 1e6, stats.calibrations);
+				stats.allreduce_ns / 1e6, stats.bcast_calls, stats.bcast_bytes,
+				stats.bcast_ns / 1e6, stats.sig_checks, stats.hash_checks,
+				stats.allreduce_bytes * per, (stats.allreduce_ns + stats.bcast_ns) / 1e6 * per,
+				ddp_grad_grad_bytes(tracker), stats.inv_checks, stats.inv_bytes,
+				stats.inv_ns / 1e6, stats.calibrations);
 			for (uint64_t i = 0; i < steps; i++)
-				fprintf(f, "%s%" PRIu64, i ? "," : "", i < stats.nstep_bytes ? stats.step_bytes[i] : 0);
+				fprintf(f, "%s%" PRIu64, i ? "," : "",
+					i < stats.nstep_bytes ? stats.step_bytes[i] : 0);
 			fputc(']', f);
 			ddp_overlap_json(f);
 			ddp_rangelog_json(f);
@@ -1573,9 +1644,11 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
 				ddp_json_escape(f, b->label);
-				fprintf(f, "\",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64 ",\"allocation_bytes\":%" PRIu64
-					",\"dtype\":\"%s\",\"evidence\":\"%s\"}", b->size, b->base - b->alloc_base,
-					b->alloc_size,
+				fprintf(f,
+					"\",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64
+					",\"allocation_bytes\":%" PRIu64
+					",\"dtype\":\"%s\",\"evidence\":\"%s\"}",
+					b->size, b->base - b->alloc_base, b->alloc_size,
 					b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "",
 					ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
 				first = 0;
@@ -1600,7 +1673,9 @@ void ddp_sync_explain(const char *path)
 		return;
 	pthread_mutex_lock(&sync_lock);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
-	fprintf(f, "optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64 "\n",
+	fprintf(f,
+		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
+		"\n",
 		ddp_grad_steps(tracker), stats.calibrations, ddp_grad_grad_bytes(tracker));
 	fprintf(f, "%-10s %-40s %10s %10s %6s  %s\n", "role", "range", "offset", "bytes", "dtype", "evidence");
 	size_t shown = 0;
@@ -1608,15 +1683,16 @@ void ddp_sync_explain(const char *path)
 		const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
 		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(tracker, b))
 			continue;
-		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s", ddp_grad_role_name((enum ddp_grad_role)b->role),
-			b->label, b->base - b->alloc_base, b->size,
-			b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "-",
+		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s",
+			ddp_grad_role_name((enum ddp_grad_role)b->role), b->label, b->base - b->alloc_base,
+			b->size, b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "-",
 			ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
 		if (b->role == DDP_GR_GRAD && b->named)
 			fprintf(f, "; named by its consumer, whatever its address (PyTorch: docs/pytorch.md)");
 		else if (b->role == DDP_GR_GRAD)
-			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer, b->reader[0] ? "; revealed by " : "",
-				b->reader, b->paired[0] ? b->paired : "?");
+			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer,
+				b->reader[0] ? "; revealed by " : "", b->reader,
+				b->paired[0] ? b->paired : "?");
 		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
 			b->bounded == DDP_GB_COUNT      ? ", range bounded by a count argument"
 			: b->bounded == DDP_GB_EXACT    ? ", range exact (its tensor's extent)"
@@ -1625,7 +1701,8 @@ void ddp_sync_explain(const char *path)
 		shown++;
 	}
 	if (!shown)
-		fprintf(f, "  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
+		fprintf(f,
+			"  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
 	pthread_mutex_unlock(&sync_lock);
 	fclose(f);
 }

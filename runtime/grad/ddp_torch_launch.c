@@ -57,14 +57,11 @@ static int grad_list_of(const struct ddp_torch_kernel *tk)
 {
 	switch (tk->functor) {
 	case DDP_TF_AMP_UNSCALE:
-	case DDP_TF_LPNORM:
-		return 0;
+	case DDP_TF_LPNORM: return 0;
 	case DDP_TF_FUSED_ADAM:
 	case DDP_TF_FUSED_SGD:
-	case DDP_TF_FUSED_ADAGRAD:
-		return 1;
-	default:
-		return DDP_GRAD_NO_LIST;
+	case DDP_TF_FUSED_ADAGRAD: return 1;
+	default: return DDP_GRAD_NO_LIST;
 	}
 }
 
@@ -101,9 +98,11 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 		if (!bytes || !ddp_alloc_covers(r->addr, bytes, &e)) {
 			if (!strict)
 				continue;
-			snprintf(msg, msgcap, "tensor %u of list %u (%llu bytes at 0x%llx) is not device memory "
-				 "libddp tracks%s", r->tensor, r->list, (unsigned long long)bytes,
-				 (unsigned long long)r->addr, bytes ? "" : " (element size unknown)");
+			snprintf(msg, msgcap,
+				 "tensor %u of list %u (%llu bytes at 0x%llx) is not device memory "
+				 "libddp tracks%s",
+				 r->tensor, r->list, (unsigned long long)bytes, (unsigned long long)r->addr,
+				 bytes ? "" : " (element size unknown)");
 			return DDP_ERR_INVALID;
 		}
 		struct ddp_grad_arg *a = &out->v[out->n++];

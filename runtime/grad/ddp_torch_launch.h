@@ -20,10 +20,10 @@
 #include "ddp_port.h"
 
 enum ddp_xt {
-	DDP_XT_UNKNOWN = 0,  /* not learned yet                                */
-	DDP_XT_NONE,         /* not one of PyTorch's decodable kernels         */
-	DDP_XT_OK,           /* decodable: launches are explicit               */
-	DDP_XT_REFUSE,       /* PyTorch's, but its tensors cannot be bounded
+	DDP_XT_UNKNOWN = 0, /* not learned yet                                */
+	DDP_XT_NONE,        /* not one of PyTorch's decodable kernels         */
+	DDP_XT_OK,          /* decodable: launches are explicit               */
+	DDP_XT_REFUSE,      /* PyTorch's, but its tensors cannot be bounded
 			      * (an unknown struct layout, a kind not decoded) */
 };
 
@@ -35,7 +35,7 @@ struct ddp_xargs {
 	struct ddp_grad_arg *v;
 	size_t cap;
 	uint32_t n;
-	uint8_t grad_list;   /* DDP_GRAD_NO_LIST or the gradient list          */
+	uint8_t grad_list; /* DDP_GRAD_NO_LIST or the gradient list          */
 };
 
 /*

@@ -40,19 +40,29 @@
 #define EM_CUDA 190
 #endif
 
-#define NVINFO_PREFIX           ".nv.info."
-#define EIFMT_NVAL              1
-#define EIFMT_BVAL              2
-#define EIFMT_HVAL              3
-#define EIFMT_SVAL              4
-#define EIATTR_KPARAM_INFO      0x17
+#define NVINFO_PREFIX ".nv.info."
+#define EIFMT_NVAL 1
+#define EIFMT_BVAL 2
+#define EIFMT_HVAL 3
+#define EIFMT_SVAL 4
+#define EIATTR_KPARAM_INFO 0x17
 #define EIATTR_CBANK_PARAM_SIZE 0x19
-#define EIATTR_KPARAM_INFO_V2   0x45
-#define KPARAM_SPACE_POINTER    5u
-#define KPARAM_MAX_ORDINAL      0xffffu
+#define EIATTR_KPARAM_INFO_V2 0x45
+#define KPARAM_SPACE_POINTER 5u
+#define KPARAM_MAX_ORDINAL 0xffffu
 
-static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, sizeof v); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, sizeof v); return v; }
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
 
 /* ---- size from the headers --------------------------------------------- */
 
@@ -79,51 +89,63 @@ ddp_result ddp_cubin_size(const void *image, size_t len, size_t *size, char *err
 	if (!image)
 		return ddp_fatbin_fail(err, errlen, "cubin pointer is NULL");
 	if (len && len < sizeof eh)
-		return ddp_fatbin_fail(err, errlen, "cubin is truncated: %zu bytes, its ELF header alone needs %zu",
-				       len, sizeof eh);
+		return ddp_fatbin_fail(err, errlen,
+				       "cubin is truncated: %zu bytes, its ELF header alone needs %zu", len,
+				       sizeof eh);
 	memcpy(&eh, p, sizeof eh);
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0)
 		return ddp_fatbin_fail(err, errlen, "cubin does not start with the ELF magic");
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
-		return ddp_fatbin_fail(err, errlen, "cubin is not a little-endian ELF64 file (class %u, data %u)",
+		return ddp_fatbin_fail(err, errlen,
+				       "cubin is not a little-endian ELF64 file (class %u, data %u)",
 				       eh.e_ident[EI_CLASS], eh.e_ident[EI_DATA]);
 	if (eh.e_machine != EM_CUDA)
-		return ddp_fatbin_fail(err, errlen, "ELF file is for machine %u, not EM_CUDA (190): not a cubin",
+		return ddp_fatbin_fail(err, errlen,
+				       "ELF file is for machine %u, not EM_CUDA (190): not a cubin",
 				       eh.e_machine);
 	if (eh.e_phnum) {
 		if (eh.e_phentsize != sizeof(Elf64_Phdr))
-			return ddp_fatbin_fail(err, errlen, "cubin declares %u-byte program headers (expected %zu)",
+			return ddp_fatbin_fail(err, errlen,
+					       "cubin declares %u-byte program headers (expected %zu)",
 					       eh.e_phentsize, sizeof(Elf64_Phdr));
 		if (!extend_end(&end, eh.e_phoff, eh.e_phnum, sizeof(Elf64_Phdr)) || (len && end > len))
-			return ddp_fatbin_fail(err, errlen, "cubin's program headers (%u at byte %llu) lie beyond the %s",
-					       eh.e_phnum, (unsigned long long)eh.e_phoff, len ? "bytes given" : "size limit");
+			return ddp_fatbin_fail(err, errlen,
+					       "cubin's program headers (%u at byte %llu) lie beyond the %s",
+					       eh.e_phnum, (unsigned long long)eh.e_phoff,
+					       len ? "bytes given" : "size limit");
 	}
 	uint64_t shnum = eh.e_shnum;
 	if (eh.e_shoff) {
 		Elf64_Shdr sh0;
 		if (eh.e_shentsize != sizeof(Elf64_Shdr))
-			return ddp_fatbin_fail(err, errlen, "cubin declares %u-byte section headers (expected %zu)",
+			return ddp_fatbin_fail(err, errlen,
+					       "cubin declares %u-byte section headers (expected %zu)",
 					       eh.e_shentsize, sizeof(Elf64_Shdr));
 		if (!extend_end(&end, eh.e_shoff, 1, sizeof(Elf64_Shdr)) || (len && end > len))
-			return ddp_fatbin_fail(err, errlen, "cubin's section table (byte %llu) lies beyond the %s",
-					       (unsigned long long)eh.e_shoff, len ? "bytes given" : "size limit");
+			return ddp_fatbin_fail(
+				err, errlen, "cubin's section table (byte %llu) lies beyond the %s",
+				(unsigned long long)eh.e_shoff, len ? "bytes given" : "size limit");
 		if (shnum == 0) { /* extended numbering: the count is in section 0 */
 			memcpy(&sh0, p + eh.e_shoff, sizeof sh0);
 			shnum = sh0.sh_size;
 		}
 		if (!extend_end(&end, eh.e_shoff, shnum, sizeof(Elf64_Shdr)) || (len && end > len))
-			return ddp_fatbin_fail(err, errlen, "cubin's section table (%llu sections at byte %llu) lies beyond the %s",
-					       (unsigned long long)shnum, (unsigned long long)eh.e_shoff,
-					       len ? "bytes given" : "size limit");
+			return ddp_fatbin_fail(
+				err, errlen,
+				"cubin's section table (%llu sections at byte %llu) lies beyond the %s",
+				(unsigned long long)shnum, (unsigned long long)eh.e_shoff,
+				len ? "bytes given" : "size limit");
 		for (uint64_t i = 0; i < shnum; i++) {
 			Elf64_Shdr sh;
 			memcpy(&sh, p + eh.e_shoff + i * sizeof sh, sizeof sh);
 			if (sh.sh_type == SHT_NOBITS || sh.sh_type == SHT_NULL)
 				continue;
 			if (!extend_end(&end, sh.sh_offset, 1, sh.sh_size) || (len && end > len))
-				return ddp_fatbin_fail(err, errlen, "cubin section %llu (%llu bytes at byte %llu) lies beyond the %s",
-						       (unsigned long long)i, (unsigned long long)sh.sh_size,
-						       (unsigned long long)sh.sh_offset, len ? "bytes given" : "size limit");
+				return ddp_fatbin_fail(
+					err, errlen,
+					"cubin section %llu (%llu bytes at byte %llu) lies beyond the %s",
+					(unsigned long long)i, (unsigned long long)sh.sh_size,
+					(unsigned long long)sh.sh_offset, len ? "bytes given" : "size limit");
 		}
 	}
 	if (eh.e_phnum) {
@@ -132,7 +154,8 @@ ddp_result ddp_cubin_size(const void *image, size_t len, size_t *size, char *err
 			memcpy(&ph, p + eh.e_phoff + i * sizeof ph, sizeof ph);
 			if (!extend_end(&end, ph.p_offset, 1, ph.p_filesz) || (len && end > len))
 				return ddp_fatbin_fail(err, errlen, "cubin segment %llu lies beyond the %s",
-						       (unsigned long long)i, len ? "bytes given" : "size limit");
+						       (unsigned long long)i,
+						       len ? "bytes given" : "size limit");
 		}
 	}
 	*size = end;
@@ -169,7 +192,8 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 
 	while (pos < n) {
 		if (n - pos < 4) {
-			rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s is truncated at byte %zu", kname, pos);
+			rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s is truncated at byte %zu",
+					     kname, pos);
 			goto out_free_slots;
 		}
 		uint8_t fmt = d[pos], attr = d[pos + 1];
@@ -179,13 +203,16 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 		pos += 4;
 		if (fmt == EIFMT_SVAL) {
 			if (val > n - pos) {
-				rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s record at byte %zu declares %u payload bytes, %zu remain",
-						     kname, at, val, n - pos);
+				rc = ddp_fatbin_fail(
+					err, errlen,
+					"cubin: .nv.info.%s record at byte %zu declares %u payload bytes, %zu remain",
+					kname, at, val, n - pos);
 				goto out_free_slots;
 			}
 			pos += val;
 		} else if (fmt != EIFMT_NVAL && fmt != EIFMT_BVAL && fmt != EIFMT_HVAL) {
-			rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s record at byte %zu has unknown format %u",
+			rc = ddp_fatbin_fail(err, errlen,
+					     "cubin: .nv.info.%s record at byte %zu has unknown format %u",
 					     kname, at, fmt);
 			goto out_free_slots;
 		}
@@ -195,8 +222,10 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 			cbank = val;
 		} else if ((attr == EIATTR_KPARAM_INFO || attr == EIATTR_KPARAM_INFO_V2) && fmt == EIFMT_SVAL) {
 			if (val < 12) {
-				rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s parameter record at byte %zu has %u bytes (12 expected)",
-						     kname, at, val);
+				rc = ddp_fatbin_fail(
+					err, errlen,
+					"cubin: .nv.info.%s parameter record at byte %zu has %u bytes (12 expected)",
+					kname, at, val);
 				goto out_free_slots;
 			}
 			uint16_t ord = rd16(pl + 4), off = rd16(pl + 6);
@@ -209,10 +238,13 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 				space = w >> 24;
 			}
 			DDP_CHECK_GOTO(kp_reserve(&slots, &cap, ord), rc, out_free_slots);
-			struct ddp_kparam p = { off, size, space == KPARAM_SPACE_POINTER ? DDP_KPARAM_POINTER : 0 };
+			struct ddp_kparam p = { off, size,
+						space == KPARAM_SPACE_POINTER ? DDP_KPARAM_POINTER : 0 };
 			if (slots[ord].seen && memcmp(&slots[ord].p, &p, sizeof p) != 0) {
-				rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s describes parameter %u twice, differently",
-						     kname, ord);
+				rc = ddp_fatbin_fail(
+					err, errlen,
+					"cubin: .nv.info.%s describes parameter %u twice, differently", kname,
+					ord);
 				goto out_free_slots;
 			}
 			slots[ord].p = p;
@@ -226,13 +258,15 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 
 	for (size_t i = 0; i < nparams; i++) {
 		if (!slots[i].seen) {
-			rc = ddp_fatbin_fail(err, errlen, "cubin: .nv.info.%s describes parameter %zu but not parameter %zu",
+			rc = ddp_fatbin_fail(err, errlen,
+					     "cubin: .nv.info.%s describes parameter %zu but not parameter %zu",
 					     kname, nparams - 1, i);
 			goto out_free_slots;
 		}
 	}
 	if (have_cbank && end_max > cbank) {
-		rc = ddp_fatbin_fail(err, errlen, "cubin: kernel %s has parameters up to byte %u of a %u-byte parameter area",
+		rc = ddp_fatbin_fail(err, errlen,
+				     "cubin: kernel %s has parameters up to byte %u of a %u-byte parameter area",
 				     kname, end_max, cbank);
 		goto out_free_slots;
 	}
@@ -262,7 +296,7 @@ out_free_slots:
 struct name_set {
 	const char **names; /* sorted, point into libelf's string table */
 	size_t n;
-	bool any_symtab;    /* false: no symbol table, take every .nv.info.X */
+	bool any_symtab; /* false: no symbol table, take every .nv.info.X */
 };
 
 static int cmp_name(const void *a, const void *b)
@@ -280,7 +314,8 @@ static ddp_result collect_entries(Elf *e, struct name_set *set, char *err, size_
 		set->any_symtab = true;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !sh.sh_entsize)
-			return ddp_fatbin_fail(err, errlen, "cubin symbol table is unreadable: %s", elf_errmsg(-1));
+			return ddp_fatbin_fail(err, errlen, "cubin symbol table is unreadable: %s",
+					       elf_errmsg(-1));
 		size_t nsym = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < nsym; i++) {
 			GElf_Sym sym;
@@ -327,7 +362,8 @@ static ddp_result collect_globals(Elf *e, size_t shstrndx, struct ddp_module_inf
 			continue;
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d || !sh.sh_entsize)
-			return ddp_fatbin_fail(err, errlen, "cubin symbol table is unreadable: %s", elf_errmsg(-1));
+			return ddp_fatbin_fail(err, errlen, "cubin symbol table is unreadable: %s",
+					       elf_errmsg(-1));
 		size_t nsym = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 0; i < nsym; i++) {
 			GElf_Sym sym;
@@ -338,7 +374,9 @@ static ddp_result collect_globals(Elf *e, size_t shstrndx, struct ddp_module_inf
 			    sym.st_shndx >= SHN_LORESERVE)
 				continue;
 			Elf_Scn *home = elf_getscn(e, sym.st_shndx);
-			const char *sec = home && gelf_getshdr(home, &ssh) ? elf_strptr(e, shstrndx, ssh.sh_name) : NULL;
+			const char *sec = home && gelf_getshdr(home, &ssh)
+						  ? elf_strptr(e, shstrndx, ssh.sh_name)
+						  : NULL;
 			const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
 			if (!sec || !name || !(isalpha((unsigned char)name[0]) || name[0] == '_'))
 				continue;
@@ -382,8 +420,7 @@ static uint32_t cubin_arch(const GElf_Ehdr *eh)
 	return (uint32_t)eh->e_flags & 0xff;
 }
 
-ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_info *m,
-			   char *err, size_t errlen)
+ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_info *m, char *err, size_t errlen)
 {
 	ddp_result rc = DDP_OK;
 	GElf_Ehdr eh;
@@ -413,7 +450,8 @@ ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_in
 		goto out_end_elf;
 	}
 	if (eh.e_machine != EM_CUDA) {
-		rc = ddp_fatbin_fail(err, errlen, "ELF file is for machine %u, not EM_CUDA (190): not a cubin", eh.e_machine);
+		rc = ddp_fatbin_fail(err, errlen, "ELF file is for machine %u, not EM_CUDA (190): not a cubin",
+				     eh.e_machine);
 		goto out_end_elf;
 	}
 	if (elf_getshdrstrndx(e, &shstrndx) != 0) {
@@ -428,11 +466,13 @@ ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_in
 	for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
 		GElf_Shdr sh;
 		if (!gelf_getshdr(scn, &sh)) {
-			rc = ddp_fatbin_fail(err, errlen, "cubin section %zu is unreadable: %s", elf_ndxscn(scn), elf_errmsg(-1));
+			rc = ddp_fatbin_fail(err, errlen, "cubin section %zu is unreadable: %s",
+					     elf_ndxscn(scn), elf_errmsg(-1));
 			goto out_free_names;
 		}
 		const char *name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (!name || strncmp(name, NVINFO_PREFIX, strlen(NVINFO_PREFIX)) != 0 || !name[strlen(NVINFO_PREFIX)])
+		if (!name || strncmp(name, NVINFO_PREFIX, strlen(NVINFO_PREFIX)) != 0 ||
+		    !name[strlen(NVINFO_PREFIX)])
 			continue;
 		const char *kname = name + strlen(NVINFO_PREFIX);
 		if (!is_entry(&entries, kname))
@@ -443,7 +483,8 @@ ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_in
 		}
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d && sh.sh_size) {
-			rc = ddp_fatbin_fail(err, errlen, "cubin: section %s is unreadable: %s", name, elf_errmsg(-1));
+			rc = ddp_fatbin_fail(err, errlen, "cubin: section %s is unreadable: %s", name,
+					     elf_errmsg(-1));
 			goto out_free_names;
 		}
 		k.name = strdup(kname);
@@ -451,8 +492,9 @@ ddp_result ddp_cubin_parse(const uint8_t *elf, size_t size, struct ddp_module_in
 			rc = DDP_ERR_NOMEM;
 			goto out_free_names;
 		}
-		DDP_CHECK_GOTO(nvinfo_parse(kname, d && d->d_buf ? d->d_buf : (const void *)"", d && d->d_buf ? d->d_size : 0,
-					    &k, err, errlen), rc, out_clear_kernel);
+		DDP_CHECK_GOTO(nvinfo_parse(kname, d && d->d_buf ? d->d_buf : (const void *)"",
+					    d && d->d_buf ? d->d_size : 0, &k, err, errlen),
+			       rc, out_clear_kernel);
 		DDP_CHECK_GOTO(ddp_module_add_kernel(m, &k), rc, out_clear_kernel);
 	}
 	goto out_free_names;

@@ -14,14 +14,15 @@
 
 #include "ddp_fatbin.h"
 
-#define DEMANGLE_NAME_MAX 65536u  /* longer names are not demangled */
+#define DEMANGLE_NAME_MAX 65536u /* longer names are not demangled */
 
 char *__cxa_demangle(const char *mangled_name, char *output_buffer, size_t *length, int *status);
 
 char *ddp_demangle(const char *mangled)
 {
 	int status = -1;
-	if (!mangled || strncmp(mangled, "_Z", 2) != 0 || strnlen(mangled, DEMANGLE_NAME_MAX) >= DEMANGLE_NAME_MAX)
+	if (!mangled || strncmp(mangled, "_Z", 2) != 0 ||
+	    strnlen(mangled, DEMANGLE_NAME_MAX) >= DEMANGLE_NAME_MAX)
 		return NULL;
 	char *s = __cxa_demangle(mangled, NULL, NULL, &status);
 	if (status != 0) {

@@ -35,18 +35,33 @@
 #include "ddp_fatbin.h"
 #include "ddp_log.h"
 
-#define FB_CONTAINER_HDR   16u      /* smallest container header            */
-#define FB_CONTAINER_HDR_MAX 4096u  /* a larger one is corrupt              */
-#define FB_ENTRY_HDR       64u      /* smallest entry header                */
-#define FB_KIND_PTX        1u
-#define FB_KIND_ELF        2u
-#define FB_FLAG_LZ4        0x2000u
-#define FB_FLAG_ZSTD       0x8000u
-#define WRAPPER_MIN_BYTES  16u      /* magic, version, data pointer          */
+#define FB_CONTAINER_HDR 16u       /* smallest container header            */
+#define FB_CONTAINER_HDR_MAX 4096u /* a larger one is corrupt              */
+#define FB_ENTRY_HDR 64u           /* smallest entry header                */
+#define FB_KIND_PTX 1u
+#define FB_KIND_ELF 2u
+#define FB_FLAG_LZ4 0x2000u
+#define FB_FLAG_ZSTD 0x8000u
+#define WRAPPER_MIN_BYTES 16u /* magic, version, data pointer          */
 
-static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, sizeof v); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, sizeof v); return v; }
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, sizeof v); return v; }
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
 
 ddp_result ddp_fatbin_fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -142,27 +157,33 @@ struct fb_container {
 
 /* Reads the container header at img + off; avail is what remains of the
  * image (0: unknown length). */
-static ddp_result fb_container_at(const uint8_t *img, size_t off, size_t avail,
-				  struct fb_container *c, char *err, size_t errlen)
+static ddp_result fb_container_at(const uint8_t *img, size_t off, size_t avail, struct fb_container *c,
+				  char *err, size_t errlen)
 {
 	const uint8_t *p = img + off;
 	if (avail && avail < FB_CONTAINER_HDR)
-		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu is truncated: %zu of its 16 header bytes present",
-				       off, avail);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"fatbin container at byte %zu is truncated: %zu of its 16 header bytes present", off,
+			avail);
 	if (rd32(p) != DDP_FATBIN_MAGIC)
 		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu has magic 0x%08x, not 0x%08x",
 				       off, rd32(p), DDP_FATBIN_MAGIC);
 	uint16_t hs = rd16(p + 6);
 	uint64_t size = rd64(p + 8);
 	if (hs < FB_CONTAINER_HDR || hs > FB_CONTAINER_HDR_MAX)
-		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu declares a header size of %u bytes (expected 16)",
-				       off, hs);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"fatbin container at byte %zu declares a header size of %u bytes (expected 16)", off,
+			hs);
 	if (size > DDP_FATBIN_MAX_SIZE)
-		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu declares %llu bytes of entries (limit %zu)",
-				       off, (unsigned long long)size, DDP_FATBIN_MAX_SIZE);
+		return ddp_fatbin_fail(
+			err, errlen, "fatbin container at byte %zu declares %llu bytes of entries (limit %zu)",
+			off, (unsigned long long)size, DDP_FATBIN_MAX_SIZE);
 	if (avail && (hs > avail || size > avail - hs))
-		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu declares %llu bytes but only %zu are given",
-				       off, (unsigned long long)(hs + size), avail);
+		return ddp_fatbin_fail(
+			err, errlen, "fatbin container at byte %zu declares %llu bytes but only %zu are given",
+			off, (unsigned long long)(hs + size), avail);
 	c->offset = off;
 	c->total = hs + (size_t)size;
 	c->entries = p + hs;
@@ -172,27 +193,32 @@ static ddp_result fb_container_at(const uint8_t *img, size_t off, size_t avail,
 
 /* Reads one entry header at c->entries + pos into *e; *next is the position
  * of the following entry. */
-static ddp_result fb_entry_at(const struct fb_container *c, size_t pos,
-			      struct ddp_fatbin_entry *e, size_t *next, char *err, size_t errlen)
+static ddp_result fb_entry_at(const struct fb_container *c, size_t pos, struct ddp_fatbin_entry *e,
+			      size_t *next, char *err, size_t errlen)
 {
 	const uint8_t *p = c->entries + pos;
 	size_t avail = c->entries_size - pos;
 	size_t at = c->offset + (c->total - c->entries_size) + pos; /* for messages */
 
 	if (avail < FB_ENTRY_HDR)
-		return ddp_fatbin_fail(err, errlen, "fatbin entry at byte %zu is truncated: %zu of its 64 header bytes present",
-				       at, avail);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"fatbin entry at byte %zu is truncated: %zu of its 64 header bytes present", at, avail);
 	uint32_t hs = rd32(p + 4);
 	uint64_t psize = rd64(p + 8);
 	uint32_t csize = rd32(p + 16);
 	uint64_t flags = rd64(p + 40);
 	uint64_t dsize = rd64(p + 56);
 	if (hs < FB_ENTRY_HDR || hs > avail)
-		return ddp_fatbin_fail(err, errlen, "fatbin entry at byte %zu declares a header size of %u bytes (64..%zu possible)",
-				       at, hs, avail);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"fatbin entry at byte %zu declares a header size of %u bytes (64..%zu possible)", at,
+			hs, avail);
 	if (psize > avail - hs)
-		return ddp_fatbin_fail(err, errlen, "fatbin entry at byte %zu declares a %llu-byte payload but only %zu bytes remain in its container",
-				       at, (unsigned long long)psize, avail - hs);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"fatbin entry at byte %zu declares a %llu-byte payload but only %zu bytes remain in its container",
+			at, (unsigned long long)psize, avail - hs);
 	memset(e, 0, sizeof *e);
 	e->kind = rd16(p);
 	e->arch = rd32(p + 28);
@@ -237,8 +263,8 @@ static bool fb_more(const uint8_t *img, size_t len, size_t off)
 	return len && len - off >= FB_CONTAINER_HDR && rd32(img + off) == DDP_FATBIN_MAGIC;
 }
 
-ddp_result ddp_fatbin_entries(const void *image, size_t len, struct ddp_fatbin_entry *entries,
-			      size_t max, size_t *n, char *err, size_t errlen)
+ddp_result ddp_fatbin_entries(const void *image, size_t len, struct ddp_fatbin_entry *entries, size_t max,
+			      size_t *n, char *err, size_t errlen)
 {
 	const uint8_t *img = image;
 	size_t off = 0;
@@ -254,8 +280,8 @@ ddp_result ddp_fatbin_entries(const void *image, size_t len, struct ddp_fatbin_e
 	return DDP_OK;
 }
 
-ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e, uint8_t **data, size_t *size,
-				 char *err, size_t errlen)
+ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e, uint8_t **data, size_t *size, char *err,
+				 size_t errlen)
 {
 	uint8_t *buf;
 	size_t out;
@@ -265,11 +291,13 @@ ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e, uint8_t **dat
 	if (!e || (!e->payload && e->payload_size))
 		return ddp_fatbin_fail(err, errlen, "fatbin entry has no payload");
 	if ((e->flags & FB_FLAG_LZ4) && (e->flags & FB_FLAG_ZSTD))
-		return ddp_fatbin_fail(err, errlen, "fatbin entry (sm_%u) claims both LZ4 and zstd compression (flags 0x%llx)",
-				       e->arch, (unsigned long long)e->flags);
+		return ddp_fatbin_fail(
+			err, errlen, "fatbin entry (sm_%u) claims both LZ4 and zstd compression (flags 0x%llx)",
+			e->arch, (unsigned long long)e->flags);
 	if (!(e->flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD))) {
 		if (e->payload_size > DDP_FATBIN_MAX_SIZE)
-			return ddp_fatbin_fail(err, errlen, "fatbin entry payload of %zu bytes is over the %zu limit",
+			return ddp_fatbin_fail(err, errlen,
+					       "fatbin entry payload of %zu bytes is over the %zu limit",
 					       e->payload_size, DDP_FATBIN_MAX_SIZE);
 		buf = malloc(e->payload_size + 1);
 		if (!buf)
@@ -284,39 +312,51 @@ ddp_result ddp_fatbin_entry_data(const struct ddp_fatbin_entry *e, uint8_t **dat
 
 	out = e->decompressed_size;
 	if (out == 0 || out > DDP_FATBIN_MAX_SIZE)
-		return ddp_fatbin_fail(err, errlen, "compressed fatbin entry (sm_%u) declares a decompressed size of %zu bytes (1..%zu allowed)",
-				       e->arch, out, DDP_FATBIN_MAX_SIZE);
+		return ddp_fatbin_fail(
+			err, errlen,
+			"compressed fatbin entry (sm_%u) declares a decompressed size of %zu bytes (1..%zu allowed)",
+			e->arch, out, DDP_FATBIN_MAX_SIZE);
 	if (e->flags & FB_FLAG_ZSTD) {
 		size_t fsz = ZSTD_findFrameCompressedSize(e->payload, e->payload_size);
 		if (ZSTD_isError(fsz))
-			return ddp_fatbin_fail(err, errlen, "zstd payload of fatbin entry (sm_%u) is corrupt: %s",
-					       e->arch, ZSTD_getErrorName(fsz));
+			return ddp_fatbin_fail(err, errlen,
+					       "zstd payload of fatbin entry (sm_%u) is corrupt: %s", e->arch,
+					       ZSTD_getErrorName(fsz));
 		unsigned long long fcs = ZSTD_getFrameContentSize(e->payload, fsz);
 		if (fcs == ZSTD_CONTENTSIZE_ERROR || (fcs != ZSTD_CONTENTSIZE_UNKNOWN && fcs != out))
-			return ddp_fatbin_fail(err, errlen, "zstd payload of fatbin entry (sm_%u) holds %llu bytes, the entry header says %zu",
-					       e->arch, fcs, out);
+			return ddp_fatbin_fail(
+				err, errlen,
+				"zstd payload of fatbin entry (sm_%u) holds %llu bytes, the entry header says %zu",
+				e->arch, fcs, out);
 		buf = malloc(out + 1);
 		if (!buf)
 			return DDP_ERR_NOMEM;
 		size_t r = ZSTD_decompress(buf, out, e->payload, fsz);
 		if (ZSTD_isError(r) || r != out) {
 			free(buf);
-			return ddp_fatbin_fail(err, errlen, "zstd payload of fatbin entry (sm_%u) does not decompress to %zu bytes: %s",
-					       e->arch, out, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short output");
+			return ddp_fatbin_fail(
+				err, errlen,
+				"zstd payload of fatbin entry (sm_%u) does not decompress to %zu bytes: %s",
+				e->arch, out, ZSTD_isError(r) ? ZSTD_getErrorName(r) : "short output");
 		}
 	} else {
 		/* An LZ4 block expands at most ~255x; refuse before allocating. */
 		if (e->payload_size > INT_MAX || out > INT_MAX || out / 255 > e->payload_size + 16)
-			return ddp_fatbin_fail(err, errlen, "LZ4 fatbin entry (sm_%u): %zu compressed bytes cannot hold %zu bytes",
-					       e->arch, e->payload_size, out);
+			return ddp_fatbin_fail(
+				err, errlen,
+				"LZ4 fatbin entry (sm_%u): %zu compressed bytes cannot hold %zu bytes",
+				e->arch, e->payload_size, out);
 		buf = malloc(out + 1);
 		if (!buf)
 			return DDP_ERR_NOMEM;
-		int r = LZ4_decompress_safe((const char *)e->payload, (char *)buf, (int)e->payload_size, (int)out);
+		int r = LZ4_decompress_safe((const char *)e->payload, (char *)buf, (int)e->payload_size,
+					    (int)out);
 		if (r < 0 || (size_t)r != out) {
 			free(buf);
-			return ddp_fatbin_fail(err, errlen, "LZ4 payload of fatbin entry (sm_%u) does not decompress to %zu bytes",
-					       e->arch, out);
+			return ddp_fatbin_fail(
+				err, errlen,
+				"LZ4 payload of fatbin entry (sm_%u) does not decompress to %zu bytes",
+				e->arch, out);
 		}
 	}
 	buf[out] = 0;
@@ -420,7 +460,9 @@ static ddp_result module_finish(struct ddp_module_info *m)
 			size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
 			size_t a = lo, b = mid, o = lo;
 			while (a < mid && b < hi)
-				tmp[o++] = strcmp(m->kernels[idx[a]].name, m->kernels[idx[b]].name) <= 0 ? idx[a++] : idx[b++];
+				tmp[o++] = strcmp(m->kernels[idx[a]].name, m->kernels[idx[b]].name) <= 0
+						   ? idx[a++]
+						   : idx[b++];
 			while (a < mid)
 				tmp[o++] = idx[a++];
 			while (b < hi)
@@ -504,20 +546,24 @@ static ddp_result fb_no_match(const struct ddp_fatbin_entry *e, size_t n, uint32
 	size_t used = 0;
 	list[0] = 0;
 	for (size_t i = 0; i < n && used < sizeof list - 32; i++) {
-		const char *what = e[i].kind == FB_KIND_ELF ? "sm_" : e[i].kind == FB_KIND_PTX ? "compute_" : NULL;
+		const char *what = e[i].kind == FB_KIND_ELF   ? "sm_"
+				   : e[i].kind == FB_KIND_PTX ? "compute_"
+							      : NULL;
 		int w = what ? snprintf(list + used, sizeof list - used, " %s%u", what, e[i].arch)
-			     : snprintf(list + used, sizeof list - used, " kind%u(sm_%u)", e[i].kind, e[i].arch);
+			     : snprintf(list + used, sizeof list - used, " kind%u(sm_%u)", e[i].kind,
+					e[i].arch);
 		if (w > 0)
 			used += (size_t)w < sizeof list - used ? (size_t)w : sizeof list - used - 1;
 	}
-	return ddp_fatbin_fail(err, errlen,
-			       "fatbin container at byte %zu has no entry for sm_%u (SASS of the same major and minor <= %u, or PTX <= compute_%u); it holds:%s",
-			       coff, want, want % 10, want, n ? list : " nothing");
+	return ddp_fatbin_fail(
+		err, errlen,
+		"fatbin container at byte %zu has no entry for sm_%u (SASS of the same major and minor <= %u, or PTX <= compute_%u); it holds:%s",
+		coff, want, want % 10, want, n ? list : " nothing");
 }
 
 /* Loads one chosen entry into m. */
-static ddp_result fb_load_entry(const struct ddp_fatbin_entry *e, struct ddp_module_info *m,
-				char *err, size_t errlen)
+static ddp_result fb_load_entry(const struct ddp_fatbin_entry *e, struct ddp_module_info *m, char *err,
+				size_t errlen)
 {
 	uint8_t *data;
 	size_t size;
@@ -576,7 +622,8 @@ static ddp_result parse_wrapper(const uint8_t *img, size_t len, uint32_t want, s
 				char *err, size_t errlen)
 {
 	if (len && len < WRAPPER_MIN_BYTES)
-		return ddp_fatbin_fail(err, errlen, "fatbin wrapper is truncated: %zu of its 16 bytes given", len);
+		return ddp_fatbin_fail(err, errlen, "fatbin wrapper is truncated: %zu of its 16 bytes given",
+				       len);
 	uint32_t version = rd32(img + 4);
 	const uint8_t *data;
 	memcpy(&data, img + 8, sizeof data);
@@ -591,19 +638,21 @@ static ddp_result parse_wrapper(const uint8_t *img, size_t len, uint32_t want, s
 		 * cudart wrapper pass len 0. */
 		uintptr_t lo = (uintptr_t)img, hi = lo + len, d = (uintptr_t)data;
 		if (d < lo || d >= hi)
-			return ddp_fatbin_fail(err, errlen,
-					       "fatbin wrapper's data pointer lies outside the %zu bytes given (pass length 0 for a wrapper)",
-					       len);
+			return ddp_fatbin_fail(
+				err, errlen,
+				"fatbin wrapper's data pointer lies outside the %zu bytes given (pass length 0 for a wrapper)",
+				len);
 		dlen = (size_t)(hi - d);
 	}
 	if (ddp_image_kind(data, dlen) != DDP_IMAGE_FATBIN)
-		return ddp_fatbin_fail(err, errlen, "fatbin wrapper's data does not start with the fatbin magic 0x%08x",
+		return ddp_fatbin_fail(err, errlen,
+				       "fatbin wrapper's data does not start with the fatbin magic 0x%08x",
 				       DDP_FATBIN_MAGIC);
 	return parse_fatbin(data, dlen, want, m, err, errlen);
 }
 
-ddp_result ddp_module_parse(const void *image, size_t len, uint32_t want_arch,
-			    struct ddp_module_info *out, char *err, size_t errlen)
+ddp_result ddp_module_parse(const void *image, size_t len, uint32_t want_arch, struct ddp_module_info *out,
+			    char *err, size_t errlen)
 {
 	const uint8_t *img = image;
 	ddp_result rc;
@@ -621,12 +670,8 @@ ddp_result ddp_module_parse(const void *image, size_t len, uint32_t want_arch,
 		len = DDP_FATBIN_MAX_SIZE; /* only the declared sizes are read anyway */
 	out->kind = ddp_image_kind(image, len);
 	switch (out->kind) {
-	case DDP_IMAGE_FATBIN:
-		rc = parse_fatbin(img, len, want_arch, out, err, errlen);
-		break;
-	case DDP_IMAGE_WRAPPER:
-		rc = parse_wrapper(img, len, want_arch, out, err, errlen);
-		break;
+	case DDP_IMAGE_FATBIN: rc = parse_fatbin(img, len, want_arch, out, err, errlen); break;
+	case DDP_IMAGE_WRAPPER: rc = parse_wrapper(img, len, want_arch, out, err, errlen); break;
 	case DDP_IMAGE_CUBIN: {
 		size_t size;
 		rc = ddp_cubin_size(img, len, &size, err, errlen);
@@ -649,9 +694,10 @@ ddp_result ddp_module_parse(const void *image, size_t len, uint32_t want_arch,
 			if (!b[i])
 				break;
 		}
-		rc = ddp_fatbin_fail(err, errlen,
-				     "module image is neither a fatbin, a fatbin wrapper, a cubin nor PTX text (first bytes %02x %02x %02x %02x)",
-				     b[0], b[1], b[2], b[3]);
+		rc = ddp_fatbin_fail(
+			err, errlen,
+			"module image is neither a fatbin, a fatbin wrapper, a cubin nor PTX text (first bytes %02x %02x %02x %02x)",
+			b[0], b[1], b[2], b[3]);
 		break;
 	}
 	}

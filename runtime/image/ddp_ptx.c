@@ -23,10 +23,16 @@
 
 #include "ddp_fatbin.h"
 
-#define PTX_NAME_MAX    4096u   /* longer identifiers are refused          */
-#define PTX_PARAMS_MAX  65536u  /* more parameters than any real kernel     */
+#define PTX_NAME_MAX 4096u    /* longer identifiers are refused          */
+#define PTX_PARAMS_MAX 65536u /* more parameters than any real kernel     */
 
-enum tok_kind { TOK_END, TOK_DIRECTIVE, TOK_IDENT, TOK_NUMBER, TOK_PUNCT };
+enum tok_kind {
+	TOK_END,
+	TOK_DIRECTIVE,
+	TOK_IDENT,
+	TOK_NUMBER,
+	TOK_PUNCT
+};
 
 struct lexer {
 	const char *p, *end;
@@ -51,7 +57,8 @@ static void lex_next(struct lexer *lx)
 {
 	const char *p = lx->p, *end = lx->end;
 	for (;;) {
-		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v'))
+		while (p < end &&
+		       (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r' || *p == '\f' || *p == '\v'))
 			p++;
 		if (end - p >= 2 && p[0] == '/' && p[1] == '/') {
 			while (p < end && *p != '\n')
@@ -147,13 +154,14 @@ static bool tok_number(const struct lexer *lx, uint64_t *v)
 /* Width in bytes of a PTX fundamental type directive; 0 when not a type. */
 static uint32_t ptx_type_size(const struct lexer *lx)
 {
-	static const struct { const char *name; uint32_t size; } types[] = {
-		{ ".b8", 1 }, { ".u8", 1 }, { ".s8", 1 },
-		{ ".b16", 2 }, { ".u16", 2 }, { ".s16", 2 }, { ".f16", 2 }, { ".bf16", 2 },
-		{ ".b32", 4 }, { ".u32", 4 }, { ".s32", 4 }, { ".f32", 4 }, { ".f16x2", 4 }, { ".bf16x2", 4 },
-		{ ".b64", 8 }, { ".u64", 8 }, { ".s64", 8 }, { ".f64", 8 },
-		{ ".b128", 16 },
-		{ ".pred", 1 },
+	static const struct {
+		const char *name;
+		uint32_t size;
+	} types[] = {
+		{ ".b8", 1 },  { ".u8", 1 },  { ".s8", 1 },    { ".b16", 2 },    { ".u16", 2 },
+		{ ".s16", 2 }, { ".f16", 2 }, { ".bf16", 2 },  { ".b32", 4 },    { ".u32", 4 },
+		{ ".s32", 4 }, { ".f32", 4 }, { ".f16x2", 4 }, { ".bf16x2", 4 }, { ".b64", 8 },
+		{ ".u64", 8 }, { ".s64", 8 }, { ".f64", 8 },   { ".b128", 16 },  { ".pred", 1 },
 	};
 	for (size_t i = 0; i < sizeof types / sizeof types[0]; i++)
 		if (tok_is(lx, types[i].name))
@@ -162,7 +170,7 @@ static uint32_t ptx_type_size(const struct lexer *lx)
 }
 
 struct ptx_ctx {
-	const char *text;   /* for byte offsets in messages */
+	const char *text; /* for byte offsets in messages */
 	char *err;
 	size_t errlen;
 };
@@ -189,7 +197,8 @@ static ddp_result parse_param(struct ptx_ctx *c, struct lexer *lx, const char *k
 		} else if (tok_is(lx, ".align")) {
 			lex_next(lx);
 			if (!tok_number(lx, &align) || align == 0 || (align & (align - 1)) || align > 4096)
-				return ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s parameter %u: bad .align at byte %zu",
+				return ddp_fatbin_fail(c->err, c->errlen,
+						       "PTX: kernel %s parameter %u: bad .align at byte %zu",
 						       kname, ord, at(c, lx));
 		} else if (tok_is(lx, ".ptr")) {
 			ptr = true;
@@ -197,8 +206,9 @@ static ddp_result parse_param(struct ptx_ctx *c, struct lexer *lx, const char *k
 			   tok_is(lx, ".shared") || tok_is(lx, ".param")) {
 			/* state space of a .ptr: nothing to record */
 		} else {
-			return ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s parameter %u: unexpected %.*s at byte %zu",
-					       kname, ord, (int)(lx->toklen > 32 ? 32 : lx->toklen), lx->tok, at(c, lx));
+			return ddp_fatbin_fail(
+				c->err, c->errlen, "PTX: kernel %s parameter %u: unexpected %.*s at byte %zu",
+				kname, ord, (int)(lx->toklen > 32 ? 32 : lx->toklen), lx->tok, at(c, lx));
 		}
 	}
 	if (!tsize)
@@ -211,12 +221,14 @@ static ddp_result parse_param(struct ptx_ctx *c, struct lexer *lx, const char *k
 	if (lx->kind == TOK_PUNCT && tok_is(lx, "[")) {
 		lex_next(lx);
 		if (!tok_number(lx, &count) || count == 0 || count > 65536)
-			return ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s parameter %u: bad array size at byte %zu",
+			return ddp_fatbin_fail(c->err, c->errlen,
+					       "PTX: kernel %s parameter %u: bad array size at byte %zu",
 					       kname, ord, at(c, lx));
 		lex_next(lx);
 		if (!tok_is(lx, "]"))
-			return ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s parameter %u: ']' expected at byte %zu",
-					       kname, ord, at(c, lx));
+			return ddp_fatbin_fail(c->err, c->errlen,
+					       "PTX: kernel %s parameter %u: ']' expected at byte %zu", kname,
+					       ord, at(c, lx));
 		lex_next(lx);
 	}
 	/* After .ptr, .align is the pointee's alignment (nvcc 13 writes
@@ -247,7 +259,8 @@ static ddp_result parse_entry(struct ptx_ctx *c, struct lexer *lx, struct ddp_ke
 
 	lex_next(lx);
 	if (lx->kind != TOK_IDENT || lx->toklen > PTX_NAME_MAX)
-		return ddp_fatbin_fail(c->err, c->errlen, "PTX: .entry without a valid name at byte %zu", at(c, lx));
+		return ddp_fatbin_fail(c->err, c->errlen, "PTX: .entry without a valid name at byte %zu",
+				       at(c, lx));
 	k->name = strndup(lx->tok, lx->toklen);
 	if (!k->name)
 		return DDP_ERR_NOMEM;
@@ -256,13 +269,14 @@ static ddp_result parse_entry(struct ptx_ctx *c, struct lexer *lx, struct ddp_ke
 		lex_next(lx);
 		while (!tok_is(lx, ")")) {
 			if (!tok_is(lx, ".param")) {
-				rc = ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s: .param or ')' expected at byte %zu",
+				rc = ddp_fatbin_fail(c->err, c->errlen,
+						     "PTX: kernel %s: .param or ')' expected at byte %zu",
 						     k->name, at(c, lx));
 				goto out_free_params;
 			}
 			if (n >= PTX_PARAMS_MAX) {
-				rc = ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s has over %u parameters", k->name,
-						     PTX_PARAMS_MAX);
+				rc = ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s has over %u parameters",
+						     k->name, PTX_PARAMS_MAX);
 				goto out_free_params;
 			}
 			if (n == cap) {
@@ -280,7 +294,8 @@ static ddp_result parse_entry(struct ptx_ctx *c, struct lexer *lx, struct ddp_ke
 			if (tok_is(lx, ","))
 				lex_next(lx);
 			else if (!tok_is(lx, ")")) {
-				rc = ddp_fatbin_fail(c->err, c->errlen, "PTX: kernel %s: ',' or ')' expected at byte %zu",
+				rc = ddp_fatbin_fail(c->err, c->errlen,
+						     "PTX: kernel %s: ',' or ')' expected at byte %zu",
 						     k->name, at(c, lx));
 				goto out_free_params;
 			}

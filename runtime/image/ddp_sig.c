@@ -11,23 +11,37 @@ static const struct {
 	const char *name;
 	enum ddp_dtype t;
 } dtype_names[] = {
-	{ "float", DDP_DT_F32 }, { "double", DDP_DT_F64 },
-	{ "__half", DDP_DT_F16 }, { "half", DDP_DT_F16 }, { "c10::Half", DDP_DT_F16 },
-	{ "at::Half", DDP_DT_F16 }, { "__nv_half", DDP_DT_F16 },
-	{ "__nv_bfloat16", DDP_DT_BF16 }, { "c10::BFloat16", DDP_DT_BF16 },
-	{ "at::BFloat16", DDP_DT_BF16 }, { "nv_bfloat16", DDP_DT_BF16 },
-	{ "signed char", DDP_DT_I8 }, { "char", DDP_DT_I8 }, { "unsigned char", DDP_DT_U8 },
-	{ "short", DDP_DT_I16 }, { "unsigned short", DDP_DT_U16 },
-	{ "int", DDP_DT_I32 }, { "unsigned int", DDP_DT_U32 }, { "unsigned", DDP_DT_U32 },
-	{ "long", DDP_DT_I64 }, { "unsigned long", DDP_DT_U64 },
-	{ "long long", DDP_DT_I64 }, { "unsigned long long", DDP_DT_U64 },
-	{ "bool", DDP_DT_BOOL }, { "void", DDP_DT_VOID },
+	{ "float", DDP_DT_F32 },
+	{ "double", DDP_DT_F64 },
+	{ "__half", DDP_DT_F16 },
+	{ "half", DDP_DT_F16 },
+	{ "c10::Half", DDP_DT_F16 },
+	{ "at::Half", DDP_DT_F16 },
+	{ "__nv_half", DDP_DT_F16 },
+	{ "__nv_bfloat16", DDP_DT_BF16 },
+	{ "c10::BFloat16", DDP_DT_BF16 },
+	{ "at::BFloat16", DDP_DT_BF16 },
+	{ "nv_bfloat16", DDP_DT_BF16 },
+	{ "signed char", DDP_DT_I8 },
+	{ "char", DDP_DT_I8 },
+	{ "unsigned char", DDP_DT_U8 },
+	{ "short", DDP_DT_I16 },
+	{ "unsigned short", DDP_DT_U16 },
+	{ "int", DDP_DT_I32 },
+	{ "unsigned int", DDP_DT_U32 },
+	{ "unsigned", DDP_DT_U32 },
+	{ "long", DDP_DT_I64 },
+	{ "unsigned long", DDP_DT_U64 },
+	{ "long long", DDP_DT_I64 },
+	{ "unsigned long long", DDP_DT_U64 },
+	{ "bool", DDP_DT_BOOL },
+	{ "void", DDP_DT_VOID },
 };
 
 static int is_ident(char c)
 {
-	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       c == '_' || c == ':';
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+	       c == ':';
 }
 
 /* Does [s, s+len) contain `word` as a whole word outside <...>? */
@@ -40,8 +54,8 @@ static int has_word(const char *s, size_t len, const char *word)
 			depth++;
 		else if (s[i] == '>')
 			depth--;
-		if (depth == 0 && memcmp(s + i, word, wl) == 0 &&
-		    (i == 0 || !is_ident(s[i - 1])) && (i + wl == len || !is_ident(s[i + wl])))
+		if (depth == 0 && memcmp(s + i, word, wl) == 0 && (i == 0 || !is_ident(s[i - 1])) &&
+		    (i + wl == len || !is_ident(s[i + wl])))
 			return 1;
 	}
 	return 0;
@@ -98,8 +112,7 @@ static void parse_param(const char *s, size_t off, size_t len, struct ddp_sig_pa
 		else if (end >= 8 && memcmp(t + end - 8, "restrict", 8) == 0 &&
 			 (end == 8 || !is_ident(t[end - 9])))
 			end -= 8;
-		else if (end >= 5 && memcmp(t + end - 5, "const", 5) == 0 &&
-			 (end == 5 || !is_ident(t[end - 6])))
+		else if (end >= 5 && memcmp(t + end - 5, "const", 5) == 0 && (end == 5 || !is_ident(t[end - 6])))
 			end -= 5;
 		else
 			break;

@@ -30,25 +30,25 @@
 #define DDP_SIG_MAX_PARAMS 128
 
 enum ddp_ptype {
-	DDP_PT_UNKNOWN = 0,  /* no signature (extern "C")                  */
-	DDP_PT_POINTER,      /* T*                                          */
-	DDP_PT_SCALAR,       /* arithmetic type by value                    */
-	DDP_PT_STRUCT,       /* anything else by value (struct, functor)    */
+	DDP_PT_UNKNOWN = 0, /* no signature (extern "C")                  */
+	DDP_PT_POINTER,     /* T*                                          */
+	DDP_PT_SCALAR,      /* arithmetic type by value                    */
+	DDP_PT_STRUCT,      /* anything else by value (struct, functor)    */
 };
 
 struct ddp_sig_param {
-	uint16_t off, len;   /* the parameter's text in the signature       */
-	uint8_t ptype;       /* enum ddp_ptype                              */
-	uint8_t dtype;       /* enum ddp_dtype: pointee for pointers, else the type */
-	uint8_t is_const;    /* pointer to const: read-only                 */
-	uint8_t depth;       /* pointer depth (T** = 2)                     */
+	uint16_t off, len; /* the parameter's text in the signature       */
+	uint8_t ptype;     /* enum ddp_ptype                              */
+	uint8_t dtype;     /* enum ddp_dtype: pointee for pointers, else the type */
+	uint8_t is_const;  /* pointer to const: read-only                 */
+	uint8_t depth;     /* pointer depth (T** = 2)                     */
 };
 
 struct ddp_sig {
 	uint32_t nparams;
-	int truncated;                   /* more than DDP_SIG_MAX_PARAMS     */
-	uint8_t template_dtype;          /* enum ddp_dtype: first arithmetic template arg */
-	uint16_t name_off, name_len;     /* function name (without templates) */
+	int truncated;               /* more than DDP_SIG_MAX_PARAMS     */
+	uint8_t template_dtype;      /* enum ddp_dtype: first arithmetic template arg */
+	uint16_t name_off, name_len; /* function name (without templates) */
 	struct ddp_sig_param params[DDP_SIG_MAX_PARAMS];
 };
 

@@ -56,9 +56,9 @@
 #include "ddp_store.h"
 #include "ddp_store_server.h"
 
-#define JOB_CONNECT_TIMEOUT_S 60.0  /* for the store to come up            */
-#define JOB_SECRET_MIN        16    /* characters of a self-hosted secret  */
-#define JOB_JOINED_KEY        "ddp/joined"
+#define JOB_CONNECT_TIMEOUT_S 60.0 /* for the store to come up            */
+#define JOB_SECRET_MIN 16          /* characters of a self-hosted secret  */
+#define JOB_JOINED_KEY "ddp/joined"
 
 volatile uint64_t ddp_job_progress_;
 
@@ -128,8 +128,11 @@ static ddp_result job_own_secret(const char *launcher, const char **out /* OUT *
 	DDP_ERROR("libddp: rank %d: %s is %s; without ddprun, rank 0 hosts the store and every rank must "
 		  "prove the same secret of %d..%d characters: export %s=$(head -c 16 /dev/urandom | od -An -tx1 "
 		  "| tr -d ' \\n') before %s (or set DDP_SYNC=off to train unsynchronised)",
-		  info.rank, DDP_STORE_SECRET_ENV, len == 0 ? "not set" : len < JOB_SECRET_MIN ? "too short"
-		  : "too long", JOB_SECRET_MIN, DDP_STORE_MAX_KEY, DDP_STORE_SECRET_ENV, launcher);
+		  info.rank, DDP_STORE_SECRET_ENV,
+		  len == 0               ? "not set"
+		  : len < JOB_SECRET_MIN ? "too short"
+					 : "too long",
+		  JOB_SECRET_MIN, DDP_STORE_MAX_KEY, DDP_STORE_SECRET_ENV, launcher);
 	return DDP_ERR_INVALID;
 }
 
@@ -146,7 +149,8 @@ static ddp_result job_env_u64(const char *var, unsigned long long *out, int *fou
 	errno = 0;
 	*out = strtoull(v, &end, 10);
 	if (errno || end == v || *end || *v == '-') {
-		DDP_ERROR("libddp: %s='%s' is not a number; set DDP_STORE_PORT to choose the store's port", var, v);
+		DDP_ERROR("libddp: %s='%s' is not a number; set DDP_STORE_PORT to choose the store's port",
+			  var, v);
 		return DDP_ERR_INVALID;
 	}
 	*found = 1;
@@ -173,7 +177,8 @@ static ddp_result job_own_port(const struct ddp_rank_info *ri, const char *launc
 			return DDP_OK;
 		}
 		DDP_ERROR("libddp: rank %d: torchrun gave MASTER_PORT=%d, so MASTER_PORT+1 cannot hold the "
-			  "store; export DDP_STORE_PORT=<a free port> for every rank", info.rank, ri->master_port);
+			  "store; export DDP_STORE_PORT=<a free port> for every rank",
+			  info.rank, ri->master_port);
 		return DDP_ERR_INVALID;
 	}
 	if (ri->master_port > 0) {
@@ -203,7 +208,8 @@ static ddp_result job_own_port(const struct ddp_rank_info *ri, const char *launc
 static ddp_result job_probe_port(const char *bind_addr, int port, const char *from)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV }, *ai = NULL;
+				  .ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV },
+			*ai = NULL;
 	char portstr[16];
 	int fd, one = 1, err = 0;
 
@@ -227,7 +233,7 @@ static ddp_result job_probe_port(const char *bind_addr, int port, const char *fr
 }
 
 static struct ddp_store_server *server; /* rank 0, self-hosted: the store it runs */
-static pid_t init_pid;              /* the process that ran ddp_job_init     */
+static pid_t init_pid;                  /* the process that ran ddp_job_init     */
 static char store_host[256];
 
 /* No ddprun: rank 0 hosts the store; sets info.master_addr/port to it. */
@@ -246,9 +252,11 @@ static ddp_result job_self_host(const struct ddp_rank_info *ri, const char **sec
 		bind_addr = strchr(ri->master_addr, ':') ? "::" : "0.0.0.0";
 	} else {
 		DDP_ERROR("libddp: rank %d: the %d ranks span several nodes (%d on this one) and MASTER_ADDR is "
-			  "not set; export MASTER_ADDR=<rank 0's host> for every rank%s", info.rank, info.world,
-			  info.local_world, strcmp(ri->source, "slurm") == 0
-			  ? " (e.g. MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1))" : "");
+			  "not set; export MASTER_ADDR=<rank 0's host> for every rank%s",
+			  info.rank, info.world, info.local_world,
+			  strcmp(ri->source, "slurm") == 0
+				  ? " (e.g. MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1))"
+				  : "");
 		return DDP_ERR_INVALID;
 	}
 	DDP_CHECK(job_own_port(ri, launcher, &port, from, sizeof from));
@@ -266,7 +274,8 @@ static ddp_result job_self_host(const struct ddp_rank_info *ri, const char **sec
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != DDP_OK) {
 		DDP_ERROR("libddp: rank 0 cannot host the store on %s:%d (port from %s); export "
-			  "DDP_STORE_PORT=<a free port> with the same value for every rank", bind_addr, port, from);
+			  "DDP_STORE_PORT=<a free port> with the same value for every rank",
+			  bind_addr, port, from);
 		server = NULL;
 		return DDP_ERR_SYS;
 	}
@@ -301,11 +310,13 @@ ddp_result ddp_job_init(void)
 	if (rc != DDP_OK) {
 		if (self_hosted)
 			DDP_ERROR("libddp: rank %d cannot connect to the store that rank 0 hosts at %s:%d (%s); "
-				  "every rank needs the same %s, and rank 0 must be running", info.rank,
-				  info.master_addr, info.master_port, ddp_strerror(rc), DDP_STORE_SECRET_ENV);
+				  "every rank needs the same %s, and rank 0 must be running",
+				  info.rank, info.master_addr, info.master_port, ddp_strerror(rc),
+				  DDP_STORE_SECRET_ENV);
 		else
 			DDP_ERROR("libddp: cannot connect to the store at %s:%d (%s); is ddprun running and "
-				  "DDP_STORE_SECRET set?", info.master_addr, info.master_port, ddp_strerror(rc));
+				  "DDP_STORE_SECRET set?",
+				  info.master_addr, info.master_port, ddp_strerror(rc));
 		store = NULL;
 		goto out_stop_server;
 	}
@@ -324,7 +335,9 @@ ddp_result ddp_job_init(void)
 			 ddp_strerror(rc));
 	DDP_INFO(RDZV, "job: rank %d of %d (local %d of %d), store %s:%d%s", info.rank, info.world,
 		 info.local_rank, info.local_world, info.master_addr, info.master_port,
-		 server ? " (hosted here)" : self_hosted ? " (hosted by rank 0)" : "");
+		 server        ? " (hosted here)"
+		 : self_hosted ? " (hosted by rank 0)"
+			       : "");
 	return DDP_OK;
 
 out_close_store:
@@ -355,7 +368,8 @@ static void missing_ranks(void)
 		o += (size_t)snprintf(join_msg + o, sizeof join_msg - o, "%s%d", n++ ? ", " : "rank ", r);
 	}
 	if (n)
-		snprintf(join_msg + o, sizeof join_msg - o, " never reached the first collective (a different "
+		snprintf(join_msg + o, sizeof join_msg - o,
+			 " never reached the first collective (a different "
 			 "program, or its optimizer was not recognised: DDP_OPT_KERNELS)");
 }
 
@@ -442,8 +456,10 @@ static void job_host_linger(void)
 	const struct timespec nap = { 0, 10 * 1000 * 1000 };
 	int64_t joined = 0;
 
-	DDP_INFO(RDZV, "job: rank 0 keeps the store until the other ranks have left (at most %ld s, "
-		 "DDP_COLL_TIMEOUT)", ddp_param_coll_timeout());
+	DDP_INFO(RDZV,
+		 "job: rank 0 keeps the store until the other ranks have left (at most %ld s, "
+		 "DDP_COLL_TIMEOUT)",
+		 ddp_param_coll_timeout());
 	while (store && job_now() < deadline) {
 		if (ddp_store_add(store, JOB_JOINED_KEY, 0, &joined) != DDP_OK || joined >= info.world)
 			break;

@@ -87,7 +87,7 @@ void ddp_status_step(uint64_t step)
  * the last one leaves. */
 static int coll_depth;
 static uint64_t coll_numbered; /* ddp_status_coll_next */
-static int coll_broken; /* a collective failed: the board stays "inside" */
+static int coll_broken;        /* a collective failed: the board stays "inside" */
 
 void ddp_status_coll_enter(uint64_t seq, const char *name)
 {
@@ -133,8 +133,8 @@ void ddp_status_coll_leave(void)
 		return; /* it never finished: the rank stops inside it */
 	uint64_t seq = DDP_STATUS_LOAD(s->coll_in), t = now_ns();
 	if (seq)
-		DDP_STATUS_STORE(s->coll_ns, DDP_STATUS_LOAD(s->coll_ns) +
-						     (t - DDP_STATUS_LOAD(s->coll_since_ns)));
+		DDP_STATUS_STORE(s->coll_ns,
+				 DDP_STATUS_LOAD(s->coll_ns) + (t - DDP_STATUS_LOAD(s->coll_since_ns)));
 	DDP_STATUS_STORE(s->coll_in, 0);
 	if (seq)
 		DDP_STATUS_STORE(s->coll_done, seq);

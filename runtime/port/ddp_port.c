@@ -28,8 +28,7 @@ int ddp_sys_fstatat(int dirfd, const char *path, struct stat *st, int flags)
 	if (ddp_libc_.fstatat64)
 		return ddp_libc_.fstatat64(dirfd, path, (struct stat64 *)st, flags);
 	if (ddp_libc_.fxstatat64)
-		return ddp_libc_.fxstatat64(1 /* _STAT_VER_LINUX */, dirfd, path, (struct stat64 *)st,
-					    flags);
+		return ddp_libc_.fxstatat64(1 /* _STAT_VER_LINUX */, dirfd, path, (struct stat64 *)st, flags);
 	return (int)syscall(SYS_newfstatat, dirfd, path, st, flags);
 }
 
@@ -46,9 +45,8 @@ CUresult ddp_port_relaunch(const struct ddp_launch_call *c)
 	case DDP_LAUNCH_PTSZ:
 		if (!d->launchKernel_ptsz)
 			break;
-		return d->launchKernel_ptsz(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
-					    c->block[1], c->block[2], c->shmem, c->stream, c->params,
-					    c->extra);
+		return d->launchKernel_ptsz(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1],
+					    c->block[2], c->shmem, c->stream, c->params, c->extra);
 	case DDP_LAUNCH_COOP:
 		if (!d->launchCooperativeKernel)
 			break;
@@ -57,9 +55,9 @@ CUresult ddp_port_relaunch(const struct ddp_launch_call *c)
 	case DDP_LAUNCH_COOP_PTSZ:
 		if (!d->launchCooperativeKernel_ptsz)
 			break;
-		return d->launchCooperativeKernel_ptsz(c->f, c->grid[0], c->grid[1], c->grid[2],
-						       c->block[0], c->block[1], c->block[2], c->shmem,
-						       c->stream, c->params);
+		return d->launchCooperativeKernel_ptsz(c->f, c->grid[0], c->grid[1], c->grid[2], c->block[0],
+						       c->block[1], c->block[2], c->shmem, c->stream,
+						       c->params);
 	case DDP_LAUNCH_EX:
 		if (!d->launchKernelEx)
 			break;

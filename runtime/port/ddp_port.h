@@ -57,7 +57,7 @@ struct statx;
 
 /* ---- libc ------------------------------------------------------------ */
 struct ddp_libc {
-#define DDP_LIBC(ret, field, sym, ver, params) ret (*field) params;
+#define DDP_LIBC(ret, field, sym, ver, params) ret(*field) params;
 #include "ddp_libc.def"
 #undef DDP_LIBC
 };
@@ -76,12 +76,12 @@ int ddp_sys_stat(const char *path, struct stat *st);
 
 /* How a captured launch is reissued: the entry point the program used. */
 enum ddp_launch_kind {
-	DDP_LAUNCH_PLAIN = 0,   /* cuLaunchKernel                          */
-	DDP_LAUNCH_PTSZ,        /* cuLaunchKernel_ptsz                     */
-	DDP_LAUNCH_COOP,        /* cuLaunchCooperativeKernel               */
-	DDP_LAUNCH_COOP_PTSZ,   /* cuLaunchCooperativeKernel_ptsz          */
-	DDP_LAUNCH_EX,          /* cuLaunchKernelEx                        */
-	DDP_LAUNCH_EX_PTSZ,     /* cuLaunchKernelEx_ptsz                   */
+	DDP_LAUNCH_PLAIN = 0, /* cuLaunchKernel                          */
+	DDP_LAUNCH_PTSZ,      /* cuLaunchKernel_ptsz                     */
+	DDP_LAUNCH_COOP,      /* cuLaunchCooperativeKernel               */
+	DDP_LAUNCH_COOP_PTSZ, /* cuLaunchCooperativeKernel_ptsz          */
+	DDP_LAUNCH_EX,        /* cuLaunchKernelEx                        */
+	DDP_LAUNCH_EX_PTSZ,   /* cuLaunchKernelEx_ptsz                   */
 };
 
 /* One launch as the program made it. */
@@ -96,9 +96,9 @@ struct ddp_launch_call {
 };
 
 struct ddp_driver {
-	int cpu_device;  /* the driver is the CPU device (cpudev)   */
-	/* the real entry points (ddp_driver.def) */
-#define DDP_DRIVER(ret, field, base, suffix, ver, params) ret (*field) params;
+	int cpu_device; /* the driver is the CPU device (cpudev)   */
+			/* the real entry points (ddp_driver.def) */
+#define DDP_DRIVER(ret, field, base, suffix, ver, params) ret(*field) params;
 #include "ddp_driver.def"
 #undef DDP_DRIVER
 	/* marks the calling thread's next hooked driver calls as ddp's own

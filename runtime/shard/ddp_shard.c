@@ -31,7 +31,11 @@
 #include "ddp_shard.h"
 #include "ddp_port.h"
 
-#define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#define ERR(...) \
+	do { \
+		if (err && errlen) \
+			snprintf(err, errlen, __VA_ARGS__); \
+	} while (0)
 #define SHARD_BOUNCE 16384
 
 static int parse_u64(const char *s, uint64_t *out)
@@ -51,8 +55,8 @@ static int parse_u64(const char *s, uint64_t *out)
 
 /* Parses one option token.  Returns 1 when it was an option, 0 when it is
  * part of the path, -1 on error (message in err). */
-static int parse_opt(const char *text, const char *opt, struct ddp_shard_spec *s,
-		     unsigned *seen, char *err, size_t errlen)
+static int parse_opt(const char *text, const char *opt, struct ddp_shard_spec *s, unsigned *seen, char *err,
+		     size_t errlen)
 {
 	const char *eq = strchr(opt, '=');
 	size_t klen;
@@ -88,14 +92,12 @@ static int parse_opt(const char *text, const char *opt, struct ddp_shard_spec *s
 		else if (strcmp(eq + 1, "block") == 0)
 			s->mode = DDP_SHARD_BLOCK;
 		else {
-			ERR("--shard %s: mode=%s is not a mode; use mode=stride or mode=block",
-			    text, eq + 1);
+			ERR("--shard %s: mode=%s is not a mode; use mode=stride or mode=block", text, eq + 1);
 			return -1;
 		}
 		return 1;
 	}
-	if ((klen == 6 && memcmp(opt, "record", 6) == 0) ||
-	    (klen == 6 && memcmp(opt, "header", 6) == 0)) {
+	if ((klen == 6 && memcmp(opt, "record", 6) == 0) || (klen == 6 && memcmp(opt, "header", 6) == 0)) {
 		int is_rec = opt[0] == 'r';
 		unsigned bit = is_rec ? 2 : 4;
 
@@ -103,8 +105,8 @@ static int parse_opt(const char *text, const char *opt, struct ddp_shard_spec *s
 			goto twice;
 		*seen |= bit;
 		if (parse_u64(eq + 1, &v) != 0 || (is_rec && v == 0) || v >= (1ull << 48)) {
-			ERR("--shard %s: %.*s=%s is not a byte count%s", text, (int)klen, opt,
-			    eq + 1, is_rec ? " of at least 1" : "");
+			ERR("--shard %s: %.*s=%s is not a byte count%s", text, (int)klen, opt, eq + 1,
+			    is_rec ? " of at least 1" : "");
 			return -1;
 		}
 		if (is_rec)
@@ -113,16 +115,15 @@ static int parse_opt(const char *text, const char *opt, struct ddp_shard_spec *s
 			s->header = v;
 		return 1;
 	}
-	ERR("--shard %s: unknown option '%.*s'; use mode=, record=, header=, pad or drop",
-	    text, (int)klen, opt);
+	ERR("--shard %s: unknown option '%.*s'; use mode=, record=, header=, pad or drop", text, (int)klen,
+	    opt);
 	return -1;
 twice:
 	ERR("--shard %s: option %.*s= given twice", text, (int)klen, opt);
 	return -1;
 }
 
-ddp_result ddp_shard_parse_spec(const char *text, struct ddp_shard_spec *out,
-				char *err, size_t errlen)
+ddp_result ddp_shard_parse_spec(const char *text, struct ddp_shard_spec *out, char *err, size_t errlen)
 {
 	char buf[DDP_SHARD_PATH_MAX];
 	size_t len = strlen(text);
@@ -161,8 +162,8 @@ ddp_result ddp_shard_parse_spec(const char *text, struct ddp_shard_spec *out,
 	return DDP_OK;
 }
 
-ddp_result ddp_shard_parse_list(const char *text, struct ddp_shard_spec *specs, int max,
-				int *n, char *err, size_t errlen)
+ddp_result ddp_shard_parse_list(const char *text, struct ddp_shard_spec *specs, int max, int *n, char *err,
+				size_t errlen)
 {
 	char line[DDP_SHARD_PATH_MAX];
 	const char *p = text;
@@ -217,13 +218,14 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 
 		if (spec->record == 0) {
 			ERR("--shard %s: unknown file format (no DDPREC01, MNIST idx, npy or "
-			    "token-shard header); give record=BYTES and header=BYTES", path);
+			    "token-shard header); give record=BYTES and header=BYTES",
+			    path);
 			return DDP_ERR_INVALID;
 		}
 		if (file_size < h || (file_size - h) % spec->record != 0) {
 			ERR("--shard %s: size %llu is not a whole number of %llu-byte records "
-			    "after a %llu-byte header; give record=BYTES and header=BYTES", path,
-			    (unsigned long long)file_size, (unsigned long long)spec->record,
+			    "after a %llu-byte header; give record=BYTES and header=BYTES",
+			    path, (unsigned long long)file_size, (unsigned long long)spec->record,
 			    (unsigned long long)h);
 			return DDP_ERR_INVALID;
 		}
@@ -236,8 +238,9 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 	}
 	if (spec->header != UINT64_MAX && spec->header != out->header_bytes) {
 		ERR("--shard %s: header=%llu does not match the %s header of %llu bytes; "
-		    "leave header= out", path, (unsigned long long)spec->header,
-		    ddp_shard_fmt_name(out->fmt), (unsigned long long)out->header_bytes);
+		    "leave header= out",
+		    path, (unsigned long long)spec->header, ddp_shard_fmt_name(out->fmt),
+		    (unsigned long long)out->header_bytes);
 		return DDP_ERR_INVALID;
 	}
 	if (spec->record && spec->record != out->record_bytes) {
@@ -245,9 +248,10 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 		if (spec->record % out->item_bytes != 0 || data % spec->record != 0) {
 			ERR("--shard %s: record=%llu does not split the %s data (%llu bytes of "
 			    "%llu-byte items) into whole records; use a multiple of %llu that "
-			    "divides it", path, (unsigned long long)spec->record,
-			    ddp_shard_fmt_name(out->fmt), (unsigned long long)data,
-			    (unsigned long long)out->item_bytes, (unsigned long long)out->item_bytes);
+			    "divides it",
+			    path, (unsigned long long)spec->record, ddp_shard_fmt_name(out->fmt),
+			    (unsigned long long)data, (unsigned long long)out->item_bytes,
+			    (unsigned long long)out->item_bytes);
 			return DDP_ERR_INVALID;
 		}
 		out->record_bytes = spec->record;
@@ -256,9 +260,8 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 	return DDP_OK;
 }
 
-ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec,
-			       const struct ddp_shard_layout *l, int rank, int world,
-			       struct ddp_shard_view *v)
+ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec, const struct ddp_shard_layout *l, int rank,
+			       int world, struct ddp_shard_view *v)
 {
 	uint64_t M = l->record_count, N, r, q, rem, c;
 	enum ddp_shard_mode mode = spec->mode != DDP_SHARD_MODE_AUTO ? spec->mode : l->natural_mode;
@@ -293,8 +296,9 @@ ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec,
 	} else if (M > 0) {
 		v->step = N;
 		v->first = r;
-		v->count = spec->uneven == DDP_SHARD_PAD ? c : spec->uneven == DDP_SHARD_DROP ? q
-										: q + (r < rem);
+		v->count = spec->uneven == DDP_SHARD_PAD    ? c
+			   : spec->uneven == DDP_SHARD_DROP ? q
+							    : q + (r < rem);
 	}
 	if (__builtin_mul_overflow(v->count, v->record_bytes, &v->size) ||
 	    __builtin_add_overflow(v->size, v->header_bytes, &v->size))
@@ -303,8 +307,7 @@ ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec,
 }
 
 /* pread until n bytes, end of file or an error; returns bytes or -1. */
-static ssize_t read_full(ddp_shard_pread_fn rd, void *ctx, unsigned char *buf, size_t n,
-			 uint64_t off)
+static ssize_t read_full(ddp_shard_pread_fn rd, void *ctx, unsigned char *buf, size_t n, uint64_t off)
 {
 	size_t done = 0;
 
@@ -405,8 +408,8 @@ ssize_t ddp_shard_view_read(const struct ddp_shard_view *v, const unsigned char 
 }
 
 /* Checks one file matched by a spec. */
-static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, int world,
-			     char *err, size_t errlen)
+static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, int world, char *err,
+			     size_t errlen)
 {
 	unsigned char head[DDP_SHARD_HEAD_MAX];
 	struct ddp_shard_layout l;
@@ -441,8 +444,9 @@ static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, i
 			goto out_close_fd;
 		}
 	}
-	DDP_CHECK_GOTO(ddp_shard_layout_resolve(s, path, head, (size_t)got, (uint64_t)st.st_size,
-						&l, err, errlen), rc, out_close_fd);
+	DDP_CHECK_GOTO(
+		ddp_shard_layout_resolve(s, path, head, (size_t)got, (uint64_t)st.st_size, &l, err, errlen),
+		rc, out_close_fd);
 	for (int r = 0; r < world; r++) {
 		if (ddp_shard_view_init(s, &l, r, world, &v) != DDP_OK) {
 			ERR("--shard %s: %s is too large to shard", s->path, path);
@@ -473,10 +477,11 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 		 * of PATH because options are lowercase; say so rather than
 		 * "no file" */
 		const char *c = strrchr(s.path, ':');
-		if (c && c[1] && (strchr(c, '=') || strcasecmp(c + 1, "pad") == 0 ||
-				  strcasecmp(c + 1, "drop") == 0)) {
+		if (c && c[1] &&
+		    (strchr(c, '=') || strcasecmp(c + 1, "pad") == 0 || strcasecmp(c + 1, "drop") == 0)) {
 			ERR("--shard %s: unknown option '%s' (no file is named %s); the options are "
-			    "lowercase: mode=, record=, header=, pad or drop", spec, c + 1, s.path);
+			    "lowercase: mode=, record=, header=, pad or drop",
+			    spec, c + 1, s.path);
 			if (grc == 0)
 				globfree(&g);
 			return DDP_ERR_INVALID;
@@ -496,8 +501,7 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 	return rc;
 }
 
-ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len,
-			      char *err, size_t errlen)
+ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len, char *err, size_t errlen)
 {
 	struct ddp_shard_spec s;
 	ddp_result rc = DDP_OK;

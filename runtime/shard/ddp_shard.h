@@ -61,25 +61,25 @@ enum ddp_shard_fmt {
 
 /* One parsed --shard spec. */
 struct ddp_shard_spec {
-	char path[DDP_SHARD_PATH_MAX];  /* PATH as given (may hold glob characters) */
-	enum ddp_shard_mode mode;       /* AUTO unless mode= was given              */
-	uint64_t record;                /* record= bytes; 0 when not given          */
-	uint64_t header;                /* header= bytes; UINT64_MAX when not given */
-	enum ddp_shard_uneven uneven;   /* :pad / :drop / neither                   */
+	char path[DDP_SHARD_PATH_MAX]; /* PATH as given (may hold glob characters) */
+	enum ddp_shard_mode mode;      /* AUTO unless mode= was given              */
+	uint64_t record;               /* record= bytes; 0 when not given          */
+	uint64_t header;               /* header= bytes; UINT64_MAX when not given */
+	enum ddp_shard_uneven uneven;  /* :pad / :drop / neither                   */
 };
 
 /* What a file holds. */
 struct ddp_shard_layout {
 	enum ddp_shard_fmt fmt;
 	uint64_t file_size;
-	uint64_t header_bytes;   /* bytes before the first record              */
-	uint64_t record_bytes;   /* bytes of one record                        */
-	uint64_t record_count;   /* records in the file                        */
-	uint64_t item_bytes;     /* unit of the header's count field (a token, a
+	uint64_t header_bytes;            /* bytes before the first record              */
+	uint64_t record_bytes;            /* bytes of one record                        */
+	uint64_t record_count;            /* records in the file                        */
+	uint64_t item_bytes;              /* unit of the header's count field (a token, a
 				  * row, an image); record_bytes is a multiple */
-	uint32_t count_off;      /* npy: offset of the first shape dimension's
+	uint32_t count_off;               /* npy: offset of the first shape dimension's
 				  * digits in the header; others: unused      */
-	uint32_t count_len;      /* npy: number of those digits               */
+	uint32_t count_len;               /* npy: number of those digits               */
 	enum ddp_shard_mode natural_mode; /* block for tokens, else stride     */
 };
 
@@ -87,32 +87,31 @@ struct ddp_shard_layout {
 struct ddp_shard_view {
 	uint64_t header_bytes;
 	uint64_t record_bytes;
-	uint64_t src_records;    /* M: records in the source file          */
-	uint64_t count;          /* records this rank sees                 */
-	uint64_t first;          /* source index of record 0 (before mod M) */
-	uint64_t step;           /* 1 (block) or N (stride)                */
-	uint64_t size;           /* header_bytes + count * record_bytes    */
+	uint64_t src_records; /* M: records in the source file          */
+	uint64_t count;       /* records this rank sees                 */
+	uint64_t first;       /* source index of record 0 (before mod M) */
+	uint64_t step;        /* 1 (block) or N (stride)                */
+	uint64_t size;        /* header_bytes + count * record_bytes    */
 };
 
 /* Reads n bytes at off of the real file into buf: what pread returns. */
 typedef ssize_t (*ddp_shard_pread_fn)(void *ctx, void *buf, size_t n, uint64_t off);
 
 /* Parses one spec (no newline).  DDP_ERR_INVALID with a message in err. */
-ddp_result ddp_shard_parse_spec(const char *text, struct ddp_shard_spec *out /* OUT */,
-				char *err, size_t errlen);
+ddp_result ddp_shard_parse_spec(const char *text, struct ddp_shard_spec *out /* OUT */, char *err,
+				size_t errlen);
 
 /* Parses a DDP_SHARD value: specs separated by newlines (blank lines
  * ignored).  specs has room for max entries; *n gets the number parsed. */
-ddp_result ddp_shard_parse_list(const char *text, struct ddp_shard_spec *specs /* OUT */,
-				int max, int *n /* OUT */, char *err, size_t errlen);
+ddp_result ddp_shard_parse_list(const char *text, struct ddp_shard_spec *specs /* OUT */, int max,
+				int *n /* OUT */, char *err, size_t errlen);
 
 /* Recognises a format from the first head_len bytes of a file of file_size
  * bytes (head_len = min(file_size, DDP_SHARD_HEAD_MAX)).  DDP_OK with
  * fmt = DDP_SHARD_FMT_UNKNOWN when no magic matched; DDP_ERR_INVALID when a
  * magic matched but the header is malformed or disagrees with the size. */
-ddp_result ddp_shard_format_detect(const unsigned char *head, size_t head_len,
-				   uint64_t file_size, struct ddp_shard_layout *out /* OUT */,
-				   char *err, size_t errlen);
+ddp_result ddp_shard_format_detect(const unsigned char *head, size_t head_len, uint64_t file_size,
+				   struct ddp_shard_layout *out /* OUT */, char *err, size_t errlen);
 
 /* Writes the header of a view holding `records` records into out
  * (l->header_bytes bytes; head holds the original header, at least that
@@ -144,17 +143,15 @@ struct ddp_shard_fixed {
  * folder) to out[*len..cap), keeping it NUL-terminated.  DDP_ERR_INVALID
  * with a message when a file cannot be listed or out is full.  For ddprun:
  * does file I/O. */
-ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len,
-			      char *err, size_t errlen);
+ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len, char *err, size_t errlen);
 
 /* Looks up path in a DDP_SHARD_FILES value.  1 and *out filled when it is
  * listed, 0 when not.  Pure. */
 int ddp_shard_snapshot_find(const char *list, const char *path, struct ddp_shard_fixed *out /* OUT */);
 
 /* The view of rank `rank` of `world` ranks. */
-ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec,
-			       const struct ddp_shard_layout *l, int rank, int world,
-			       struct ddp_shard_view *out /* OUT */);
+ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec, const struct ddp_shard_layout *l, int rank,
+			       int world, struct ddp_shard_view *out /* OUT */);
 
 /* Source record index of the view's record k (k < v->count). */
 static inline uint64_t ddp_shard_view_src(const struct ddp_shard_view *v, uint64_t k)

@@ -29,12 +29,19 @@
 #include <string.h>
 #include "ddp_shard.h"
 
-#define ERR(...) do { if (err && errlen) snprintf(err, errlen, __VA_ARGS__); } while (0)
+#define ERR(...) \
+	do { \
+		if (err && errlen) \
+			snprintf(err, errlen, __VA_ARGS__); \
+	} while (0)
 
 static const char *const fmt_names[] = {
-	[DDP_SHARD_FMT_UNKNOWN] = "unknown", [DDP_SHARD_FMT_RAW] = "raw records",
-	[DDP_SHARD_FMT_DDPREC] = "DDPREC01 records", [DDP_SHARD_FMT_IDX] = "MNIST idx",
-	[DDP_SHARD_FMT_NPY] = "npy", [DDP_SHARD_FMT_TOKENS] = "token shard",
+	[DDP_SHARD_FMT_UNKNOWN] = "unknown",
+	[DDP_SHARD_FMT_RAW] = "raw records",
+	[DDP_SHARD_FMT_DDPREC] = "DDPREC01 records",
+	[DDP_SHARD_FMT_IDX] = "MNIST idx",
+	[DDP_SHARD_FMT_NPY] = "npy",
+	[DDP_SHARD_FMT_TOKENS] = "token shard",
 };
 
 const char *ddp_shard_fmt_name(enum ddp_shard_fmt fmt)
@@ -77,16 +84,17 @@ static ddp_result check_size(struct ddp_shard_layout *l, char *err, size_t errle
 	if (__builtin_mul_overflow(l->record_count, l->record_bytes, &data) ||
 	    __builtin_add_overflow(data, l->header_bytes, &total) || total != l->file_size) {
 		ERR("%s header declares %llu records of %llu bytes after a %llu-byte header, "
-		    "but the file has %llu bytes", ddp_shard_fmt_name(l->fmt),
-		    (unsigned long long)l->record_count, (unsigned long long)l->record_bytes,
-		    (unsigned long long)l->header_bytes, (unsigned long long)l->file_size);
+		    "but the file has %llu bytes",
+		    ddp_shard_fmt_name(l->fmt), (unsigned long long)l->record_count,
+		    (unsigned long long)l->record_bytes, (unsigned long long)l->header_bytes,
+		    (unsigned long long)l->file_size);
 		return DDP_ERR_INVALID;
 	}
 	return DDP_OK;
 }
 
-static ddp_result detect_ddprec(const unsigned char *h, size_t n, struct ddp_shard_layout *l,
-				char *err, size_t errlen)
+static ddp_result detect_ddprec(const unsigned char *h, size_t n, struct ddp_shard_layout *l, char *err,
+				size_t errlen)
 {
 	if (n < 64) {
 		ERR("DDPREC01 file is shorter than its 64-byte header");
@@ -115,8 +123,8 @@ static ddp_result detect_ddprec(const unsigned char *h, size_t n, struct ddp_sha
 	return check_size(l, err, errlen);
 }
 
-static ddp_result detect_idx(const unsigned char *h, size_t n, struct ddp_shard_layout *l,
-			     char *err, size_t errlen)
+static ddp_result detect_idx(const unsigned char *h, size_t n, struct ddp_shard_layout *l, char *err,
+			     size_t errlen)
 {
 	static const unsigned char type_size[16] = {
 		[0x08] = 1, [0x09] = 1, [0x0B] = 2, [0x0C] = 4, [0x0D] = 4, [0x0E] = 8,
@@ -143,8 +151,8 @@ static ddp_result detect_idx(const unsigned char *h, size_t n, struct ddp_shard_
 	return check_size(l, err, errlen);
 }
 
-static ddp_result detect_tokens(const unsigned char *h, size_t n, struct ddp_shard_layout *l,
-				char *err, size_t errlen)
+static ddp_result detect_tokens(const unsigned char *h, size_t n, struct ddp_shard_layout *l, char *err,
+				size_t errlen)
 {
 	int32_t count;
 
@@ -242,8 +250,8 @@ static ddp_result npy_itemsize(const unsigned char *p, const unsigned char *end,
 		/* a datetime unit: [ns], [D], ... */
 		if (*p++ != '[')
 			return DDP_ERR_INVALID;
-		while (p < end && ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-				   (*p >= '0' && *p <= '9')))
+		while (p < end &&
+		       ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')))
 			p++;
 		if (p >= end || *p++ != ']')
 			return DDP_ERR_INVALID;
@@ -256,8 +264,8 @@ static ddp_result npy_itemsize(const unsigned char *p, const unsigned char *end,
 	return n ? DDP_OK : DDP_ERR_INVALID;
 }
 
-static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_layout *l,
-			     char *err, size_t errlen)
+static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_layout *l, char *err,
+			     size_t errlen)
 {
 	const unsigned char *end, *s;
 	uint64_t hlen, pre, item = 0, rows = 0, rec = 1;
@@ -279,8 +287,7 @@ static ddp_result detect_npy(const unsigned char *h, size_t n, struct ddp_shard_
 			ERR("npy header of %llu bytes is longer than the %d bytes ddprun reads",
 			    (unsigned long long)hlen, DDP_SHARD_HEAD_MAX);
 		else
-			ERR("npy header of %llu bytes runs past the end of the file",
-			    (unsigned long long)hlen);
+			ERR("npy header of %llu bytes runs past the end of the file", (unsigned long long)hlen);
 		return DDP_ERR_INVALID;
 	}
 	end = h + pre + hlen;
@@ -406,9 +413,8 @@ bad_shape:
 	return DDP_ERR_INVALID;
 }
 
-ddp_result ddp_shard_format_detect(const unsigned char *head, size_t head_len,
-				   uint64_t file_size, struct ddp_shard_layout *out,
-				   char *err, size_t errlen)
+ddp_result ddp_shard_format_detect(const unsigned char *head, size_t head_len, uint64_t file_size,
+				   struct ddp_shard_layout *out, char *err, size_t errlen)
 {
 	struct ddp_shard_layout l;
 
@@ -425,8 +431,8 @@ ddp_result ddp_shard_format_detect(const unsigned char *head, size_t head_len,
 	if (head_len >= 4 && (le32(head) == 20240520u || le32(head) == 20240801u))
 		return detect_tokens(head, head_len, out, err, errlen);
 	if (head_len >= 4 && head[0] == 0 && head[1] == 0 &&
-	    (head[2] == 0x08 || head[2] == 0x09 || (head[2] >= 0x0B && head[2] <= 0x0E)) &&
-	    head[3] >= 1 && head[3] <= 8)
+	    (head[2] == 0x08 || head[2] == 0x09 || (head[2] >= 0x0B && head[2] <= 0x0E)) && head[3] >= 1 &&
+	    head[3] <= 8)
 		return detect_idx(head, head_len, out, err, errlen);
 	return DDP_OK;
 }
@@ -475,8 +481,7 @@ ddp_result ddp_shard_format_rewrite(const struct ddp_shard_layout *l, const unsi
 		return DDP_OK;
 	}
 	case DDP_SHARD_FMT_RAW:
-	case DDP_SHARD_FMT_UNKNOWN:
-		return DDP_OK;
+	case DDP_SHARD_FMT_UNKNOWN: return DDP_OK;
 	}
 	return DDP_ERR_INTERNAL;
 }

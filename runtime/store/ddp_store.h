@@ -35,48 +35,51 @@
 
 /* ---- protocol ---------------------------------------------------------- */
 
-#define DDP_STORE_MAGIC    0x53504444u  /* "DDPS" as little-endian bytes     */
-#define DDP_STORE_VERSION  1
+#define DDP_STORE_MAGIC 0x53504444u /* "DDPS" as little-endian bytes     */
+#define DDP_STORE_VERSION 1
 #define DDP_STORE_HDR_SIZE 16
-#define DDP_STORE_MAX_KEY  512                /* bytes, also the secret's max */
-#define DDP_STORE_MAX_VAL  (16u * 1024 * 1024) /* bytes                     */
+#define DDP_STORE_MAX_KEY 512                 /* bytes, also the secret's max */
+#define DDP_STORE_MAX_VAL (16u * 1024 * 1024) /* bytes                     */
 #define DDP_STORE_MAX_RANK (1 << 20)          /* ranks and world sizes      */
 #define DDP_STORE_MAX_ERRMSG 256              /* error-reply text, bytes    */
-#define DDP_STORE_FOREVER  0xffffffffu        /* timeout_ms: wait forever   */
+#define DDP_STORE_FOREVER 0xffffffffu         /* timeout_ms: wait forever   */
 
 /* The environment variable through which ddprun hands ranks the secret. */
 #define DDP_STORE_SECRET_ENV "DDP_STORE_SECRET"
 
 enum ddp_store_op {
-	DDP_STORE_HELLO     = 1, /* key secret, val i32 rank (-1: not a rank)  */
-	DDP_STORE_SET       = 2, /* key, val: the value (0..MAX_VAL bytes)      */
-	DDP_STORE_GET       = 3, /* key, val u32 timeout_ms; reply val = value  */
-	DDP_STORE_ADD       = 4, /* key, val i64 delta; reply val = i64 total   */
-	DDP_STORE_WAIT      = 5, /* key, val u32 timeout_ms; reply empty        */
-	DDP_STORE_BARRIER   = 6, /* key name, val u32 world_size, u32 timeout_ms */
+	DDP_STORE_HELLO = 1,     /* key secret, val i32 rank (-1: not a rank)  */
+	DDP_STORE_SET = 2,       /* key, val: the value (0..MAX_VAL bytes)      */
+	DDP_STORE_GET = 3,       /* key, val u32 timeout_ms; reply val = value  */
+	DDP_STORE_ADD = 4,       /* key, val i64 delta; reply val = i64 total   */
+	DDP_STORE_WAIT = 5,      /* key, val u32 timeout_ms; reply empty        */
+	DDP_STORE_BARRIER = 6,   /* key name, val u32 world_size, u32 timeout_ms */
 	DDP_STORE_HEARTBEAT = 7, /* no key, val u64 progress counter            */
-	DDP_STORE_DEL       = 8, /* key, no val; reply empty (absent key: OK)   */
-	DDP_STORE_OP_MAX    = 8,
-	DDP_STORE_REPLY     = 0x80, /* or-ed into the op of a reply             */
+	DDP_STORE_DEL = 8,       /* key, no val; reply empty (absent key: OK)   */
+	DDP_STORE_OP_MAX = 8,
+	DDP_STORE_REPLY = 0x80, /* or-ed into the op of a reply             */
 };
 
-enum ddp_store_status {     /* the flags field of a reply                  */
-	DDP_STORE_ST_OK      = 0,
+enum ddp_store_status { /* the flags field of a reply                  */
+	DDP_STORE_ST_OK = 0,
 	DDP_STORE_ST_TIMEOUT = 1, /* the waited-for key/barrier did not come   */
 	DDP_STORE_ST_INVALID = 2, /* request refused (e.g. not a counter)      */
 	DDP_STORE_ST_REFUSED = 3, /* bad secret / no HELLO: connection closes  */
-	DDP_STORE_ST_PROTO   = 4, /* malformed message: connection closes      */
-	DDP_STORE_ST_MAX     = 4,
+	DDP_STORE_ST_PROTO = 4,   /* malformed message: connection closes      */
+	DDP_STORE_ST_MAX = 4,
 };
 
 /* Which side sent the bytes being parsed. */
-enum ddp_store_dir { DDP_STORE_DIR_REQUEST = 0, DDP_STORE_DIR_REPLY = 1 };
+enum ddp_store_dir {
+	DDP_STORE_DIR_REQUEST = 0,
+	DDP_STORE_DIR_REPLY = 1
+};
 
 struct ddp_store_hdr {
-	uint8_t op;        /* enum ddp_store_op (| DDP_STORE_REPLY in replies) */
-	uint16_t flags;    /* requests: 0; replies: enum ddp_store_status      */
-	uint32_t key_len;  /* bytes of key following the header                */
-	uint32_t val_len;  /* bytes of value following the key                 */
+	uint8_t op;       /* enum ddp_store_op (| DDP_STORE_REPLY in replies) */
+	uint16_t flags;   /* requests: 0; replies: enum ddp_store_status      */
+	uint32_t key_len; /* bytes of key following the header                */
+	uint32_t val_len; /* bytes of value following the key                 */
 };
 
 struct ddp_store_msg {
@@ -129,15 +132,15 @@ uint32_t ddp_store_timeout_ms(double timeout_s);
 
 /* ---- client ------------------------------------------------------------ */
 
-struct ddp_store;  /* one connection to the store */
+struct ddp_store; /* one connection to the store */
 
 /* Connects to host:port (name or numeric address), retrying until the server
  * accepts or timeout_s passes (DDP_ERR_TIMEOUT), then proves the secret with
  * HELLO as `rank` (-1: not a rank, e.g. a tool).  A refused secret gives
  * DDP_ERR_REMOTE.  secret: 1..DDP_STORE_MAX_KEY bytes, usually
  * getenv(DDP_STORE_SECRET_ENV).  *out is owned by the caller (ddp_store_close). */
-ddp_result ddp_store_connect(const char *host, int port, const char *secret, int rank,
-			     double timeout_s, struct ddp_store **out /* OUT */);
+ddp_result ddp_store_connect(const char *host, int port, const char *secret, int rank, double timeout_s,
+			     struct ddp_store **out /* OUT */);
 
 /* Stores val[0..len) under key (replacing any value); wakes waiters. */
 ddp_result ddp_store_set(struct ddp_store *s, const char *key, const void *val, size_t len);
@@ -145,8 +148,8 @@ ddp_result ddp_store_set(struct ddp_store *s, const char *key, const void *val, 
 /* Waits up to timeout_s (<0: forever) for key to exist and returns a malloc'd
  * copy of its value (*val, *len; free() it; *val is non-NULL even for an
  * empty value).  DDP_ERR_TIMEOUT when the key did not appear in time. */
-ddp_result ddp_store_get(struct ddp_store *s, const char *key, void **val /* OUT */,
-			 size_t *len /* OUT */, double timeout_s);
+ddp_result ddp_store_get(struct ddp_store *s, const char *key, void **val /* OUT */, size_t *len /* OUT */,
+			 double timeout_s);
 
 /* Adds delta to the counter at key (absent: 0) and returns the new total.
  * Counters are stored as 8-byte little-endian int64 values (GET shows them
@@ -155,8 +158,7 @@ ddp_result ddp_store_add(struct ddp_store *s, const char *key, int64_t delta,
 			 int64_t *result /* OUT, may be NULL */);
 
 /* Waits until every key in keys[0..n) exists, all within timeout_s total. */
-ddp_result ddp_store_wait(struct ddp_store *s, const char *const *keys, size_t n,
-			  double timeout_s);
+ddp_result ddp_store_wait(struct ddp_store *s, const char *const *keys, size_t n, double timeout_s);
 
 /* Deletes key (no error when absent). */
 ddp_result ddp_store_delete(struct ddp_store *s, const char *key);
@@ -165,8 +167,7 @@ ddp_result ddp_store_delete(struct ddp_store *s, const char *key);
  * with the same world_size).  The name may be reused once a barrier completes.
  * DDP_ERR_TIMEOUT when it does not complete in time (this arrival is then
  * withdrawn), DDP_ERR_INVALID on a world-size mismatch. */
-ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_size,
-			     double timeout_s);
+ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_size, double timeout_s);
 
 /* Starts a thread that opens a second connection (same host, port, secret and
  * rank) and posts *progress every interval_s seconds (and once at once), so
@@ -175,8 +176,7 @@ ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_si
  * The counter is read with a relaxed atomic load; the owner should update it
  * with __atomic_store_n / __atomic_add_fetch (any 64-bit aligned store works
  * in practice). */
-ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_t *progress,
-				     double interval_s);
+ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_t *progress, double interval_s);
 
 /* The message of the last failed call on s ("" when none). */
 const char *ddp_store_last_error(const struct ddp_store *s);

@@ -36,28 +36,28 @@
 #include "ddp_store.h"
 
 #define STORE_IO_TIMEOUT_S 30.0 /* a non-waiting request's reply            */
-#define STORE_IO_GRACE_S   30.0 /* beyond a waiting request's own timeout   */
+#define STORE_IO_GRACE_S 30.0   /* beyond a waiting request's own timeout   */
 
 struct ddp_store {
 	int fd;
-	int broken;                   /* stream unusable: fail every call      */
-	int quiet;                    /* errors at DEBUG (the heartbeat's own) */
+	int broken; /* stream unusable: fail every call      */
+	int quiet;  /* errors at DEBUG (the heartbeat's own) */
 	char host[256];
 	int port;
 	int rank;
 	char secret[DDP_STORE_MAX_KEY + 1];
-	char err[320];                /* last error message                    */
-	int last_status;              /* status of the last reply; -1 none,
+	char err[320];   /* last error message                    */
+	int last_status; /* status of the last reply; -1 none,
 	                                 -2 a malformed one                   */
 	/* heartbeat */
-	struct ddp_store *hb_conn;    /* owned by the heartbeat thread         */
+	struct ddp_store *hb_conn; /* owned by the heartbeat thread         */
 	const volatile uint64_t *hb_progress;
 	double hb_interval;
 	pthread_t hb_thread;
 	int hb_started;
 	pthread_mutex_t hb_lock;
-	pthread_cond_t hb_cond;       /* signalled to stop                     */
-	int hb_stop;                  /* guarded by hb_lock                    */
+	pthread_cond_t hb_cond; /* signalled to stop                     */
+	int hb_stop;            /* guarded by hb_lock                    */
 };
 
 static double mono_now(void)
@@ -123,8 +123,7 @@ static int wait_fd(int fd, short events, double deadline)
 	}
 }
 
-static ddp_result send_all(struct ddp_store *s, const void *data, size_t len, double deadline,
-			   const char *what)
+static ddp_result send_all(struct ddp_store *s, const void *data, size_t len, double deadline, const char *what)
 {
 	const uint8_t *p = data;
 	while (len > 0) {
@@ -139,8 +138,8 @@ static ddp_result send_all(struct ddp_store *s, const void *data, size_t len, do
 			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
 			s->broken = 1;
-			return store_fail(s, DDP_ERR_REMOTE, 0, "%s: the store at %s:%d went away (%s)",
-					  what, s->host, s->port, strerror(errno));
+			return store_fail(s, DDP_ERR_REMOTE, 0, "%s: the store at %s:%d went away (%s)", what,
+					  s->host, s->port, strerror(errno));
 		}
 		p += n;
 		len -= (size_t)n;
@@ -148,31 +147,30 @@ static ddp_result send_all(struct ddp_store *s, const void *data, size_t len, do
 	return DDP_OK;
 }
 
-static ddp_result recv_all(struct ddp_store *s, void *data, size_t len, double deadline,
-			   const char *what)
+static ddp_result recv_all(struct ddp_store *s, void *data, size_t len, double deadline, const char *what)
 {
 	uint8_t *p = data;
 	while (len > 0) {
 		int w = wait_fd(s->fd, POLLIN, deadline);
 		if (w == 0) {
 			s->broken = 1;
-			return store_fail(s, DDP_ERR_TIMEOUT, 0,
-					  "%s: no reply from the store at %s:%d in time", what,
-					  s->host, s->port);
+			return store_fail(s, DDP_ERR_TIMEOUT, 0, "%s: no reply from the store at %s:%d in time",
+					  what, s->host, s->port);
 		}
 		ssize_t n = w < 0 ? -1 : recv(s->fd, p, len, MSG_DONTWAIT);
 		if (n == 0) {
 			s->broken = 1;
 			return store_fail(s, DDP_ERR_REMOTE, 0,
 					  "%s: the store at %s:%d went away (connection closed); "
-					  "did ddprun stop?", what, s->host, s->port);
+					  "did ddprun stop?",
+					  what, s->host, s->port);
 		}
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
 				continue;
 			s->broken = 1;
-			return store_fail(s, DDP_ERR_REMOTE, 0, "%s: the store at %s:%d went away (%s)",
-					  what, s->host, s->port, strerror(errno));
+			return store_fail(s, DDP_ERR_REMOTE, 0, "%s: the store at %s:%d went away (%s)", what,
+					  s->host, s->port, strerror(errno));
 		}
 		p += n;
 		len -= (size_t)n;
@@ -184,14 +182,12 @@ static ddp_result recv_all(struct ddp_store *s, void *data, size_t len, double d
  * ops (-1: forever; ignored by others).  On DDP_OK with status OK, *rval (may
  * be NULL to discard) receives the malloc'd reply value.  A non-OK status is
  * turned into a result and a message naming `what`. */
-static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key,
-				const void *val, size_t vlen, double wait_s, int quiet_timeout,
-				const char *what, void **rval, size_t *rlen)
+static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key, const void *val, size_t vlen,
+				double wait_s, int quiet_timeout, const char *what, void **rval, size_t *rlen)
 {
 	uint8_t head[DDP_STORE_HDR_SIZE + DDP_STORE_MAX_KEY];
 	size_t klen = key ? strlen(key) : 0;
-	struct ddp_store_hdr h = { .op = op, .flags = 0, .key_len = (uint32_t)klen,
-				   .val_len = (uint32_t)vlen };
+	struct ddp_store_hdr h = { .op = op, .flags = 0, .key_len = (uint32_t)klen, .val_len = (uint32_t)vlen };
 	const char *why = NULL;
 	double deadline;
 	uint8_t *body = NULL;
@@ -199,8 +195,8 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	s->last_status = -1;
 	if (s->broken)
 		return store_fail(s, DDP_ERR_REMOTE, 0,
-				  "%s: the connection to the store at %s:%d failed earlier", what,
-				  s->host, s->port);
+				  "%s: the connection to the store at %s:%d failed earlier", what, s->host,
+				  s->port);
 	if (wait_s < 0)
 		deadline = -1;
 	else
@@ -213,8 +209,8 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	DDP_CHECK(send_all(s, head, DDP_STORE_HDR_SIZE + klen,
 			   deadline < 0 ? mono_now() + STORE_IO_TIMEOUT_S : deadline, what));
 	if (vlen)
-		DDP_CHECK(send_all(s, val, vlen,
-				   deadline < 0 ? mono_now() + STORE_IO_TIMEOUT_S : deadline, what));
+		DDP_CHECK(send_all(s, val, vlen, deadline < 0 ? mono_now() + STORE_IO_TIMEOUT_S : deadline,
+				   what));
 	DDP_CHECK(recv_all(s, head, DDP_STORE_HDR_SIZE, deadline, what));
 	if (ddp_store_hdr_decode(head, DDP_STORE_DIR_REPLY, &h, &why) != DDP_OK ||
 	    h.op != (op | DDP_STORE_REPLY)) {
@@ -237,8 +233,9 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	}
 	body[h.val_len] = '\0';
 	if (h.flags != DDP_STORE_ST_OK) {
-		ddp_result rc = h.flags == DDP_STORE_ST_TIMEOUT ? DDP_ERR_TIMEOUT
-			      : h.flags == DDP_STORE_ST_INVALID ? DDP_ERR_INVALID : DDP_ERR_REMOTE;
+		ddp_result rc = h.flags == DDP_STORE_ST_TIMEOUT   ? DDP_ERR_TIMEOUT
+				: h.flags == DDP_STORE_ST_INVALID ? DDP_ERR_INVALID
+								  : DDP_ERR_REMOTE;
 		for (uint32_t i = 0; i < h.val_len; i++)
 			if (body[i] < 0x20 || body[i] >= 0x7f)
 				body[i] = '?';
@@ -264,8 +261,8 @@ static ddp_result check_key(struct ddp_store *s, const char *key, const char *op
 	if (!key || !*key)
 		return store_fail(s, DDP_ERR_INVALID, 0, "%s: empty key", opname);
 	if (strlen(key) > DDP_STORE_MAX_KEY)
-		return store_fail(s, DDP_ERR_INVALID, 0, "%s: key '%s...' is longer than %d bytes",
-				  opname, key_str(key, k, 40), DDP_STORE_MAX_KEY);
+		return store_fail(s, DDP_ERR_INVALID, 0, "%s: key '%s...' is longer than %d bytes", opname,
+				  key_str(key, k, 40), DDP_STORE_MAX_KEY);
 	return DDP_OK;
 }
 
@@ -291,7 +288,8 @@ static ddp_result store_dial(struct ddp_store *s, double deadline)
 				if (r != 0 && errno == EINPROGRESS) {
 					int w = wait_fd(fd, POLLOUT, deadline);
 					socklen_t el = sizeof last_err;
-					if (w == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &last_err, &el) == 0 &&
+					if (w == 1 &&
+					    getsockopt(fd, SOL_SOCKET, SO_ERROR, &last_err, &el) == 0 &&
 					    last_err == 0)
 						r = 0;
 					else if (w == 0)
@@ -323,12 +321,12 @@ static ddp_result store_dial(struct ddp_store *s, double deadline)
 	}
 	return store_fail(s, DDP_ERR_TIMEOUT, 0,
 			  "could not reach the store at %s:%d in time (%s); is ddprun running "
-			  "and MASTER_ADDR/MASTER_PORT right?", s->host, s->port,
-			  last_err ? strerror(last_err) : "name lookup failed");
+			  "and MASTER_ADDR/MASTER_PORT right?",
+			  s->host, s->port, last_err ? strerror(last_err) : "name lookup failed");
 }
 
-ddp_result ddp_store_connect(const char *host, int port, const char *secret, int rank,
-			     double timeout_s, struct ddp_store **out)
+ddp_result ddp_store_connect(const char *host, int port, const char *secret, int rank, double timeout_s,
+			     struct ddp_store **out)
 {
 	ddp_result rc = DDP_OK;
 	uint8_t rank_le[4];
@@ -342,8 +340,8 @@ ddp_result ddp_store_connect(const char *host, int port, const char *secret, int
 	}
 	if (!secret || !*secret || strlen(secret) > DDP_STORE_MAX_KEY) {
 		DDP_ERROR("store: %s is %s; ranks must be started by ddprun (or given the "
-			  "job's secret)", DDP_STORE_SECRET_ENV,
-			  !secret || !*secret ? "not set" : "longer than 512 bytes");
+			  "job's secret)",
+			  DDP_STORE_SECRET_ENV, !secret || !*secret ? "not set" : "longer than 512 bytes");
 		return DDP_ERR_INVALID;
 	}
 	if (rank < -1 || rank >= DDP_STORE_MAX_RANK) {
@@ -381,8 +379,10 @@ ddp_result ddp_store_connect(const char *host, int port, const char *secret, int
 			DDP_WARN("store: %s", s->err); /* the error store_fail kept quiet */
 			goto out_free;
 		}
-		DDP_DEBUG(RDZV, "store: the store at %s:%d closed the connection before HELLO was "
-			  "answered; trying again", host, port);
+		DDP_DEBUG(RDZV,
+			  "store: the store at %s:%d closed the connection before HELLO was "
+			  "answered; trying again",
+			  host, port);
 		DDP_SYS(close)(s->fd);
 		s->fd = -1;
 		s->broken = 0;
@@ -409,8 +409,7 @@ ddp_result ddp_store_set(struct ddp_store *s, const char *key, const void *val, 
 	return store_request(s, DDP_STORE_SET, key, val, len, 0, 0, what, NULL, NULL);
 }
 
-ddp_result ddp_store_get(struct ddp_store *s, const char *key, void **val, size_t *len,
-			 double timeout_s)
+ddp_result ddp_store_get(struct ddp_store *s, const char *key, void **val, size_t *len, double timeout_s)
 {
 	char what[128], k[96];
 	uint8_t t[4];
@@ -450,8 +449,8 @@ ddp_result ddp_store_wait(struct ddp_store *s, const char *const *keys, size_t n
 		DDP_CHECK(check_key(s, keys[i], "WAIT"));
 		snprintf(what, sizeof what, "WAIT '%s'", key_str(keys[i], k, sizeof k));
 		ddp_store_put_u32(t, ddp_store_timeout_ms(left));
-		DDP_CHECK(store_request(s, DDP_STORE_WAIT, keys[i], t, 4, left, timeout_s == 0, what,
-					NULL, NULL));
+		DDP_CHECK(store_request(s, DDP_STORE_WAIT, keys[i], t, 4, left, timeout_s == 0, what, NULL,
+					NULL));
 	}
 	return DDP_OK;
 }
@@ -464,16 +463,14 @@ ddp_result ddp_store_delete(struct ddp_store *s, const char *key)
 	return store_request(s, DDP_STORE_DEL, key, NULL, 0, 0, 0, what, NULL, NULL);
 }
 
-ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_size,
-			     double timeout_s)
+ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_size, double timeout_s)
 {
 	char what[128], k[96];
 	uint8_t v[8];
 	DDP_CHECK(check_key(s, name, "BARRIER"));
 	snprintf(what, sizeof what, "BARRIER '%s'", key_str(name, k, sizeof k));
 	if (world_size < 1 || world_size > DDP_STORE_MAX_RANK)
-		return store_fail(s, DDP_ERR_INVALID, 0, "%s: world size %d out of range", what,
-				  world_size);
+		return store_fail(s, DDP_ERR_INVALID, 0, "%s: world size %d out of range", what, world_size);
 	ddp_store_put_u32(v, (uint32_t)world_size);
 	ddp_store_put_u32(v + 4, ddp_store_timeout_ms(timeout_s));
 	return store_request(s, DDP_STORE_BARRIER, name, v, 8, timeout_s, 0, what, NULL, NULL);
@@ -497,8 +494,7 @@ static void *hb_main(void *arg)
 	for (;;) {
 		uint8_t v[8];
 		ddp_store_put_u64(v, __atomic_load_n(s->hb_progress, __ATOMIC_RELAXED));
-		if (store_request(c, DDP_STORE_HEARTBEAT, NULL, v, 8, 0, 0, "HEARTBEAT", NULL, NULL) !=
-		    DDP_OK) {
+		if (store_request(c, DDP_STORE_HEARTBEAT, NULL, v, 8, 0, 0, "HEARTBEAT", NULL, NULL) != DDP_OK) {
 			if (!hb_stopping(s))
 				DDP_WARN("store: heartbeats stopped: %s", c->err);
 			return NULL;
@@ -520,8 +516,7 @@ static void *hb_main(void *arg)
 	}
 }
 
-ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_t *progress,
-				     double interval_s)
+ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_t *progress, double interval_s)
 {
 	ddp_result rc = DDP_OK;
 	if (s->hb_started || !progress || !(interval_s > 0))
@@ -529,15 +524,13 @@ ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_
 				  s->hb_started ? "already started" : "needs a counter and an interval > 0");
 	if (s->rank < 0)
 		return store_fail(s, DDP_ERR_INVALID, 0, "heartbeat: this connection has no rank");
-	DDP_CHECK(ddp_store_connect(s->host, s->port, s->secret, s->rank, STORE_IO_TIMEOUT_S,
-				    &s->hb_conn));
+	DDP_CHECK(ddp_store_connect(s->host, s->port, s->secret, s->rank, STORE_IO_TIMEOUT_S, &s->hb_conn));
 	s->hb_conn->quiet = 1; /* hb_main reports a failure once, unless stopping */
 	s->hb_progress = progress;
 	s->hb_interval = interval_s;
 	int err = pthread_create(&s->hb_thread, NULL, hb_main, s);
 	if (err) {
-		rc = store_fail(s, DDP_ERR_SYS, 0, "heartbeat: cannot start its thread: %s",
-				strerror(err));
+		rc = store_fail(s, DDP_ERR_SYS, 0, "heartbeat: cannot start its thread: %s", strerror(err));
 		ddp_store_close(s->hb_conn);
 		s->hb_conn = NULL;
 		return rc;

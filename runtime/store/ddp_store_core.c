@@ -71,8 +71,8 @@ static void log_busy(struct ddp_store_server *s, const char *peer, const char *w
 	char a[32], b[32];
 	if (++s->nbusy <= STORE_LOG_REFUSALS)
 		DDP_WARN("store: closing %s: %s would take the messages held for all connections to %s "
-			 "(limit %s)", peer, what, size_text(a, sizeof a, held),
-			 size_text(b, sizeof b, s->max_buffered));
+			 "(limit %s)",
+			 peer, what, size_text(a, sizeof a, held), size_text(b, sizeof b, s->max_buffered));
 }
 
 static int conn_append(struct conn *c, const void *data, size_t len)
@@ -106,8 +106,10 @@ static int conn_append(struct conn *c, const void *data, size_t len)
 static void conn_reply(struct conn *c, uint8_t op, unsigned status, const void *val, size_t len)
 {
 	uint8_t hdr[DDP_STORE_HDR_SIZE];
-	struct ddp_store_hdr h = { .op = (uint8_t)(op | DDP_STORE_REPLY), .flags = (uint16_t)status,
-				   .key_len = 0, .val_len = (uint32_t)len };
+	struct ddp_store_hdr h = { .op = (uint8_t)(op | DDP_STORE_REPLY),
+				   .flags = (uint16_t)status,
+				   .key_len = 0,
+				   .val_len = (uint32_t)len };
 	ddp_store_hdr_encode(hdr, &h);
 	if (conn_append(c, hdr, sizeof hdr) == 0 && len)
 		(void)conn_append(c, val, len);
@@ -147,8 +149,7 @@ void store_log_refusal(struct ddp_store_server *s, const char *peer, const char 
 			 STORE_LOG_REFUSALS);
 }
 
-static void conn_refuse(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *why,
-			double now)
+static void conn_refuse(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *why, double now)
 {
 	store_log_refusal(s, c->peer, why);
 	conn_fail(c, op, DDP_STORE_ST_REFUSED, why, now);
@@ -157,8 +158,8 @@ static void conn_refuse(struct ddp_store_server *s, struct conn *c, uint8_t op, 
 static void conn_proto_error(struct conn *c, uint8_t op, const char *why, double now)
 {
 	if (c->rank >= 0)
-		DDP_WARN("store: closed the connection from %s (rank %d): protocol error: %s",
-			 c->peer, c->rank, why);
+		DDP_WARN("store: closed the connection from %s (rank %d): protocol error: %s", c->peer,
+			 c->rank, why);
 	else
 		DDP_WARN("store: closed the connection from %s: protocol error: %s", c->peer, why);
 	conn_fail(c, op, DDP_STORE_ST_PROTO, why, now);
@@ -251,8 +252,8 @@ static void park(struct conn *c, uint8_t op, const char *key, uint32_t timeout_m
 	c->pdeadline = timeout_ms == DDP_STORE_FOREVER ? -1 : now + timeout_ms * 1e-3;
 }
 
-static void do_barrier(struct ddp_store_server *s, struct conn *c, const char *name,
-		       uint32_t world, uint32_t timeout_ms, double now)
+static void do_barrier(struct ddp_store_server *s, struct conn *c, const char *name, uint32_t world,
+		       uint32_t timeout_ms, double now)
 {
 	struct barrier *b = store_barrier_find(s, name);
 	char k[96];
@@ -260,8 +261,8 @@ static void do_barrier(struct ddp_store_server *s, struct conn *c, const char *n
 	if (b && b->world != world) {
 		key_for_log(k, sizeof k, name);
 		conn_reply_msg(c, DDP_STORE_BARRIER, DDP_STORE_ST_INVALID,
-			       "barrier '%s' entered with world size %u by rank %d but %u by others",
-			       k, world, c->rank, b->world);
+			       "barrier '%s' entered with world size %u by rank %d but %u by others", k,
+			       world, c->rank, b->world);
 		return;
 	}
 	if (!b && !(b = store_barrier_new(s, name, world))) {
@@ -307,8 +308,7 @@ static void do_heartbeat(struct ddp_store_server *s, struct conn *c, uint64_t co
 /* Serves one complete, validated message. */
 /* A SET or ADD the table refused: out of memory, or the store is full (its
  * keys and values would pass max_data); the connection stays. */
-static void store_full(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *key,
-		       ddp_result rc)
+static void store_full(struct ddp_store_server *s, struct conn *c, uint8_t op, const char *key, ddp_result rc)
 {
 	char k[96];
 
@@ -322,14 +322,15 @@ static void store_full(struct ddp_store_server *s, struct conn *c, uint8_t op, c
 	size_text(b, sizeof b, s->max_data);
 	if (++s->nfull <= STORE_LOG_REFUSALS)
 		DDP_WARN("store: refused to store '%s' from %s: the store holds %s of keys and values "
-			 "(limit %s)", k, c->peer, a, b);
+			 "(limit %s)",
+			 k, c->peer, a, b);
 	conn_reply_msg(c, op, DDP_STORE_ST_INVALID,
 		       "store full: it holds %s of keys and values (limit %s); '%s' was not stored; "
-		       "delete keys that are no longer needed", a, b, k);
+		       "delete keys that are no longer needed",
+		       a, b, k);
 }
 
-static void dispatch(struct ddp_store_server *s, struct conn *c, const struct ddp_store_msg *m,
-		     double now)
+static void dispatch(struct ddp_store_server *s, struct conn *c, const struct ddp_store_msg *m, double now)
 {
 	char key[DDP_STORE_MAX_KEY + 1], k[96];
 	ddp_result rc;
@@ -405,15 +406,12 @@ static void dispatch(struct ddp_store_server *s, struct conn *c, const struct dd
 	case DDP_STORE_BARRIER:
 		do_barrier(s, c, key, ddp_store_get_u32(m->val), ddp_store_get_u32(m->val + 4), now);
 		return;
-	case DDP_STORE_HEARTBEAT:
-		do_heartbeat(s, c, ddp_store_get_u64(m->val), now);
-		return;
+	case DDP_STORE_HEARTBEAT: do_heartbeat(s, c, ddp_store_get_u64(m->val), now); return;
 	}
 	conn_proto_error(c, op, "unknown op", now); /* NEVER: the header was checked */
 }
 
-void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *data, size_t n,
-		     double now)
+void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *data, size_t n, double now)
 {
 	const char *why = NULL;
 
@@ -433,8 +431,11 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 				if (c->state == CONN_HELLO)
 					conn_refuse(s, c, DDP_STORE_HELLO, why, now);
 				else /* reply under the request's op when it is one */
-					conn_proto_error(c, c->hdr_buf[5] >= 1 && c->hdr_buf[5] <= DDP_STORE_OP_MAX
-							    ? c->hdr_buf[5] : DDP_STORE_HELLO, why, now);
+					conn_proto_error(c,
+							 c->hdr_buf[5] >= 1 && c->hdr_buf[5] <= DDP_STORE_OP_MAX
+								 ? c->hdr_buf[5]
+								 : DDP_STORE_HELLO,
+							 why, now);
 				return;
 			}
 			if (c->state == CONN_HELLO && c->hdr.op != DDP_STORE_HELLO) {
@@ -452,8 +453,10 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 			if (c->out_len - c->out_off > s->max_conn_out) {
 				/* one request in flight: an honest client has read
 				 * every reply before it asks again */
-				conn_proto_error(c, c->hdr.op, "requests sent without reading the replies "
-						 "(more than one reply unread)", now);
+				conn_proto_error(c, c->hdr.op,
+						 "requests sent without reading the replies "
+						 "(more than one reply unread)",
+						 now);
 				return;
 			}
 			c->body_len = (size_t)c->hdr.key_len + c->hdr.val_len;
@@ -462,7 +465,8 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 				if (s->buffered + c->body_len > s->max_buffered) {
 					log_busy(s, c->peer, "its message", s->buffered + c->body_len);
 					conn_fail(c, c->hdr.op, DDP_STORE_ST_INVALID,
-						  "store busy: too many large messages in flight; retry later", now);
+						  "store busy: too many large messages in flight; retry later",
+						  now);
 					return;
 				}
 				c->body = malloc(c->body_len);
@@ -486,7 +490,8 @@ void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *
 		n -= take;
 		if (c->body_got < c->body_len)
 			break;
-		struct ddp_store_msg m = { .hdr = c->hdr, .key = c->body,
+		struct ddp_store_msg m = { .hdr = c->hdr,
+					   .key = c->body,
 					   .val = c->body ? c->body + c->hdr.key_len : NULL };
 		c->have_hdr = 0;
 		if (ddp_store_body_check(&m, DDP_STORE_DIR_REQUEST, &why) != DDP_OK) {
@@ -576,4 +581,3 @@ void store_core_free(struct ddp_store_server *s)
 	store_table_free(s);
 	memset(s->secret, 0, sizeof s->secret);
 }
-

@@ -41,9 +41,9 @@
 #include "ddp_port.h"
 #include "ddp_store_server_int.h"
 
-#define STORE_READ_CHUNK      65536
-#define STORE_READ_BUDGET     (1u << 20) /* bytes per connection per wakeup  */
-#define STORE_MAX_PENDING     256  /* connections not (or no longer) past HELLO */
+#define STORE_READ_CHUNK 65536
+#define STORE_READ_BUDGET (1u << 20) /* bytes per connection per wakeup  */
+#define STORE_MAX_PENDING 256        /* connections not (or no longer) past HELLO */
 
 static double mono_now(void)
 {
@@ -152,8 +152,9 @@ static int store_evict_pending(struct ddp_store_server *s)
 	if (!victim)
 		return 0;
 	if (victim->state != CONN_CLOSING)
-		store_log_refusal(s, victim->peer, "no HELLO yet while too many connections wait for one; "
-			    "closed to make room");
+		store_log_refusal(s, victim->peer,
+				  "no HELLO yet while too many connections wait for one; "
+				  "closed to make room");
 	if (victim->fd >= 0)
 		DDP_SYS(close)(victim->fd);
 	victim->fd = -1;
@@ -278,7 +279,7 @@ static void *store_thread(void *arg)
 /* ---- lifetime and API ---------------------------------------------------------- */
 
 ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *secret,
-			      struct ddp_store_server **out)
+				  struct ddp_store_server **out)
 {
 	ddp_result rc = DDP_OK;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
@@ -302,7 +303,8 @@ ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *s
 	err = getaddrinfo(bind_addr, portstr, &hints, &ai);
 	if (err) {
 		DDP_ERROR("store: cannot listen on '%s': %s; give a numeric address of this "
-			  "host (e.g. 127.0.0.1 or 0.0.0.0)", bind_addr, gai_strerror(err));
+			  "host (e.g. 127.0.0.1 or 0.0.0.0)",
+			  bind_addr, gai_strerror(err));
 		rc = DDP_ERR_INVALID;
 		goto out_core;
 	}
@@ -313,10 +315,10 @@ ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *s
 		goto out_addr;
 	}
 	(void)setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(s->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
-	    listen(s->listen_fd, SOMAXCONN) != 0) {
+	if (bind(s->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(s->listen_fd, SOMAXCONN) != 0) {
 		DDP_ERROR("store: cannot listen on %s:%d: %s; pick another --master-port "
-			  "(0 chooses a free one)", bind_addr, port, strerror(errno));
+			  "(0 chooses a free one)",
+			  bind_addr, port, strerror(errno));
 		rc = DDP_ERR_SYS;
 		goto out_addr;
 	}
@@ -371,7 +373,7 @@ int ddp_store_server_clients(struct ddp_store_server *s)
 }
 
 ddp_result ddp_store_server_progress(struct ddp_store_server *s, int rank, uint64_t *counter,
-				 double *age_seconds)
+				     double *age_seconds)
 {
 	if (rank < 0)
 		return DDP_ERR_INVALID;

@@ -52,22 +52,24 @@ void ddp_store_hdr_encode(uint8_t buf[DDP_STORE_HDR_SIZE], const struct ddp_stor
  * length up to the limit). */
 static const struct {
 	const char *name;
-	int key;      /* 1: 1..MAX_KEY bytes; 0: must be empty */
-	int val_len;  /* exact value length, or -1 for 0..MAX_VAL */
+	int key;     /* 1: 1..MAX_KEY bytes; 0: must be empty */
+	int val_len; /* exact value length, or -1 for 0..MAX_VAL */
 } op_table[DDP_STORE_OP_MAX + 1] = {
-	[DDP_STORE_HELLO]     = { "HELLO", 1, 4 },
-	[DDP_STORE_SET]       = { "SET", 1, -1 },
-	[DDP_STORE_GET]       = { "GET", 1, 4 },
-	[DDP_STORE_ADD]       = { "ADD", 1, 8 },
-	[DDP_STORE_WAIT]      = { "WAIT", 1, 4 },
-	[DDP_STORE_BARRIER]   = { "BARRIER", 1, 8 },
+	[DDP_STORE_HELLO] = { "HELLO", 1, 4 },
+	[DDP_STORE_SET] = { "SET", 1, -1 },
+	[DDP_STORE_GET] = { "GET", 1, 4 },
+	[DDP_STORE_ADD] = { "ADD", 1, 8 },
+	[DDP_STORE_WAIT] = { "WAIT", 1, 4 },
+	[DDP_STORE_BARRIER] = { "BARRIER", 1, 8 },
 	[DDP_STORE_HEARTBEAT] = { "HEARTBEAT", 0, 8 },
-	[DDP_STORE_DEL]       = { "DEL", 1, 0 },
+	[DDP_STORE_DEL] = { "DEL", 1, 0 },
 };
 
 static const char *const status_names[DDP_STORE_ST_MAX + 1] = {
-	[DDP_STORE_ST_OK] = "ok", [DDP_STORE_ST_TIMEOUT] = "timeout",
-	[DDP_STORE_ST_INVALID] = "invalid request", [DDP_STORE_ST_REFUSED] = "refused",
+	[DDP_STORE_ST_OK] = "ok",
+	[DDP_STORE_ST_TIMEOUT] = "timeout",
+	[DDP_STORE_ST_INVALID] = "invalid request",
+	[DDP_STORE_ST_REFUSED] = "refused",
 	[DDP_STORE_ST_PROTO] = "protocol error",
 };
 
@@ -132,8 +134,7 @@ ddp_result ddp_store_hdr_decode(const uint8_t buf[DDP_STORE_HDR_SIZE], enum ddp_
 			*why = "ADD reply without an 8-byte total";
 			return DDP_ERR_INVALID;
 		}
-		if (h.flags == DDP_STORE_ST_OK && op != DDP_STORE_ADD && op != DDP_STORE_GET &&
-		    h.val_len != 0) {
+		if (h.flags == DDP_STORE_ST_OK && op != DDP_STORE_ADD && op != DDP_STORE_GET && h.val_len != 0) {
 			*why = "unexpected value in reply";
 			return DDP_ERR_INVALID;
 		}
@@ -161,8 +162,7 @@ ddp_result ddp_store_hdr_decode(const uint8_t buf[DDP_STORE_HDR_SIZE], enum ddp_
 	return DDP_OK;
 }
 
-ddp_result ddp_store_body_check(const struct ddp_store_msg *m, enum ddp_store_dir dir,
-				const char **why)
+ddp_result ddp_store_body_check(const struct ddp_store_msg *m, enum ddp_store_dir dir, const char **why)
 {
 	if (m->hdr.key_len && memchr(m->key, 0, m->hdr.key_len)) {
 		*why = "NUL byte in key";

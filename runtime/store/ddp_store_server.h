@@ -34,7 +34,7 @@ struct ddp_store_server;
  * (WARNed, naming the address) when the address cannot be bound,
  * DDP_ERR_INVALID for a bad secret or address. */
 ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *secret,
-			      struct ddp_store_server **out /* OUT */);
+				  struct ddp_store_server **out /* OUT */);
 
 /* The port the store listens on. */
 int ddp_store_server_port(const struct ddp_store_server *s);
@@ -43,7 +43,7 @@ int ddp_store_server_port(const struct ddp_store_server *s);
  * counter last changed.  A rank that never reported: *counter = 0,
  * *age_seconds < 0 (and DDP_OK).  DDP_ERR_INVALID for a negative rank. */
 ddp_result ddp_store_server_progress(struct ddp_store_server *s, int rank, uint64_t *counter /* OUT */,
-				 double *age_seconds /* OUT */);
+				     double *age_seconds /* OUT */);
 
 /* Number of connections that passed HELLO and are still open (for tests and
  * status lines). */

@@ -32,9 +32,9 @@
 #include "ddp_store.h"
 #include "ddp_store_server.h"
 
-#define STORE_HELLO_TIMEOUT_S 10.0  /* an unauthenticated connection's life  */
-#define STORE_CLOSE_LINGER_S  1.0   /* draining a connection being closed    */
-#define STORE_LOG_REFUSALS    16   /* refusals logged one by one, then counted  */
+#define STORE_HELLO_TIMEOUT_S 10.0 /* an unauthenticated connection's life  */
+#define STORE_CLOSE_LINGER_S 1.0   /* draining a connection being closed    */
+#define STORE_LOG_REFUSALS 16      /* refusals logged one by one, then counted  */
 
 /* Memory bounds (docs/store.md, Limits).  A client holding the secret can
  * still not make the server hold more than:
@@ -50,68 +50,72 @@
  *     needs more is closed, "store busy").
  * The defaults are below; tests and the fuzz target lower them. */
 #define STORE_MAX_CONN_OUT (DDP_STORE_HDR_SIZE + DDP_STORE_MAX_KEY + (size_t)DDP_STORE_MAX_VAL)
-#define STORE_MAX_DATA     ((size_t)256 << 20)
+#define STORE_MAX_DATA ((size_t)256 << 20)
 #define STORE_MAX_BUFFERED ((size_t)512 << 20)
-#define STORE_OUT_KEEP     ((size_t)64 << 10) /* a flushed reply buffer above this is freed */
+#define STORE_OUT_KEEP ((size_t)64 << 10) /* a flushed reply buffer above this is freed */
 
-enum conn_state { CONN_HELLO, CONN_READY, CONN_CLOSING };
+enum conn_state {
+	CONN_HELLO,
+	CONN_READY,
+	CONN_CLOSING
+};
 
 struct kv {
-	struct kv *next;     /* bucket chain                                  */
+	struct kv *next; /* bucket chain                                  */
 	uint64_t hash;
-	char *key;           /* NUL-terminated (keys hold no NUL)             */
-	uint8_t *val;        /* malloc'd, NULL when val_len == 0              */
+	char *key;    /* NUL-terminated (keys hold no NUL)             */
+	uint8_t *val; /* malloc'd, NULL when val_len == 0              */
 	size_t val_len;
 };
 
 struct barrier {
 	struct barrier *next;
 	char *name;
-	uint32_t world;      /* world size every arrival must name            */
-	uint32_t arrived;    /* connections parked in it (plus the completer) */
+	uint32_t world;   /* world size every arrival must name            */
+	uint32_t arrived; /* connections parked in it (plus the completer) */
 };
 
 struct progress {
-	uint64_t counter;    /* last posted value                             */
-	double changed;      /* monotonic time the value last changed         */
-	int seen;            /* the rank posted at least once                 */
+	uint64_t counter; /* last posted value                             */
+	double changed;   /* monotonic time the value last changed         */
+	int seen;         /* the rank posted at least once                 */
 };
 
 struct conn {
 	struct ddp_store_server *srv; /* the server it belongs to             */
-	int fd;                      /* -1: no socket (fuzzing)               */
+	int fd;                       /* -1: no socket (fuzzing)               */
 	enum conn_state state;
-	int rank;                    /* from HELLO; -1 before or for tools    */
-	int dead;                    /* to be closed by the sweep             */
-	int counted;                 /* counted in nready (passed HELLO)      */
-	int shut;                    /* CLOSING: write side shut down         */
-	char peer[64];               /* "ip:port" for logs                    */
-	double deadline_conn;        /* HELLO or CLOSING deadline             */
-	uint64_t seq;                /* accept order (eviction: oldest first) */
+	int rank;             /* from HELLO; -1 before or for tools    */
+	int dead;             /* to be closed by the sweep             */
+	int counted;          /* counted in nready (passed HELLO)      */
+	int shut;             /* CLOSING: write side shut down         */
+	char peer[64];        /* "ip:port" for logs                    */
+	double deadline_conn; /* HELLO or CLOSING deadline             */
+	uint64_t seq;         /* accept order (eviction: oldest first) */
 	/* input: a header, then its body */
 	uint8_t hdr_buf[DDP_STORE_HDR_SIZE];
 	size_t hdr_got;
 	int have_hdr;
 	struct ddp_store_hdr hdr;
-	uint8_t *body;               /* key + value, body_len bytes           */
+	uint8_t *body; /* key + value, body_len bytes           */
 	size_t body_len, body_got;
 	/* a parked request (parked_op 0: none) */
 	uint8_t parked_op;
-	char *pkey;                  /* key or barrier name, owned            */
-	double pdeadline;            /* monotonic; < 0: forever               */
+	char *pkey;       /* key or barrier name, owned            */
+	double pdeadline; /* monotonic; < 0: forever               */
 	/* output not yet written */
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
-	size_t body_cap;             /* bytes allocated for body (accounted)  */
+	size_t body_cap; /* bytes allocated for body (accounted)  */
 };
 
 struct ddp_store_server {
 	int listen_fd;
 	int port;
-	int wake[2];                 /* pipe: a byte wakes the thread to stop */
+	int wake[2]; /* pipe: a byte wakes the thread to stop */
 	pthread_t thread;
 	int thread_started;
-	int stopping;                /* atomic                                */
+	int stopping; /* atomic                                */
 	uint8_t secret[DDP_STORE_MAX_KEY];
 	size_t secret_len;
 	struct conn **conns;
@@ -119,20 +123,20 @@ struct ddp_store_server {
 	struct kv **buckets;
 	size_t nbuckets, nkeys;
 	struct barrier *barriers;
-	double accept_pause_until;   /* after EMFILE: stop accepting a moment */
-	int nready;                  /* atomic: connections past HELLO        */
-	unsigned long nrefused;      /* refusals and evictions, for the log   */
-	uint64_t conn_seq;           /* connections accepted so far           */
+	double accept_pause_until; /* after EMFILE: stop accepting a moment */
+	int nready;                /* atomic: connections past HELLO        */
+	unsigned long nrefused;    /* refusals and evictions, for the log   */
+	uint64_t conn_seq;         /* connections accepted so far           */
 	pthread_mutex_t progress_lock;
-	struct progress *progress;   /* [nprogress], guarded by progress_lock */
+	struct progress *progress; /* [nprogress], guarded by progress_lock */
 	size_t nprogress;
 	/* memory bounds (server thread) */
-	size_t data_bytes;           /* keys + values held in the table       */
-	size_t max_data;             /* STORE_MAX_DATA unless lowered         */
-	size_t buffered;             /* bodies + reply buffers of all conns   */
-	size_t max_buffered;         /* STORE_MAX_BUFFERED unless lowered     */
-	size_t max_conn_out;         /* STORE_MAX_CONN_OUT unless lowered     */
-	unsigned long nfull, nbusy;  /* refusals for the limits, for the log  */
+	size_t data_bytes;          /* keys + values held in the table       */
+	size_t max_data;            /* STORE_MAX_DATA unless lowered         */
+	size_t buffered;            /* bodies + reply buffers of all conns   */
+	size_t max_buffered;        /* STORE_MAX_BUFFERED unless lowered     */
+	size_t max_conn_out;        /* STORE_MAX_CONN_OUT unless lowered     */
+	unsigned long nfull, nbusy; /* refusals for the limits, for the log  */
 };
 
 /* ---- ddp_store_table.c: the data (server thread, except progress) -------- */
@@ -200,8 +204,7 @@ void store_conn_free(struct ddp_store_server *s, size_t i);
 /* Feeds n bytes that arrived on c; serves every complete message, appending
  * replies to c->out.  Stops at the first error (the connection is then
  * CLOSING or dead).  c must be neither. */
-void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *data, size_t n,
-		     double now);
+void store_conn_feed(struct ddp_store_server *s, struct conn *c, const uint8_t *data, size_t n, double now);
 
 /* Times out parked requests and stale connections at monotonic time now;
  * returns the next deadline (< 0: none). */

@@ -22,13 +22,13 @@
 #define cpu_relax() __asm__ __volatile__("" ::: "memory")
 #endif
 
-static struct ddp_alloc_ent *table;   /* sorted by base, [0, count)     */
+static struct ddp_alloc_ent *table; /* sorted by base, [0, count)     */
 static size_t table_cap;
-static size_t table_count;            /* written under lock, read atomically */
-static unsigned table_seq;            /* seqlock sequence               */
+static size_t table_count; /* written under lock, read atomically */
+static unsigned table_seq; /* seqlock sequence               */
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_id = 1;
-static struct ddp_alloc_stats st;     /* under table_lock               */
+static struct ddp_alloc_stats st; /* under table_lock               */
 
 ddp_result ddp_alloc_init(size_t max_entries)
 {
@@ -40,7 +40,7 @@ ddp_result ddp_alloc_init(size_t max_entries)
 	if (max_entries == 0)
 		return DDP_ERR_INVALID;
 	p = DDP_SYS(mmap64)(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-		 -1, 0);
+			    -1, 0);
 	if (p == MAP_FAILED) {
 		DDP_WARN("allocation table: mmap of %zu bytes failed: %s", bytes, strerror(errno));
 		return DDP_ERR_NOMEM;
@@ -126,8 +126,8 @@ static void count_free(const struct ddp_alloc_ent *e)
 	st.step_bytes_freed += e->size;
 }
 
-ddp_result ddp_alloc_insert(uint64_t base, uint64_t size, enum ddp_alloc_kind kind,
-			    unsigned creator, uint32_t *id)
+ddp_result ddp_alloc_insert(uint64_t base, uint64_t size, enum ddp_alloc_kind kind, unsigned creator,
+			    uint32_t *id)
 {
 	ddp_result rc = DDP_OK;
 	struct ddp_alloc_ent e;
@@ -186,7 +186,8 @@ ddp_result ddp_alloc_insert(uint64_t base, uint64_t size, enum ddp_alloc_kind ki
 	pthread_mutex_unlock(&table_lock);
 	if (rc == DDP_ERR_NOMEM)
 		DDP_WARN_ONCE("allocation table full (%zu entries): new allocations are not "
-			      "tracked; raise DDP_ALLOC_MAX", table_cap);
+			      "tracked; raise DDP_ALLOC_MAX",
+			      table_cap);
 	return rc;
 }
 
@@ -328,7 +329,8 @@ int ddp_alloc_covers(uint64_t addr, uint64_t bytes, struct ddp_alloc_ent *first)
 	while (e.base + e.size < end) {
 		at = e.base + e.size;
 		struct ddp_alloc_ent n;
-		if (e.kind != DDP_ALLOC_VMM || !ddp_alloc_find(at, &n) || n.base != at || n.kind != DDP_ALLOC_VMM)
+		if (e.kind != DDP_ALLOC_VMM || !ddp_alloc_find(at, &n) || n.base != at ||
+		    n.kind != DDP_ALLOC_VMM)
 			return 0;
 		e = n;
 	}

@@ -27,10 +27,10 @@
 #include "ddp_err.h"
 
 enum ddp_alloc_kind {
-	DDP_ALLOC_PLAIN = 0,   /* cuMemAlloc, cuMemAllocPitch          */
-	DDP_ALLOC_ASYNC,       /* cuMemAllocAsync / FromPoolAsync      */
-	DDP_ALLOC_MANAGED,     /* cuMemAllocManaged                    */
-	DDP_ALLOC_VMM,         /* a cuMemMap'ed range                  */
+	DDP_ALLOC_PLAIN = 0, /* cuMemAlloc, cuMemAllocPitch          */
+	DDP_ALLOC_ASYNC,     /* cuMemAllocAsync / FromPoolAsync      */
+	DDP_ALLOC_MANAGED,   /* cuMemAllocManaged                    */
+	DDP_ALLOC_VMM,       /* a cuMemMap'ed range                  */
 	DDP_ALLOC_NKIND,
 };
 
@@ -38,18 +38,18 @@ enum ddp_alloc_kind {
 struct ddp_alloc_ent {
 	uint64_t base;
 	uint64_t size;
-	uint32_t id;        /* sequence number of the allocation, from 1    */
-	uint8_t kind;       /* enum ddp_alloc_kind                          */
+	uint32_t id;  /* sequence number of the allocation, from 1    */
+	uint8_t kind; /* enum ddp_alloc_kind                          */
 	uint8_t pad;
-	uint16_t creator;   /* hook id of the creating call                 */
+	uint16_t creator; /* hook id of the creating call                 */
 };
 
 struct ddp_alloc_stats {
 	uint64_t live_count, live_bytes, peak_bytes;
-	uint64_t total_allocs, total_frees, total_bytes;   /* since init      */
+	uint64_t total_allocs, total_frees, total_bytes; /* since init      */
 	uint64_t step_allocs, step_frees, step_bytes_alloc, step_bytes_freed;
-	uint64_t dropped;      /* inserts refused: table full            */
-	uint64_t stale;        /* stale overlapping entries dropped      */
+	uint64_t dropped; /* inserts refused: table full            */
+	uint64_t stale;   /* stale overlapping entries dropped      */
 };
 
 /* Reserves room for max_entries live allocations (virtual memory only). */
@@ -61,8 +61,8 @@ void ddp_alloc_fini(void);
 /* Records [base, base+size).  size 0 is recorded as 1 byte.  *id (may be
  * NULL) receives the allocation's id.  DDP_ERR_NOMEM when the table is full
  * (the allocation stays untracked). */
-ddp_result ddp_alloc_insert(uint64_t base, uint64_t size, enum ddp_alloc_kind kind,
-			    unsigned creator, uint32_t *id /* OUT, may be NULL */);
+ddp_result ddp_alloc_insert(uint64_t base, uint64_t size, enum ddp_alloc_kind kind, unsigned creator,
+			    uint32_t *id /* OUT, may be NULL */);
 
 /* Removes the allocation starting exactly at base; its entry goes to *out
  * (may be NULL).  DDP_ERR_INVALID when none starts there. */

@@ -105,8 +105,8 @@ void ddp_inspect_launch(const struct ddp_launch *L)
 	last_was_opt = k->optimizer;
 	pthread_mutex_unlock(&insp_lock);
 	if (stop) {
-		DDP_INFO(INIT, "inspection: %ld optimizer steps seen; writing %s and stopping",
-			 insp_steps, insp_path);
+		DDP_INFO(INIT, "inspection: %ld optimizer steps seen; writing %s and stopping", insp_steps,
+			 insp_path);
 		ddp_inspect_write();
 		exit(0);
 	}
@@ -186,7 +186,9 @@ void ddp_inspect_write(void)
 	fprintf(f, "%10s  %-9s %s\n", "launches", "role", "kernel");
 	for (size_t i = 0; i < nk; i++)
 		fprintf(f, "%10llu  %-9s %s\n", (unsigned long long)ks[i]->launches,
-			ks[i]->optimizer ? "optimizer" : ks[i]->untracked ? "nccl" : "-",
+			ks[i]->optimizer   ? "optimizer"
+			: ks[i]->untracked ? "nccl"
+					   : "-",
 			ks[i]->demangled);
 
 	/* buffers: every allocation a kernel touched, and the live ones */
@@ -231,9 +233,8 @@ void ddp_inspect_write(void)
 		(unsigned long long)as.total_allocs, (unsigned long long)as.peak_bytes);
 	fprintf(f, "%8s  %12s  %-8s %s\n", "buffer", "bytes", "kind", "address");
 	for (size_t i = 0; i < nrows; i++)
-		fprintf(f, "%8s#%u  %12llu  %-8s 0x%llx\n", "", rows[i].id,
-			(unsigned long long)rows[i].size, ddp_alloc_kind_name(rows[i].kind),
-			(unsigned long long)rows[i].base);
+		fprintf(f, "%8s#%u  %12llu  %-8s 0x%llx\n", "", rows[i].id, (unsigned long long)rows[i].size,
+			ddp_alloc_kind_name(rows[i].kind), (unsigned long long)rows[i].base);
 
 	fprintf(f, "\n## Buffer access by kernel (from const-ness; ? = unknown)\n");
 	for (size_t i = 0; i < nk; i++) {

@@ -124,14 +124,15 @@ static struct ddp_kmodule *module_find(const void *handle)
 static void module_read(struct ddp_kmodule *m, const void *image, size_t len)
 {
 	char err[256] = "";
-	if (ddp_module_parse(image, len, __atomic_load_n(&kreg_arch, __ATOMIC_RELAXED), &m->info, err, sizeof err) ==
-	    DDP_OK) {
+	if (ddp_module_parse(image, len, __atomic_load_n(&kreg_arch, __ATOMIC_RELAXED), &m->info, err,
+			     sizeof err) == DDP_OK) {
 		m->parsed = 1;
 		DDP_DEBUG(KREG, "module %p (%s): %zu kernels, sm_%u", m->handle, m->source, m->info.nkernels,
 			  m->info.arch);
 	} else {
 		DDP_WARN("cannot read the kernels of module %s (%s); its kernels are "
-			 "tracked by name only", m->source, err[0] ? err : "unknown format");
+			 "tracked by name only",
+			 m->source, err[0] ? err : "unknown format");
 	}
 }
 
@@ -148,8 +149,8 @@ static void module_ready(struct ddp_kmodule *m)
 	pthread_mutex_unlock(&read_lock);
 }
 
-void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image,
-			    size_t len, const char *source)
+void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image, size_t len,
+			    const char *source)
 {
 	struct ddp_kmodule *m = calloc(1, sizeof *m);
 
@@ -195,13 +196,12 @@ void ddp_kreg_module_unloaded(const void *handle)
 int ddp_kreg_is_optimizer_name(const char *name)
 {
 	/* one list of patterns: the gradient tracker's, with DDP_OPT_KERNELS */
-	return ddp_grad_classify(name, ddp_param_opt_kernels(), ddp_param_grad_reader_kernels()) ==
-	       DDP_GK_OPT;
+	return ddp_grad_classify(name, ddp_param_opt_kernels(), ddp_param_grad_reader_kernels()) == DDP_GK_OPT;
 }
 
 void ddp_kreg_apply_signature(struct ddp_kfunc *k)
 {
-	static __thread struct ddp_sig sig;  /* 1.6 KB: keep it off the stack */
+	static __thread struct ddp_sig sig; /* 1.6 KB: keep it off the stack */
 
 	if (!k->demangled || ddp_sig_parse(k->demangled, &sig) != DDP_OK)
 		return;
@@ -213,8 +213,8 @@ void ddp_kreg_apply_signature(struct ddp_kfunc *k)
 		return;
 	}
 	if (sig.nparams != k->nparams) {
-		DDP_DEBUG(KREG, "%s: signature has %u parameters, layout %u; types ignored",
-			  k->name, sig.nparams, k->nparams);
+		DDP_DEBUG(KREG, "%s: signature has %u parameters, layout %u; types ignored", k->name,
+			  sig.nparams, k->nparams);
 		return;
 	}
 	for (uint32_t i = 0; i < k->nparams; i++) {
@@ -324,8 +324,7 @@ struct ddp_kfunc *ddp_kreg_register(const void *handle, const void *mod, const c
 		publish(k);
 		map_put(handle, k);
 		DDP_DEBUG(KREG, "kernel %s: %u params%s%s", k->demangled, k->nparams,
-			  k->layout_known ? "" : " (layout unknown)",
-			  k->types_known ? ", typed" : "");
+			  k->layout_known ? "" : " (layout unknown)", k->types_known ? ", typed" : "");
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return k;
@@ -361,8 +360,8 @@ struct ddp_kfunc *ddp_kreg_discover(const void *handle)
 	if (k) {
 		publish(k);
 		map_put(handle, k);
-		DDP_DEBUG(KREG, "kernel %p discovered at launch: %s, %u params%s", handle,
-			  k->demangled, k->nparams, k->layout_known ? "" : " (layout unknown)");
+		DDP_DEBUG(KREG, "kernel %p discovered at launch: %s, %u params%s", handle, k->demangled,
+			  k->nparams, k->layout_known ? "" : " (layout unknown)");
 	}
 	pthread_mutex_unlock(&reg_lock);
 	return k;

@@ -29,19 +29,19 @@
 #include "ddp_fatbin.h"
 
 struct ddp_kparam_desc {
-	uint32_t offset;     /* byte offset in the parameter area             */
-	uint32_t size;       /* bytes                                         */
-	uint8_t ptype;       /* enum ddp_ptype (ddp_sig.h)                    */
-	uint8_t dtype;       /* enum ddp_dtype: pointee for pointers          */
-	uint8_t is_const;    /* read-only pointee                              */
-	uint8_t flags;       /* DDP_KPARAM_POINTER from the cubin             */
+	uint32_t offset;  /* byte offset in the parameter area             */
+	uint32_t size;    /* bytes                                         */
+	uint8_t ptype;    /* enum ddp_ptype (ddp_sig.h)                    */
+	uint8_t dtype;    /* enum ddp_dtype: pointee for pointers          */
+	uint8_t is_const; /* read-only pointee                              */
+	uint8_t flags;    /* DDP_KPARAM_POINTER from the cubin             */
 };
 
 struct ddp_kmodule {
-	const void *handle;          /* CUmodule or CUlibrary                  */
+	const void *handle; /* CUmodule or CUlibrary                  */
 	int is_library;
-	int parsed;                  /* info is valid                          */
-	const void *image;           /* not read yet: read at the first kernel
+	int parsed;        /* info is valid                          */
+	const void *image; /* not read yet: read at the first kernel
 					asked for (read_lock); NULL once read  */
 	int unloaded;
 	struct ddp_module_info info; /* parse result, owned                    */
@@ -50,37 +50,37 @@ struct ddp_kmodule {
 };
 
 struct ddp_kfunc {
-	const void *handle;          /* the first handle registered            */
-	struct ddp_kmodule *module;  /* NULL when unknown                      */
-	char *name;                  /* mangled name (or "<unknown 0x...>")    */
-	char *demangled;             /* demangled signature, or name           */
-	uint32_t id;                 /* registration order, from 0             */
+	const void *handle;         /* the first handle registered            */
+	struct ddp_kmodule *module; /* NULL when unknown                      */
+	char *name;                 /* mangled name (or "<unknown 0x...>")    */
+	char *demangled;            /* demangled signature, or name           */
+	uint32_t id;                /* registration order, from 0             */
 	uint32_t nparams;
 	uint32_t param_bytes;
-	uint8_t layout_known;        /* params[].offset/size are valid         */
-	uint8_t types_known;         /* params[].ptype from the signature      */
-	uint8_t untracked;           /* ncclDevKernel_* / ncclKernel_*         */
-	uint8_t template_dtype;      /* enum ddp_dtype of the first template arg */
-	uint8_t optimizer;           /* name matches an optimizer pattern      */
-	uint8_t warned;              /* a bad launch was reported (atomic)     */
-	uint8_t sync_class;          /* ddp_sync: 0 unknown, else 1 + enum ddp_grad_kclass (atomic) */
-	uint8_t sync_scan_state;     /* ddp_sync: 0 not built, 1 sync_scan ready, 2 always decode (atomic) */
-	uint16_t sync_nscan;         /* ddp_sync: entries of sync_scan           */
-	uint32_t *sync_scan;         /* ddp_sync: the 8-byte words that may hold a
+	uint8_t layout_known;     /* params[].offset/size are valid         */
+	uint8_t types_known;      /* params[].ptype from the signature      */
+	uint8_t untracked;        /* ncclDevKernel_* / ncclKernel_*         */
+	uint8_t template_dtype;   /* enum ddp_dtype of the first template arg */
+	uint8_t optimizer;        /* name matches an optimizer pattern      */
+	uint8_t warned;           /* a bad launch was reported (atomic)     */
+	uint8_t sync_class;       /* ddp_sync: 0 unknown, else 1 + enum ddp_grad_kclass (atomic) */
+	uint8_t sync_scan_state;  /* ddp_sync: 0 not built, 1 sync_scan ready, 2 always decode (atomic) */
+	uint16_t sync_nscan;      /* ddp_sync: entries of sync_scan           */
+	uint32_t *sync_scan;      /* ddp_sync: the 8-byte words that may hold a
 				      * pointer: (param << 16) | byte offset in it */
-	uint8_t sync_torch_state;    /* ddp_torch_launch: 0 not learned, else enum ddp_xt */
-	uint8_t sync_boundary;       /* ddp_sync: ends an iteration (ddp_grad_is_boundary) */
-	void *sync_torch;            /* ddp_torch_launch: struct ddp_torch_kernel */
-	char sync_kname[64];         /* ddp_sync: the function's own name (labels) */
+	uint8_t sync_torch_state; /* ddp_torch_launch: 0 not learned, else enum ddp_xt */
+	uint8_t sync_boundary;    /* ddp_sync: ends an iteration (ddp_grad_is_boundary) */
+	void *sync_torch;         /* ddp_torch_launch: struct ddp_torch_kernel */
+	char sync_kname[64];      /* ddp_sync: the function's own name (labels) */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
 	/* launches is written by every launch (atomic add, any thread): alone
 	 * on its cache line, so that the fields above, read on every launch
 	 * (sync_class, sync_scan...), are not invalidated by it */
 	char pad_before_[64];
-	uint64_t launches;           /* atomic                                 */
+	uint64_t launches; /* atomic                                 */
 	char pad_after_[56];
-	struct ddp_kfunc *next;      /* all records, registration order        */
-	void *user;                  /* for the inspector (lazily allocated)   */
+	struct ddp_kfunc *next; /* all records, registration order        */
+	void *user;             /* for the inspector (lazily allocated)   */
 };
 
 /* Creates the registry.  Kernel names and parameter layouts the images do
@@ -93,8 +93,8 @@ void ddp_kreg_set_arch(uint32_t arch);
 
 /* A module or library was loaded from image (len 0: unknown) or file.
  * Parses the image once; a bad image is a warning, never an error. */
-void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image,
-			    size_t len, const char *source);
+void ddp_kreg_module_loaded(const void *handle, int is_library, const void *image, size_t len,
+			    const char *source);
 /* The loaded module of a handle, or NULL (tests, inspection).  Its image
  * is read lazily (ddp_kreg.c): `image` non-NULL means not read yet. */
 const struct ddp_kmodule *ddp_kreg_module(const void *handle);
@@ -136,7 +136,7 @@ struct ddp_kreg_slot {
 struct ddp_kreg_table {
 	size_t mask;
 	size_t used;
-	struct ddp_kreg_table *older;     /* retired tables, freed at exit */
+	struct ddp_kreg_table *older; /* retired tables, freed at exit */
 	struct ddp_kreg_slot slots[];
 };
 extern struct ddp_kreg_table *ddp_kreg_table_;

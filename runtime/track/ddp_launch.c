@@ -34,8 +34,7 @@ static int extra_buffer(void **extra, const uint8_t **buf, size_t *size)
 	return *buf && have_size;
 }
 
-const void *ddp_launch_param_ptr(const struct ddp_kfunc *k, const struct ddp_launch_params *p,
-				 uint32_t i)
+const void *ddp_launch_param_ptr(const struct ddp_kfunc *k, const struct ddp_launch_params *p, uint32_t i)
 {
 	if (!k->layout_known || i >= k->nparams)
 		return NULL;
@@ -53,8 +52,8 @@ const void *ddp_launch_param_ptr(const struct ddp_kfunc *k, const struct ddp_lau
 	return NULL;
 }
 
-static void add_arg(struct ddp_launch *out, uint32_t param, uint32_t word, int access,
-		    int in_struct, uint64_t value, const struct ddp_alloc_ent *a)
+static void add_arg(struct ddp_launch *out, uint32_t param, uint32_t word, int access, int in_struct,
+		    uint64_t value, const struct ddp_alloc_ent *a)
 {
 	if (out->nargs == DDP_LAUNCH_MAX_ARGS) {
 		out->truncated++;

@@ -34,30 +34,30 @@
 
 enum ddp_access {
 	DDP_ACC_UNKNOWN = 0,
-	DDP_ACC_READ,        /* T const*                     */
-	DDP_ACC_WRITE,       /* T* (may read and write)      */
+	DDP_ACC_READ,  /* T const*                     */
+	DDP_ACC_WRITE, /* T* (may read and write)      */
 };
 
 struct ddp_launch_arg {
-	uint16_t param;              /* parameter index                    */
-	uint16_t word;               /* 8-byte word inside a struct param  */
-	uint8_t access;              /* enum ddp_access                    */
+	uint16_t param; /* parameter index                    */
+	uint16_t word;  /* 8-byte word inside a struct param  */
+	uint8_t access; /* enum ddp_access                    */
 	uint8_t in_struct;
-	uint64_t value;              /* the address passed                 */
-	struct ddp_alloc_ent alloc;  /* the allocation holding it          */
+	uint64_t value;             /* the address passed                 */
+	struct ddp_alloc_ent alloc; /* the allocation holding it          */
 };
 
 struct ddp_launch {
 	const struct ddp_kfunc *k;
 	uint32_t nargs;
-	uint32_t truncated;          /* more than DDP_LAUNCH_MAX_ARGS       */
+	uint32_t truncated; /* more than DDP_LAUNCH_MAX_ARGS       */
 	struct ddp_launch_arg args[DDP_LAUNCH_MAX_ARGS];
 };
 
 /* Where a launch's parameter values are. */
 struct ddp_launch_params {
-	void **kernel_params;        /* cuLaunchKernel's kernelParams       */
-	void **extra;                /* cuLaunchKernel's extra              */
+	void **kernel_params; /* cuLaunchKernel's kernelParams       */
+	void **extra;         /* cuLaunchKernel's extra              */
 };
 
 /*
@@ -70,8 +70,7 @@ ddp_result ddp_launch_decode(const struct ddp_kfunc *k, const struct ddp_launch_
 			     struct ddp_launch *out /* OUT */);
 
 /* The bytes of parameter i; NULL when unavailable. */
-const void *ddp_launch_param_ptr(const struct ddp_kfunc *k, const struct ddp_launch_params *p,
-				 uint32_t i);
+const void *ddp_launch_param_ptr(const struct ddp_kfunc *k, const struct ddp_launch_params *p, uint32_t i);
 
 const char *ddp_access_name(enum ddp_access a);
 

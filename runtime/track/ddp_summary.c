@@ -29,8 +29,9 @@ static uint64_t est_time(const struct ddp_stats_thread *t, unsigned id)
 static int cmp_k(const void *a, const void *b)
 {
 	const struct ddp_kfunc *x = *(struct ddp_kfunc *const *)a, *y = *(struct ddp_kfunc *const *)b;
-	return x->launches < y->launches ? 1 : x->launches > y->launches ? -1
-	       : (x->id > y->id) - (x->id < y->id);
+	return x->launches < y->launches   ? 1
+	       : x->launches > y->launches ? -1
+					   : (x->id > y->id) - (x->id < y->id);
 }
 
 static void human(char *buf, size_t n, uint64_t b)
@@ -45,8 +46,8 @@ static void human(char *buf, size_t n, uint64_t b)
 		snprintf(buf, n, "%llu B", (unsigned long long)b);
 }
 
-void ddp_summary_emit(const char *dir, int rank, int world,
-		      const char *(*hook_name)(unsigned id), unsigned nhooks)
+void ddp_summary_emit(const char *dir, int rank, int world, const char *(*hook_name)(unsigned id),
+		      unsigned nhooks)
 {
 	struct ddp_stats_thread *t = calloc(1, sizeof *t);
 	struct ddp_alloc_stats as;
@@ -75,7 +76,8 @@ void ddp_summary_emit(const char *dir, int rank, int world,
 
 	if (ddp_param_summary() && DDP_LOG_ON(DDP_LOG_INFO, DDP_SUB_INIT)) {
 		char b1[32], b2[32], line[900];
-		DDP_INFO(INIT, "summary: %llu hooked calls, %llu launches of %zu kernels, ~%.3f ms in hooked calls",
+		DDP_INFO(INIT,
+			 "summary: %llu hooked calls, %llu launches of %zu kernels, ~%.3f ms in hooked calls",
 			 (unsigned long long)calls, (unsigned long long)launches, nk, (double)time_ns / 1e6);
 		human(b1, sizeof b1, as.total_bytes);
 		human(b2, sizeof b2, as.peak_bytes);
@@ -94,9 +96,9 @@ void ddp_summary_emit(const char *dir, int rank, int world,
 		for (unsigned i = 0; i < nhooks; i++) {
 			if (!t->calls[i])
 				continue;
-			DDP_INFO(INIT, "summary: %-28s %10llu calls %6llu errors  ~%.3f ms",
-				 hook_name(i), (unsigned long long)t->calls[i],
-				 (unsigned long long)t->errors[i], (double)est_time(t, i) / 1e6);
+			DDP_INFO(INIT, "summary: %-28s %10llu calls %6llu errors  ~%.3f ms", hook_name(i),
+				 (unsigned long long)t->calls[i], (unsigned long long)t->errors[i],
+				 (double)est_time(t, i) / 1e6);
 		}
 		for (size_t i = 0; i < nk && i < TOP_KERNELS; i++)
 			DDP_INFO(INIT, "summary: kernel %10llu x %s", (unsigned long long)ks[i]->launches,
@@ -110,16 +112,18 @@ void ddp_summary_emit(const char *dir, int rank, int world,
 		if (!f) {
 			DDP_ERROR("cannot write the summary %s: %s", path, strerror(errno));
 		} else {
-			fprintf(f, "{\"version\":1,\"rank\":%d,\"world_size\":%d,\"pid\":%d,"
-				   "\"hook_time_ns\":%llu,\n\"hooks\":[", rank, world, (int)getpid(),
-				(unsigned long long)time_ns);
+			fprintf(f,
+				"{\"version\":1,\"rank\":%d,\"world_size\":%d,\"pid\":%d,"
+				"\"hook_time_ns\":%llu,\n\"hooks\":[",
+				rank, world, (int)getpid(), (unsigned long long)time_ns);
 			int first = 1;
 			for (unsigned i = 0; i < nhooks; i++) {
 				if (!t->calls[i])
 					continue;
-				fprintf(f, "%s\n {\"name\":\"%s\",\"calls\":%llu,\"errors\":%llu,"
-					   "\"timed\":%llu,\"time_ns\":%llu}", first ? "" : ",",
-					hook_name(i), (unsigned long long)t->calls[i],
+				fprintf(f,
+					"%s\n {\"name\":\"%s\",\"calls\":%llu,\"errors\":%llu,"
+					"\"timed\":%llu,\"time_ns\":%llu}",
+					first ? "" : ",", hook_name(i), (unsigned long long)t->calls[i],
 					(unsigned long long)t->errors[i], (unsigned long long)t->timed[i],
 					(unsigned long long)est_time(t, i));
 				first = 0;
@@ -130,8 +134,9 @@ void ddp_summary_emit(const char *dir, int rank, int world,
 				ddp_json_escape(f, ks[i]->demangled);
 				fprintf(f, "\",\"launches\":%llu}", (unsigned long long)ks[i]->launches);
 			}
-			fprintf(f, "],\n\"alloc\":{\"count\":%llu,\"bytes\":%llu,\"peak\":%llu,"
-				   "\"live\":%llu,\"live_bytes\":%llu,\"frees\":%llu},\n\"copies\":{",
+			fprintf(f,
+				"],\n\"alloc\":{\"count\":%llu,\"bytes\":%llu,\"peak\":%llu,"
+				"\"live\":%llu,\"live_bytes\":%llu,\"frees\":%llu},\n\"copies\":{",
 				(unsigned long long)as.total_allocs, (unsigned long long)as.total_bytes,
 				(unsigned long long)as.peak_bytes, (unsigned long long)as.live_count,
 				(unsigned long long)as.live_bytes, (unsigned long long)as.total_frees);

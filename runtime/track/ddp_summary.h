@@ -18,7 +18,7 @@
 #ifndef DDP_SUMMARY_H
 #define DDP_SUMMARY_H
 
-void ddp_summary_emit(const char *dir, int rank, int world,
-		      const char *(*hook_name)(unsigned id), unsigned nhooks);
+void ddp_summary_emit(const char *dir, int rank, int world, const char *(*hook_name)(unsigned id),
+		      unsigned nhooks);
 
 #endif /* DDP_SUMMARY_H */

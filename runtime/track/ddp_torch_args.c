@@ -22,12 +22,12 @@
 /* ---- layouts */
 
 struct mt_conf {
-	uint32_t tensors[5];        /* depth_to_max_tensors             */
-	uint32_t blocks;            /* depth_to_max_blocks (all depths) */
-	uint32_t tensors_sl[5];     /* depth_to_max_tensors_scalarlist  */
-	uint32_t tensors_cdouble[2];/* ..._scalarlist_of_complex_double */
-	uint32_t btt;               /* sizeof block_to_tensor entry     */
-	uint32_t addrs;             /* TensorListAddresses slots        */
+	uint32_t tensors[5];         /* depth_to_max_tensors             */
+	uint32_t blocks;             /* depth_to_max_blocks (all depths) */
+	uint32_t tensors_sl[5];      /* depth_to_max_tensors_scalarlist  */
+	uint32_t tensors_cdouble[2]; /* ..._scalarlist_of_complex_double */
+	uint32_t btt;                /* sizeof block_to_tensor entry     */
+	uint32_t addrs;              /* TensorListAddresses slots        */
 };
 
 static const struct mt_conf conf_4k = {
@@ -385,7 +385,8 @@ static ddp_result info_mta(const char *lt, const uint32_t *psize, uint32_t np, s
 		tk->r_args_depth = (uint8_t)r;
 		tk->res_arg_index = (uint8_t)res;
 		for (int l = 0; l < depth; l++)
-			tk->role[l] = (uint8_t)((l < r ? DDP_TROLE_READ : 0) | (l == res ? DDP_TROLE_WRITE : 0));
+			tk->role[l] =
+				(uint8_t)((l < r ? DDP_TROLE_READ : 0) | (l == res ? DDP_TROLE_WRITE : 0));
 		if (span_eq(fb, "UnaryOpFunctor") && na >= 3 &&
 		    memmem(a[2].s, a[2].n, "_amp_foreach_non_finite_check_and_unscale", 41))
 			tk->functor = DDP_TF_AMP_UNSCALE;
@@ -438,7 +439,7 @@ static ddp_result info_elemwise(const char *lt, int vectorized, const uint32_t *
 		for (int i = 2; i < na && i < 8; i++)
 			nocast |= span_eq(a[i], "at::native::memory::LoadWithoutCast");
 		if (!nocast)
-			return DDP_ERR_UNSUPPORTED;   /* casts: dtypes known only at run time */
+			return DDP_ERR_UNSUPPORTED; /* casts: dtypes known only at run time */
 	}
 	struct span ab = base_name(a[fi + 1], &alt);
 	int N;
@@ -562,8 +563,8 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 		if (cnt == 0)
 			return DDP_OK;
 		for (int l = 0; l < tk->depth; l++)
-			if (emit(out, cap, &n, rd64(b, 8u * (uint32_t)l), (uint64_t)cnt, tk->esize[l], tk->dtype[l],
-				 0, l, tk->role[l]))
+			if (emit(out, cap, &n, rd64(b, 8u * (uint32_t)l), (uint64_t)cnt, tk->esize[l],
+				 tk->dtype[l], 0, l, tk->role[l]))
 				return DDP_ERR_INVALID;
 		*n_out = n;
 		return DDP_OK;
@@ -613,7 +614,8 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 			if (!role[l])
 				continue;
 			uint64_t a = rd64(b, 8 * (l * tk->max_tensors + t));
-			if (emit(out, cap, &n, a, (uint64_t)numel, tk->esize[l], tk->dtype[l], t, (int)l, role[l]))
+			if (emit(out, cap, &n, a, (uint64_t)numel, tk->esize[l], tk->dtype[l], t, (int)l,
+				 role[l]))
 				return DDP_ERR_INVALID;
 		}
 		if (tk->kind == DDP_TK_FUSED) {

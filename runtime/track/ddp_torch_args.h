@@ -65,71 +65,71 @@
 #include "ddp_err.h"
 
 enum ddp_torch_kind {
-	DDP_TK_NONE = 0,     /* not one of PyTorch's decodable kernels        */
-	DDP_TK_TLM,          /* TensorListMetadata<depth>                     */
-	DDP_TK_SCALARLIST,   /* TensorListScalarListMetadata<S, depth>        */
-	DDP_TK_FUSED,        /* FusedOptimizerTensorListMetadata<depth>       */
-	DDP_TK_ADDRS,        /* lpnorm_cleanup / lpmax_cleanup's TensorListAddresses */
-	DDP_TK_ELEMWISE,     /* vectorized / unrolled elementwise kernel      */
+	DDP_TK_NONE = 0,   /* not one of PyTorch's decodable kernels        */
+	DDP_TK_TLM,        /* TensorListMetadata<depth>                     */
+	DDP_TK_SCALARLIST, /* TensorListScalarListMetadata<S, depth>        */
+	DDP_TK_FUSED,      /* FusedOptimizerTensorListMetadata<depth>       */
+	DDP_TK_ADDRS,      /* lpnorm_cleanup / lpmax_cleanup's TensorListAddresses */
+	DDP_TK_ELEMWISE,   /* vectorized / unrolled elementwise kernel      */
 };
 
 enum ddp_torch_layout {
 	DDP_TL_UNKNOWN = 0,
-	DDP_TL_4K,           /* CUDA <= 12 builds: 4 KB parameter limit        */
-	DDP_TL_CUDA13,       /* CUDA 13 builds: ~25 KB structs                 */
+	DDP_TL_4K,     /* CUDA <= 12 builds: 4 KB parameter limit        */
+	DDP_TL_CUDA13, /* CUDA 13 builds: ~25 KB structs                 */
 };
 
 enum ddp_torch_functor {
-	DDP_TF_GENERIC = 0,  /* Functor<T, depth, r_args_depth, res_arg_index> */
-	DDP_TF_LPNORM,       /* LpNormFunctor, LpMaxFunctor                    */
+	DDP_TF_GENERIC = 0, /* Functor<T, depth, r_args_depth, res_arg_index> */
+	DDP_TF_LPNORM,      /* LpNormFunctor, LpMaxFunctor                    */
 	DDP_TF_ZERO,
 	DDP_TF_COPY,
-	DDP_TF_AMP_UNSCALE,  /* UnaryOpFunctor + AMP unscale lambda            */
+	DDP_TF_AMP_UNSCALE, /* UnaryOpFunctor + AMP unscale lambda            */
 	DDP_TF_FUSED_ADAM,
 	DDP_TF_FUSED_SGD,
 	DDP_TF_FUSED_ADAGRAD,
 	DDP_TF_FUSED_ADAM_MP,
-	DDP_TF_CLEANUP,      /* lpnorm_cleanup / lpmax_cleanup                 */
+	DDP_TF_CLEANUP, /* lpnorm_cleanup / lpmax_cleanup                 */
 	DDP_TF_ELEMWISE,
 };
 
 #define DDP_TROLE_READ 1
 #define DDP_TROLE_WRITE 2
 
-#define DDP_TLIST_MAX 5          /* lists of a metadata struct             */
-#define DDP_TLIST_STEPS 0xf0     /* a fused struct's state_steps           */
+#define DDP_TLIST_MAX 5      /* lists of a metadata struct             */
+#define DDP_TLIST_STEPS 0xf0 /* a fused struct's state_steps           */
 
 /* What a kernel is, computed once. */
 struct ddp_torch_kernel {
-	uint8_t kind;                     /* enum ddp_torch_kind                 */
-	uint8_t layout;                   /* enum ddp_torch_layout               */
-	uint8_t functor;                  /* enum ddp_torch_functor              */
-	uint8_t depth;                    /* lists                               */
+	uint8_t kind;                        /* enum ddp_torch_kind                 */
+	uint8_t layout;                      /* enum ddp_torch_layout               */
+	uint8_t functor;                     /* enum ddp_torch_functor              */
+	uint8_t depth;                       /* lists                               */
 	uint8_t r_args_depth, res_arg_index; /* generic functors                 */
-	uint8_t btt_size;                 /* bytes of a block_to_tensor entry    */
-	uint8_t has_start;                /* start_tensor_this_launch present    */
-	uint8_t role[DDP_TLIST_MAX];      /* per list: DDP_TROLE_* mask          */
-	uint8_t dtype[DDP_TLIST_MAX];     /* per list: enum ddp_dtype            */
-	uint8_t esize[DDP_TLIST_MAX];     /* per list: bytes per element         */
-	uint8_t grad_list_scaled;         /* fused: list written when grad_scale != NULL (0xff none) */
-	uint32_t grad_scale_param;        /* fused: parameter index of grad_scale (0 none) */
-	uint32_t struct_param;            /* the struct / pointer array parameter */
-	uint32_t count_param;             /* elementwise: the int n parameter     */
-	uint32_t max_tensors, max_blocks; /* slots of the struct                 */
+	uint8_t btt_size;                    /* bytes of a block_to_tensor entry    */
+	uint8_t has_start;                   /* start_tensor_this_launch present    */
+	uint8_t role[DDP_TLIST_MAX];         /* per list: DDP_TROLE_* mask          */
+	uint8_t dtype[DDP_TLIST_MAX];        /* per list: enum ddp_dtype            */
+	uint8_t esize[DDP_TLIST_MAX];        /* per list: bytes per element         */
+	uint8_t grad_list_scaled;            /* fused: list written when grad_scale != NULL (0xff none) */
+	uint32_t grad_scale_param;           /* fused: parameter index of grad_scale (0 none) */
+	uint32_t struct_param;               /* the struct / pointer array parameter */
+	uint32_t count_param;                /* elementwise: the int n parameter     */
+	uint32_t max_tensors, max_blocks;    /* slots of the struct                 */
 	uint32_t off_numel, off_scalars, off_steps, off_btt, off_btc, off_start;
-	uint32_t struct_size;             /* bytes of the struct parameter       */
+	uint32_t struct_size; /* bytes of the struct parameter       */
 };
 
 /* One byte range a launch touches. */
 struct ddp_trange {
 	uint64_t addr;
-	uint64_t bytes;       /* numel x element size (0 when the size is unknown) */
+	uint64_t bytes; /* numel x element size (0 when the size is unknown) */
 	uint64_t numel;
-	uint32_t tensor;      /* index among the launch's live tensors           */
-	uint8_t list;         /* list index, or DDP_TLIST_STEPS                   */
-	uint8_t role;         /* DDP_TROLE_* mask                                  */
-	uint8_t dtype;        /* enum ddp_dtype (UNKNOWN for complex and others)   */
-	uint8_t esize;        /* bytes per element                                 */
+	uint32_t tensor; /* index among the launch's live tensors           */
+	uint8_t list;    /* list index, or DDP_TLIST_STEPS                   */
+	uint8_t role;    /* DDP_TROLE_* mask                                  */
+	uint8_t dtype;   /* enum ddp_dtype (UNKNOWN for complex and others)   */
+	uint8_t esize;   /* bytes per element                                 */
 };
 
 /*

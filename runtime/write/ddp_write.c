@@ -70,7 +70,7 @@
 
 #define WHITEOUT "/\001ddprun-deleted"
 
-static int wr_active;              /* this rank redirects                 */
+static int wr_active; /* this rank redirects                 */
 static int wr_rank;
 static int wr_tmp;                 /* DDP_REDIRECT_TMP: redirect temp too */
 static int wr_keep;                /* DDP_WRITE_KEEP                      */
@@ -81,9 +81,9 @@ static int wr_root_errno = EACCES; /* why there is none (the writes' errno) */
 #define WR_MAX_TEMP 8
 static char wr_temp[WR_MAX_TEMP][PATH_MAX]; /* DDP_TEMP_DIRS + $TMPDIR, absolute */
 static int wr_ntemp;
-static int wr_said_unprotected;    /* the one "left unprotected" line (atomic) */
-static uint64_t logged[1024];      /* hashes of paths logged (atomic)     */
-static uint64_t failed[256];       /* hashes of paths refused (atomic)    */
+static int wr_said_unprotected; /* the one "left unprotected" line (atomic) */
+static uint64_t logged[1024];   /* hashes of paths logged (atomic)     */
+static uint64_t failed[256];    /* hashes of paths refused (atomic)    */
 
 /* ---- paths ---------------------------------------------------------- */
 
@@ -222,8 +222,17 @@ static int is_whiteout(const char *side, const struct stat *st)
 
 /* ---- the merged view ------------------------------------------------ */
 
-enum where { W_MISSING, W_REAL, W_SIDE, W_WHITEOUT };
-enum { RES_FILE = 0, RES_NOTFILE = 1, RES_DELETED = 2 };
+enum where {
+	W_MISSING,
+	W_REAL,
+	W_SIDE,
+	W_WHITEOUT
+};
+enum {
+	RES_FILE = 0,
+	RES_NOTFILE = 1,
+	RES_DELETED = 2
+};
 
 /* Resolves the absolute path abs (in place) through the rank's view: every
  * component's symbolic link is followed (the last one only when follow),
@@ -516,8 +525,7 @@ static int copy_file(const char *src, const char *dst, mode_t mode, int excl)
 	in = ddp_libc_.open64(src, O_RDONLY | O_CLOEXEC);
 	if (in < 0)
 		goto out_free_buf;
-	out = ddp_libc_.open64(dst, O_WRONLY | O_CREAT | (excl ? O_EXCL : O_TRUNC) | O_CLOEXEC,
-			       mode & 07777);
+	out = ddp_libc_.open64(dst, O_WRONLY | O_CREAT | (excl ? O_EXCL : O_TRUNC) | O_CLOEXEC, mode & 07777);
 	if (out < 0)
 		goto out_close_in;
 	while ((n = ddp_libc_.read(in, buf, 1 << 16)) > 0) {
@@ -641,8 +649,8 @@ static int first_time(uint64_t *t, size_t n, uint64_t h)
 
 		if (cur == h)
 			return 0;
-		if (cur == 0 && __atomic_compare_exchange_n(&t[j], &cur, h, 0, __ATOMIC_RELAXED,
-							    __ATOMIC_RELAXED))
+		if (cur == 0 &&
+		    __atomic_compare_exchange_n(&t[j], &cur, h, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return 1;
 		if (cur == h)
 			return 0;
@@ -667,9 +675,9 @@ static int refuse(const char *path, const char *why)
 
 	if (first_time(failed, sizeof failed / sizeof failed[0], path_hash(path)))
 		DDP_ERROR("libddp: rank %d cannot write %s%.160s: %s (%s); the call fails rather than "
-			  "write rank 0's file (docs/write-safety.md)", wr_rank,
-			  strlen(path) > 160 ? "..." : "", path + (strlen(path) > 160 ? strlen(path) - 160 : 0),
-			  why, strerror(e));
+			  "write rank 0's file (docs/write-safety.md)",
+			  wr_rank, strlen(path) > 160 ? "..." : "",
+			  path + (strlen(path) > 160 ? strlen(path) - 160 : 0), why, strerror(e));
 	errno = e;
 	return -1;
 }
@@ -691,10 +699,10 @@ static void say_unprotected(const char *abs)
 {
 	int expect = 0;
 
-	if (__atomic_compare_exchange_n(&wr_said_unprotected, &expect, 1, 0, __ATOMIC_RELAXED,
-					__ATOMIC_RELAXED))
+	if (__atomic_compare_exchange_n(&wr_said_unprotected, &expect, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		DDP_WARN("libddp: rank %d writes %.200s in place: %s is shared by every rank "
-			 "(docs/write-safety.md); this is said once", wr_rank, abs,
+			 "(docs/write-safety.md); this is said once",
+			 wr_rank, abs,
 			 in_temp(abs) ? "a temporary folder under DDP_REDIRECT_TMP=0" : "this folder");
 }
 
@@ -789,7 +797,8 @@ static void remove_stale(const char *dir, const char *keep)
 			continue;
 		if (remove_tree(p) != 0)
 			DDP_WARN("libddp: rank %d cannot remove %s, left by an earlier run (%s); it is "
-				 "never read", wr_rank, p, strerror(errno));
+				 "never read",
+				 wr_rank, p, strerror(errno));
 		else
 			DDP_DEBUG(HOOK, "rank %d removed %s, left by an earlier run", wr_rank, p);
 	}
@@ -812,13 +821,11 @@ static void temp_dirs_setup(const char *list, const char *tmpdir)
 	char *save = NULL;
 
 	wr_ntemp = 0;
-	if (snprintf(buf, sizeof buf, "%s:%s", list ? list : "", tmpdir ? tmpdir : "") >=
-	    (int)sizeof buf) {
+	if (snprintf(buf, sizeof buf, "%s:%s", list ? list : "", tmpdir ? tmpdir : "") >= (int)sizeof buf) {
 		DDP_WARN("DDP_TEMP_DIRS is too long; only /tmp and /var/tmp count as temporary");
 		snprintf(buf, sizeof buf, "/tmp:/var/tmp");
 	}
-	for (char *d = strtok_r(buf, ":", &save); d && wr_ntemp < WR_MAX_TEMP;
-	     d = strtok_r(NULL, ":", &save))
+	for (char *d = strtok_r(buf, ":", &save); d && wr_ntemp < WR_MAX_TEMP; d = strtok_r(NULL, ":", &save))
 		if (*d && abs_path(AT_FDCWD, d, wr_temp[wr_ntemp], sizeof wr_temp[0]) == 0)
 			wr_ntemp++;
 }
@@ -848,8 +855,7 @@ static int run_setup(char *rankdir, size_t len)
 	} else {
 		fresh = 1;
 		wr_owner = getpid();
-		snprintf(name, sizeof name, "run-%d-%llu-%s", (int)wr_owner, start_time(wr_owner),
-			 host_tag());
+		snprintf(name, sizeof name, "run-%d-%llu-%s", (int)wr_owner, start_time(wr_owner), host_tag());
 		setenv("DDP_WRITE_RUN", name, 1);
 	}
 	if (snprintf(wr_root, sizeof wr_root, "%s/%s", rankdir, name) >= (int)sizeof wr_root)
@@ -881,27 +887,27 @@ void ddp_write_setup(void)
 	wr_tmp = ddp_param_redirect_tmp();
 	wr_keep = ddp_param_write_keep();
 	wr_rank = ri->rank;
-	if (abs_path(AT_FDCWD, dir, wr_base, sizeof wr_base) != 0 ||
-	    strlen(wr_base) + 64 >= sizeof wr_base) {
+	if (abs_path(AT_FDCWD, dir, wr_base, sizeof wr_base) != 0 || strlen(wr_base) + 64 >= sizeof wr_base) {
 		DDP_ERROR("libddp: DDP_WRITE_DIR='%.64s%s' cannot be made an absolute path (%zu bytes); "
 			  "rank %d's writes outside the shared folders fail (set DDP_WRITE_DIR to a "
-			  "shorter path)", dir, strlen(dir) > 64 ? "..." : "", strlen(dir), ri->rank);
+			  "shorter path)",
+			  dir, strlen(dir) > 64 ? "..." : "", strlen(dir), ri->rank);
 		wr_base[0] = wr_root[0] = '\0';
 	} else if (run_setup(rankdir, sizeof rankdir) != 0) {
 		wr_root_errno = errno ? errno : EACCES;
 		DDP_ERROR("libddp: rank %d cannot make its run folder under %s (%s); its writes outside "
-			  "the shared folders fail (docs/write-safety.md)", ri->rank, wr_base,
-			  strerror(errno));
+			  "the shared folders fail (docs/write-safety.md)",
+			  ri->rank, wr_base, strerror(errno));
 		wr_root[0] = '\0';
 	}
 	if (!wr_tmp && wr_ntemp > 0)
 		DDP_WARN("libddp: DDP_REDIRECT_TMP=0: rank %d writes files under the temporary folders "
-			 "(%s%s%s) in place, shared with every rank", ri->rank, wr_temp[0],
-			 wr_ntemp > 1 ? ", " : "", wr_ntemp > 1 ? wr_temp[1] : "");
+			 "(%s%s%s) in place, shared with every rank",
+			 ri->rank, wr_temp[0], wr_ntemp > 1 ? ", " : "", wr_ntemp > 1 ? wr_temp[1] : "");
 	if (getcwd(cwd, sizeof cwd) && excluded(cwd) && !(wr_base[0] && under(cwd, wr_base)))
 		DDP_WARN("libddp: rank %d's working folder %s is shared (/dev, /proc, /sys, /run%s): "
-			 "files written there are not protected (docs/write-safety.md)", ri->rank, cwd,
-			 wr_tmp ? "" : ", temporary folders");
+			 "files written there are not protected (docs/write-safety.md)",
+			 ri->rank, cwd, wr_tmp ? "" : ", temporary folders");
 	__atomic_store_n(&wr_active, 1, __ATOMIC_RELEASE);
 	DDP_DEBUG(HOOK, "rank %d redirects its writes to %s", wr_rank, wr_root);
 }
@@ -973,10 +979,8 @@ static const char *lookup(int dirfd, const char *path, int follow, char *buf, si
 	if (resolve(abs, sizeof abs, follow, &w, &st) != RES_FILE || excluded(abs))
 		return NULL;
 	switch (w) {
-	case W_SIDE:
-		return side_path(abs, buf, len) == 0 ? buf : NULL;
-	case W_WHITEOUT:
-		return missing_path(buf, len);
+	case W_SIDE: return side_path(abs, buf, len) == 0 ? buf : NULL;
+	case W_WHITEOUT: return missing_path(buf, len);
 	case W_MISSING:
 		/* a name under a folder only the rank has: its entry */
 		if (side_path(abs, buf, len) == 0)
@@ -1006,8 +1010,8 @@ const char *ddp_write_map_lookup(int dirfd, const char *path, int follow, char *
  * rank's entry in buf (*side = 1: its folders mirrored; an existing real
  * file copied up when copy_up, an empty copy made when trunc).  abs gets
  * the canonical name.  -1 with errno (one line when it is ddp's trouble). */
-static int map_write(int dirfd, const char *path, int follow, int flags, char *abs, char *buf,
-		     size_t len, int *side)
+static int map_write(int dirfd, const char *path, int follow, int flags, char *abs, char *buf, size_t len,
+		     int *side)
 {
 	struct stat st, now;
 	enum where w;
@@ -1037,9 +1041,7 @@ static int map_write(int dirfd, const char *path, int follow, int flags, char *a
 	if (side_path(abs, buf, len) != 0)
 		return refuse(path, "its side path cannot be made");
 	switch (w) {
-	case W_SIDE:
-		*side = 1;
-		return 0;
+	case W_SIDE: *side = 1; return 0;
 	case W_REAL:
 		if (!S_ISREG(st.st_mode))
 			return 0; /* FIFO, socket, device, folder, a link not followed */
@@ -1527,8 +1529,7 @@ int ddp_write_truncate(const char *path, off_t len)
 int ddp_write_mkostemps(char *tmpl, int suffixlen, int flags,
 			int (*open_fn)(int dirfd, const char *path, int flags, mode_t mode))
 {
-	static const char chars[] =
-		"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+	static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 	char abs[PATH_MAX];
 	size_t n;
 	char *x;

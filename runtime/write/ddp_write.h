@@ -46,7 +46,10 @@ const char *ddp_write_map_lookup(int dirfd, const char *path, int follow, char *
 
 /* Name operations, made on the rank's overlay (the real call included). */
 int ddp_write_rename(int odir, const char *old, int ndir, const char *new, unsigned flags);
-enum { DDP_WRITE_UNLINK_AT, DDP_WRITE_UNLINK_REMOVE };
+enum {
+	DDP_WRITE_UNLINK_AT,
+	DDP_WRITE_UNLINK_REMOVE
+};
 int ddp_write_unlink(int dirfd, const char *path, int flags, int kind);
 int ddp_write_link(int odir, const char *old, int ndir, const char *new, int flags);
 int ddp_write_truncate(const char *path, off_t len);
