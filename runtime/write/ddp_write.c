@@ -933,7 +933,7 @@ int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, siz
 			goto out;
 	/* a working folder under a temporary folder (a CI checkout in /tmp)
 	 * holds outputs like any other: only the rest of /tmp is scratch */
-	in_cwd = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") && under(abs, cwd);
+	in_cwd = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") != 0 && under(abs, cwd);
 	if (in_cwd)
 		rel = abs + strlen(cwd);
 	else if (in_temp(abs))
