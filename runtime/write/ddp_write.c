@@ -1306,6 +1306,20 @@ out_free:
 	return rc;
 }
 
+/* A name mkdir or symlink makes on the rank's overlay: EEXIST when the rank
+ * sees one there, else its folders made and a whiteout of it removed;
+ * -1 with errno when the name cannot be made. */
+static int new_name_ready(const struct name *n, const char *path)
+{
+	if (n->w == W_SIDE || n->w == W_REAL)
+		return errno = EEXIST, -1;
+	if (mirror_for(n->abs, path) != 0)
+		return -1;
+	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
+		return -1;
+	return 0;
+}
+
 int ddp_write_mkdir(int dirfd, const char *path, mode_t mode)
 {
 	struct name *n = calloc(1, sizeof *n);
@@ -1320,13 +1334,7 @@ int ddp_write_mkdir(int dirfd, const char *path, mode_t mode)
 		rc = ddp_libc_.mkdirat(dirfd, path, mode);
 		goto out_free;
 	}
-	if (n->w == W_SIDE || n->w == W_REAL) {
-		errno = EEXIST;
-		goto out_free;
-	}
-	if (mirror_for(n->abs, path) != 0)
-		goto out_free;
-	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
+	if (new_name_ready(n, path) != 0)
 		goto out_free;
 	if (ddp_libc_.mkdir(n->side, mode) != 0)
 		goto out_free;
@@ -1352,13 +1360,7 @@ int ddp_write_symlink(const char *target, int dirfd, const char *path)
 		rc = ddp_libc_.symlinkat(target, dirfd, path);
 		goto out_free;
 	}
-	if (n->w == W_SIDE || n->w == W_REAL) {
-		errno = EEXIST;
-		goto out_free;
-	}
-	if (mirror_for(n->abs, path) != 0)
-		goto out_free;
-	if (n->w == W_WHITEOUT && remove_tree(n->side) != 0)
+	if (new_name_ready(n, path) != 0)
 		goto out_free;
 	if (ddp_libc_.symlink(target, n->side) != 0)
 		goto out_free;
