@@ -252,6 +252,10 @@ static void *async_watchdog(void *arg)
 				last = now_ns();
 				if (t >= issued)
 					break;
+				if (c->cfg.busy) { /* the board follows the op watched */
+					c->cfg.busy(0, t);
+					c->cfg.busy(1, t + 1);
+				}
 				t++;
 				continue;
 			}

@@ -839,6 +839,7 @@ static ddp_result op_step_end(void *ctx, uint64_t step)
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
 	phase_open = 0;
+	ddp_status_step_end(); /* what is numbered next belongs to the next step */
 	ddp_overlap_step_base(launch_seq);
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
