@@ -421,13 +421,16 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	const struct launch_opts *o = job->o;
 	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
 		st.next_progress = job->start + job->progress_every;
-	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 3), sizeof *pfd);
-	int *who = calloc((size_t)(2 * job->nranks + 3), sizeof *who);
+	size_t nfds = 2 * (size_t)job->nranks + 3;
+	struct pollfd *pfd = calloc(nfds, sizeof *pfd);
+	int *who = calloc(nfds, sizeof *who);
 	int code = 0;
 
 	if (!pfd || !who) {
 		launch_msg("out of memory");
 		launch_kill_all(job);
+		free(pfd);
+		free(who);
 		return 1;
 	}
 

@@ -136,10 +136,11 @@ static void unlock(void)
 	__atomic_clear(&flight_lock, __ATOMIC_RELEASE);
 }
 
-static void put_name(char *dst, const char *src)
+static void put_name(char *dst /* 32 bytes */, const char *src)
 {
+	size_t n = src ? strnlen(src, 31) : 0;
 	for (size_t i = 0; i < 32; i++)
-		__atomic_store_n(&dst[i], src && i < 31 && i < strlen(src) ? src[i] : '\0', __ATOMIC_RELAXED);
+		__atomic_store_n(&dst[i], i < n ? src[i] : '\0', __ATOMIC_RELAXED);
 }
 
 /* Writes the table's state to the board (under the lock). */
