@@ -139,6 +139,7 @@ struct launch_job {
 	char *preload;  /* libddp.so path, NULL if none  */
 	struct launch_devices dev;
 	char *write_dir;
+	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
 	double grace;          /* seconds between SIGTERM and SIGKILL */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
@@ -199,6 +200,11 @@ void launch_progress_report(struct launch_job *job, double now);
 /* The end-of-job line: exit code, time, steps, collectives; why (may be
  * NULL) says what ended it. */
 void launch_progress_end(struct launch_job *job, double now, int code, const char *why);
+
+/* notice.c: says once, at start, which folders the ranks other than 0
+ * write in place (DDP_REDIRECT_TMP=0, a shared working folder); sets
+ * job->write_said when the ranks are to leave it to ddprun. */
+void launch_write_notice(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
