@@ -32,6 +32,7 @@
 #include "ddp_overlap.h"
 #include "ddp_rangelog.h"
 #include "ddp_sig.h"
+#include "ddp_status.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
@@ -403,6 +404,7 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
 	sync_phase_open = 0;
+	ddp_status_step_end(); /* what is numbered next belongs to the next step */
 	ddp_overlap_step_base(sync_launch_seq);
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
