@@ -33,7 +33,8 @@ for mode in spin read stop; do
 		kill -KILL $pid
 		continue
 	fi
-	t0=$(now_ms)
+	# the stall's own moment (the injector's clock), not when this poll saw it
+	t0=$(sed -n "s/.*hang-inject: rank 1 $mode now (at \([0-9]*\) ms).*/\1/p" "$err" | head -n 1)
 	wait $pid
 	rc=$? t=$(($(now_ms) - t0))
 	check "$mode: exit 124 (got $rc)" [ $rc = 124 ]

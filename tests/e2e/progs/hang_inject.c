@@ -11,7 +11,7 @@
  *          handlers: they would talk to ddprun's store): the test continues
  *          ddprun once the other ranks have given up on this one, so ddprun
  *          finds them already out of the collective (progress.sh)
- * Just before, it writes "hang-inject: rank R MODE now" on stderr.  Other
+ * Just before, it writes "hang-inject: rank R MODE now (at T ms)" on stderr (T: CLOCK_REALTIME).  Other
  * ranks, and every read before, pass through (dlsym RTLD_NEXT: libddp's
  * hook when it is preloaded after this shim).
  */
@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 ssize_t read(int fd, void *buf, size_t n)
@@ -42,8 +43,11 @@ ssize_t read(int fd, void *buf, size_t n)
 		armed = r && me && mode && strcmp(r, me) == 0;
 	}
 	if (armed && fd > 2 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ++count == after) {
-		char msg[96];
-		int len = snprintf(msg, sizeof msg, "hang-inject: rank %s %s now\n", getenv("RANK"), mode);
+		char msg[128];
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		int len = snprintf(msg, sizeof msg, "hang-inject: rank %s %s now (at %lld ms)\n", getenv("RANK"), mode,
+				   (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 		if (write(2, msg, (size_t)len) < 0)
 			_exit(99);
 		if (strcmp(mode, "spin") == 0) {
