@@ -58,6 +58,7 @@
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
+#include "ddp_hash.h"
 #include "ddp_job.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
@@ -129,16 +130,6 @@ ddp_result sync_coll_fail(ddp_result rc, const char *what)
 
 /* ---- helpers */
 
-uint64_t sync_fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < n; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 CUstream sync_the_stream(void *s)
 {
 	return (CUstream)s;
@@ -165,7 +156,7 @@ void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *
  * the same cache, so every rank checks the same compositions. */
 void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint64_t h)
 {
-	h = sync_fnv1a(h, kind, strlen(kind));
+	h = ddp_fnv1a(h, kind, strlen(kind));
 	for (size_t i = 0; i < nsigs; i++)
 		if (sigs_seen[i] == h)
 			return;
@@ -173,14 +164,10 @@ void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint6
 	if (rc != DDP_OK)
 		sync_coll_fail(rc, "collective signature check");
 	sync_stats.sig_checks++;
-	if (nsigs == sigcap) {
-		size_t nc = sigcap ? sigcap * 2 : 64;
-		uint64_t *p = realloc(sigs_seen, nc * sizeof *p);
-		if (!p) /* forgetting it here alone would make this rank check again, alone */
-			sync_die("libddp: out of memory (collective signature cache)");
-		sigs_seen = p;
-		sigcap = nc;
-	}
+	uint64_t *p = ddp_array_grow(sigs_seen, &sigcap, nsigs + 1, sizeof *p, 64);
+	if (!p) /* forgetting it here alone would make this rank check again, alone */
+		sync_die("libddp: out of memory (collective signature cache)");
+	sigs_seen = p;
 	sigs_seen[nsigs++] = h;
 }
 

@@ -19,6 +19,7 @@
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
+#include "ddp_hash.h"
 #include "ddp_job.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
@@ -86,7 +87,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 		if (sync_op_read(NULL, b->base, host, b->size, stream) != DDP_OK)
 			sync_die("libddp: --check: cannot copy a parameter buffer to the host");
 		pb[np] = b;
-		h[np++] = sync_fnv1a(0xcbf29ce484222325ULL, host, b->size);
+		h[np++] = ddp_fnv1a(DDP_FNV1A_INIT, host, b->size);
 	}
 	free(host);
 	snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, sync_my_rank);
@@ -171,24 +172,20 @@ static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 	for (; i + 8 <= n; i += 8) {
 		uint64_t w;
 		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0x100000001b3ULL;
+		h = (h ^ w) * DDP_FNV1A_PRIME;
 		h ^= h >> 29;
 	}
 	for (; i < n; i++)
-		h = (h ^ p[i]) * 0x100000001b3ULL;
+		h = (h ^ p[i]) * DDP_FNV1A_PRIME;
 	return h ^ (h >> 32);
 }
 
 static struct inv_item *inv_add(void)
 {
-	if (ninv == invcap) {
-		size_t nc = invcap ? invcap * 2 : 64;
-		struct inv_item *p = realloc(inv, nc * sizeof *p);
-		if (!p)
-			sync_die("libddp: out of memory (invariant check)");
-		inv = p;
-		invcap = nc;
-	}
+	struct inv_item *p = ddp_array_grow(inv, &invcap, ninv + 1, sizeof *p, 64);
+	if (!p)
+		sync_die("libddp: out of memory (invariant check)");
+	inv = p;
 	struct inv_item *it = &inv[ninv++];
 	memset(it, 0, sizeof *it);
 	return it;
@@ -268,7 +265,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			inv[first + ord[a]].hash = hash_bytes(0xcbf29ce484222325ULL,
+			inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
 							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed
@@ -276,7 +273,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	 * differs between ranks) */
 	if (sync_cur_k && sync_cur_k->types_known && sync_cur_call) {
 		struct ddp_launch_params p = { sync_cur_call->params, sync_cur_call->extra };
-		uint64_t h = 0xcbf29ce484222325ULL;
+		uint64_t h = DDP_FNV1A_INIT;
 		int any = 0;
 		for (uint32_t i = 0; i < sync_cur_k->nparams; i++) {
 			if (sync_cur_k->params[i].ptype != DDP_PT_SCALAR)

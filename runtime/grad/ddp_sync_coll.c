@@ -53,14 +53,11 @@ struct coll_kind {
 void sync_account_step_bytes(uint64_t st, uint64_t bytes)
 {
 	if (st > sync_stats.nstep_bytes) {
-		size_t nn = sync_stats.nstep_bytes ? sync_stats.nstep_bytes : 64;
-		while (nn < st)
-			nn *= 2;
-		uint64_t *p = realloc(sync_stats.step_bytes, nn * sizeof *p);
+		size_t old = sync_stats.nstep_bytes;
+		uint64_t *p = ddp_array_grow(sync_stats.step_bytes, &sync_stats.nstep_bytes, st, sizeof *p, 64);
 		if (p) {
-			memset(p + sync_stats.nstep_bytes, 0, (nn - sync_stats.nstep_bytes) * sizeof *p);
+			memset(p + old, 0, (sync_stats.nstep_bytes - old) * sizeof *p);
 			sync_stats.step_bytes = p;
-			sync_stats.nstep_bytes = nn;
 		}
 	}
 	if (st && st <= sync_stats.nstep_bytes)

@@ -42,7 +42,6 @@ struct sync_stats {
 /* ddp_sync.c */
 void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint64_t h);
 ddp_result sync_coll_fail(ddp_result rc, const char *what);
-uint64_t sync_fnv1a(uint64_t h, const void *p, size_t n);
 CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
