@@ -6,8 +6,14 @@
 # modules it needs by name:
 #
 #   $(eval $(call ddp_module,NAME,SOURCES))  declares module NAME
-#   $(call ddp_lib_files,NAMES)              its archives (prerequisites)
-#   $(call ddp_libs,NAMES)                   the same, grouped for a link line
+#   $(call ddp_lib_files,NAMES)              their archives, top module first
+#   $(call ddp_libs,NAMES)                   the same, for a link line
+#
+# Archives are linked once each, in the declared order, top first (no
+# --start-group): a module may use only the modules below it, so a call
+# from a lower module into an upper one (a back-edge) fails the link.
+# tests/arch/check_deps.py reads RUNTIME_MODULES from here and checks every
+# archive's undefined symbols against this order.
 #
 # The dependency rule (checked by tests/arch/check_layers.sh in `make test`):
 # runtime/ includes no header of interpose/ or launcher/, and reaches the
@@ -42,8 +48,10 @@ $$(DDP_MOD_OBJS_$(1)): CFLAGS += -fvisibility=hidden
 BINS += $$(DDP_MOD_LIB_$(1))
 RUNTIME_OBJS += $$(DDP_MOD_OBJS_$(1))
 endef
-ddp_lib_files = $(foreach m,$(1),$(DDP_MOD_LIB_$(m)))
-ddp_libs = -Wl,--start-group $(call ddp_lib_files,$(1)) -Wl,--end-group
+ddp_reverse = $(if $(1),$(call ddp_reverse,$(wordlist 2,$(words $(1)),$(1))) $(firstword $(1)))
+RUNTIME_MODULES_TOP_FIRST := $(strip $(call ddp_reverse,$(RUNTIME_MODULES)))
+ddp_lib_files = $(foreach m,$(filter $(1),$(RUNTIME_MODULES_TOP_FIRST)),$(DDP_MOD_LIB_$(m)))
+ddp_libs = $(call ddp_lib_files,$(1))
 
 RUNTIME_OBJS :=
 include $(addsuffix /module.mk,$(RUNTIME_DIRS))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp_array.h"
 #include "ddp_flow.h"
 
 #define FLOW_HIST_MAX 16384
@@ -65,14 +66,10 @@ static ddp_result range_add(struct flow_range **v, size_t *n, size_t *cap, uint3
 			*out = &(*v)[i];
 			return DDP_OK;
 		}
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct flow_range *nv = realloc(*v, nc * sizeof *nv);
-		if (!nv)
-			return DDP_ERR_NOMEM;
-		*v = nv;
-		*cap = nc;
-	}
+	struct flow_range *nv = ddp_array_grow(*v, cap, *n + 1, sizeof *nv, 64);
+	if (!nv)
+		return DDP_ERR_NOMEM;
+	*v = nv;
 	struct flow_range *r = &(*v)[(*n)++];
 	memset(r, 0, sizeof *r);
 	r->alloc_id = alloc_id;

@@ -110,14 +110,10 @@ struct alloc_ix *grad_ix_get(struct ddp_grad *g, uint64_t base, uint32_t alloc_i
 		return x;
 	if ((g->nallocs + 1) * 2 > g->hmask + 1 && hash_grow(g) != DDP_OK)
 		return NULL;
-	if (g->nallocs == g->acap) {
-		size_t nc = g->acap ? g->acap * 2 : 64;
-		struct alloc_ix *na = realloc(g->allocs, nc * sizeof *na);
-		if (!na)
-			return NULL;
-		g->allocs = na;
-		g->acap = nc;
-	}
+	struct alloc_ix *na = ddp_array_grow(g->allocs, &g->acap, g->nallocs + 1, sizeof *na, 64);
+	if (!na)
+		return NULL;
+	g->allocs = na;
 	x = &g->allocs[g->nallocs++];
 	memset(x, 0, sizeof *x);
 	x->base = base;
@@ -243,22 +239,16 @@ struct ddp_grad_buf *grad_rec_new(struct ddp_grad *g, const struct ddp_grad_arg 
 			goto fill;
 		}
 	}
-	if (x->n == x->cap) {
-		uint32_t nc = x->cap ? x->cap * 2 : 4;
-		uint32_t *nr = realloc(x->rec, nc * sizeof *nr);
-		if (!nr)
-			return NULL;
-		x->rec = nr;
-		x->cap = nc;
-	}
-	if (g->nbufs == g->cap) {
-		size_t nc = g->cap ? g->cap * 2 : 64;
-		struct ddp_grad_buf **nb = realloc(g->bufs, nc * sizeof *nb);
-		if (!nb)
-			return NULL;
-		g->bufs = nb;
-		g->cap = nc;
-	}
+	size_t rcap = x->cap;
+	uint32_t *nr = ddp_array_grow(x->rec, &rcap, (size_t)x->n + 1, sizeof *nr, 4);
+	if (!nr)
+		return NULL;
+	x->rec = nr;
+	x->cap = (uint32_t)rcap;
+	struct ddp_grad_buf **nb = ddp_array_grow(g->bufs, &g->cap, g->nbufs + 1, sizeof *nb, 64);
+	if (!nb)
+		return NULL;
+	g->bufs = nb;
 	if (!(b = calloc(1, sizeof *b)))
 		return NULL;
 	g->bufs[g->nbufs] = b;

@@ -90,18 +90,18 @@
 #include <stdint.h>
 #include "ddp_dtype.h"
 #include "ddp_err.h"
+#include "ddp_kfamily.h"
 
 /* Element types are enum ddp_dtype (ddp_dtype.h), stored in uint8_t fields.
  * Only reducible types (f32, f16, bf16) make a gradient; the tracker treats
  * any other one as unknown. */
 
+/* Kernel classes: the families of runtime/track/ddp_kfamily.def. */
 enum ddp_grad_kclass {
-	DDP_GK_OTHER = 0,
-	DDP_GK_READER,  /* reads gradients before the optimizer           */
-	DDP_GK_OPT,     /* optimizer step                                  */
-	DDP_GK_NEUTRAL, /* neutral consumer: transforms averaged gradients
-			     * the same way on every rank (clip's scaling by a
-			     * device scalar, _foreach_zero_); never a step      */
+	DDP_GK_OTHER = DDP_KF_OTHER,
+	DDP_GK_READER = DDP_KF_READER,   /* reads gradients before the optimizer */
+	DDP_GK_OPT = DDP_KF_OPT,         /* optimizer step                        */
+	DDP_GK_NEUTRAL = DDP_KF_NEUTRAL, /* neutral consumer (ddp_kfamily.h)      */
 };
 
 enum ddp_grad_access { /* same values as enum ddp_access (ddp_launch.h) */
@@ -354,17 +354,21 @@ const char *ddp_grad_last_error(const struct ddp_grad *g);
 size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads,
 			  uint64_t *hash /* OUT, may be NULL */);
 
-/* Pattern lists: "a,b" replaces the built-ins, "+a,b" adds to them; NULL or
- * "" keeps the built-ins.  Matching is a case-insensitive substring test.
- * Returns 1 when name matches. */
-int ddp_grad_name_matches(const char *name, const char *const *builtin, const char *setting);
-extern const char *const ddp_grad_opt_builtin[];
-extern const char *const ddp_grad_reader_builtin[];
-extern const char *const ddp_grad_neutral_builtin[];
-/* Does the kernel end an iteration (L->boundary)? */
-int ddp_grad_is_boundary(const char *name);
+/* Kernel families by name: the rows of runtime/track/ddp_kfamily.def, the
+ * one table the kernel registry reads too.  Does the kernel end an
+ * iteration (L->boundary)? */
+static inline int ddp_grad_is_boundary(const char *name)
+{
+	return ddp_kfamily_mark(name, DDP_KM_BOUNDARY);
+}
 /* Neutral patterns win over reader patterns, which win over optimizer
- * patterns (multi_tensor_apply<LpNorm>). */
-enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting, const char *reader_setting);
+ * patterns (multi_tensor_apply<LpNorm>); opt_setting and reader_setting are
+ * DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS ("a,b" replaces the built-ins,
+ * "+a,b" adds to them, NULL or "" keeps them). */
+static inline enum ddp_grad_kclass ddp_grad_classify(const char *name, const char *opt_setting,
+						     const char *reader_setting)
+{
+	return (enum ddp_grad_kclass)ddp_kfamily_classify(name, opt_setting, reader_setting);
+}
 
 #endif /* DDP_GRAD_H */

@@ -17,6 +17,7 @@
 #include "ddp_array.h"
 #include "ddp_flow.h"
 #include "ddp_grad.h"
+#include "ddp_hash.h"
 #include "ddp_log.h"
 #include "ddp_grad_int.h"
 
@@ -52,14 +53,14 @@ int grad_flow_applies(const struct ddp_grad *g, const struct ddp_grad_launch *L)
 
 static uint64_t flow_key(const struct ddp_grad_launch *L)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ L->kid;
+	uint64_t h = DDP_FNV1A_INIT ^ L->kid;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		uint64_t lo, hi;
 		grad_arg_range(&L->args[i], &lo, &hi);
 		uint64_t v[3] = { L->args[i].alloc_id, lo, hi };
 		for (int k = 0; k < 3; k++) {
 			h ^= v[k];
-			h *= 0x100000001b3ULL;
+			h *= DDP_FNV1A_PRIME;
 			h ^= h >> 29;
 		}
 	}

@@ -5,8 +5,6 @@
  *   ddp_grad.c           the range table: records, the per-allocation
  *                        index and its hash; creation, accessors, the
  *                        launch dispatcher;
- *   ddp_grad_kind.c      kernel families by name (builtin lists,
- *                        DDP_OPT_KERNELS / DDP_GRAD_READER_KERNELS);
  *   ddp_grad_reduce.c    actions: averaging dirty gradients, epochs, the
  *                        end of an update phase;
  *   ddp_grad_opt.c       the optimizer and reader rules: learning G and P,

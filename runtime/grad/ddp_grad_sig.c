@@ -16,21 +16,11 @@
 #include "ddp_array.h"
 #include "ddp_flow.h"
 #include "ddp_grad.h"
+#include "ddp_hash.h"
 #include "ddp_log.h"
 #include "ddp_grad_int.h"
 
 /* ---- signatures */
-
-#define SIG_FNV_INIT 0xcbf29ce484222325ULL
-
-static uint64_t sig_fnv(uint64_t h, const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *bufs, size_t n, int grads,
 			  uint64_t *hash)
@@ -39,7 +29,7 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 	const size_t tail = 64;
 	char item[160];
 	size_t o = 0, skipped = 0;
-	uint64_t h = SIG_FNV_INIT;
+	uint64_t h = DDP_FNV1A_INIT;
 
 	if (!out || cap < 2 * tail) {
 		if (out && cap)
@@ -47,7 +37,7 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 		return 0;
 	}
 	int k = snprintf(item, sizeof item, "n=%zu", n);
-	h = sig_fnv(h, item, (size_t)k);
+	h = ddp_fnv1a(h, item, (size_t)k);
 	memcpy(out, item, (size_t)k + 1);
 	o = (size_t)k;
 	for (size_t i = 0; i < n; i++) {
@@ -59,7 +49,7 @@ size_t ddp_grad_signature(char *out, size_t cap, struct ddp_grad_buf *const *buf
 			k = snprintf(item, sizeof item, " %s bytes=%llu;", bufs[i]->label,
 				     (unsigned long long)bufs[i]->size);
 		size_t len = (size_t)k < sizeof item ? (size_t)k : sizeof item - 1;
-		h = sig_fnv(h, item, len);
+		h = ddp_fnv1a(h, item, len);
 		if (!skipped && o + len + tail < cap) {
 			memcpy(out + o, item, len + 1);
 			o += len;

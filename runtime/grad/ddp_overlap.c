@@ -72,7 +72,7 @@
  * go to the trace's communication track.  Per step also: the early ops,
  * their bytes and the positions of their trigger launches.
  *
- * Contract: called under ddp_sync.c's sync_lock only.  The host function
+ * Contract: called under ddp_sync.c's sync_st.lock only.  The host function
  * (overlap_stamp_pdone) runs on a driver thread and makes one atomic store.  Range
  * records are the tracker's (stable pointers; a record reset by the tracker
  * has role NONE, and one reused for another range is told apart by its
@@ -83,6 +83,7 @@
 #include <string.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_hash.h"
 #include "ddp_job.h"
 #include "ddp_log.h"
 #include "ddp_overlap.h"
@@ -132,15 +133,12 @@ struct ov_step *overlap_step_rec(uint64_t step)
 	if (!step)
 		step = 1;
 	if (step > ov.nst) {
-		size_t nc = ov.nst ? ov.nst : 64, old = ov.nst;
-		while (nc < step)
-			nc *= 2;
-		struct ov_step *p = realloc(ov.st, nc * sizeof *p);
+		size_t old = ov.nst;
+		struct ov_step *p = ddp_array_grow(ov.st, &ov.nst, step, sizeof *p, 64);
 		if (!p)
 			overlap_die_oom();
-		memset(p + old, 0, (nc - old) * sizeof *p);
+		memset(p + old, 0, (ov.nst - old) * sizeof *p);
 		ov.st = p;
-		ov.nst = nc;
 	}
 	return &ov.st[step - 1];
 }
@@ -278,15 +276,6 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 
 /* ---- one async op over parts of ranges (one bucket) */
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-	while (n--) {
-		h ^= (unsigned char)*p++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 /* The text the ranks compare (as ddp_grad_signature's, a slice named by
  * its byte offsets in the range): "n=2 label bf16 count=N; label[+0,+64) bf16
  * count=32;", cut with " ...+K more fnv=<hash of the whole>" when long. */
@@ -295,9 +284,9 @@ static void parts_signature(const struct ov_part *p, size_t n, uint64_t *hash)
 	const size_t cap = sizeof ov.sig, tail = 64;
 	char item[200];
 	size_t o, skipped = 0;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h = DDP_FNV1A_INIT;
 	int k = snprintf(item, sizeof item, "n=%zu", n);
-	h = fnv(h, item, (size_t)k);
+	h = ddp_fnv1a(h, item, (size_t)k);
 	memcpy(ov.sig, item, (size_t)k + 1);
 	o = (size_t)k;
 	for (size_t i = 0; i < n; i++) {
@@ -310,7 +299,7 @@ static void parts_signature(const struct ov_part *p, size_t n, uint64_t *hash)
 			k = snprintf(item, sizeof item, " %s[+%llu,+%llu) %s count=%llu;", b->label,
 				     (unsigned long long)p[i].lo, (unsigned long long)p[i].hi, dt, cnt);
 		size_t len = (size_t)k < sizeof item ? (size_t)k : sizeof item - 1;
-		h = fnv(h, item, len);
+		h = ddp_fnv1a(h, item, len);
 		if (!skipped && o + len + tail < cap) {
 			memcpy(ov.sig + o, item, len + 1);
 			o += len;

@@ -4,7 +4,7 @@
  * layer of gradient synchronisation; internal to runtime/grad, used by
  * ddp_sync.c only).  docs/overlap.md tells the story.
  *
- * Contract: every call is made under ddp_sync.c's sync_lock (one thread at
+ * Contract: every call is made under ddp_sync.c's sync_st.lock (one thread at
  * a time); the only other thread that touches this state is the driver's
  * host-function thread, through one atomic store per step.
  */
@@ -35,8 +35,9 @@ void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket
 int ddp_overlap_on(void);
 
 /* Switches early and stream-ordered reductions off before the first one
- * (DDP_OVERLAP=auto with the NCCL backend); the synchronous path of
- * DDP_OVERLAP=off from then on. */
+ * (DDP_OVERLAP=auto's fallback, with either backend, when the driver cannot
+ * run them: ddp_coll_async_usable); the synchronous path of DDP_OVERLAP=off
+ * from then on. */
 void ddp_overlap_turn_off(void);
 
 /* The update phase ended at launch `seq`: positions of the next step count

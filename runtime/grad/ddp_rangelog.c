@@ -14,6 +14,7 @@
  * Contract: any thread; one mutex guards the array.  Allocation only when
  * tracing (DDP_TRACE) is on.  At most DDP_RANGELOG_MAX records.
  */
+#include "ddp_array.h"
 #include "ddp_rangelog.h"
 #include "ddp_trace.h"
 
@@ -39,12 +40,9 @@ void ddp_rangelog_add(uint64_t step, char kind, uint64_t addr, uint64_t bytes)
 		return;
 	pthread_mutex_lock(&rl_mu);
 	if (rl_n == rl_cap && rl_cap < DDP_RANGELOG_MAX) {
-		size_t cap = rl_cap ? rl_cap * 2 : 1024;
-		struct rl_rec *p = realloc(rl, cap * sizeof(*p));
-		if (p) {
+		struct rl_rec *p = ddp_array_grow(rl, &rl_cap, rl_n + 1, sizeof *p, 1024);
+		if (p)
 			rl = p;
-			rl_cap = cap;
-		}
 	}
 	if (rl_n < rl_cap)
 		rl[rl_n++] = (struct rl_rec){ step, addr, bytes, kind };

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "ddp_kreg.h"
-#include "ddp_grad.h"
+#include "ddp_kfamily.h"
 #include "ddp_params.h"
 #include "ddp_port.h"
 #include "ddp_log.h"
@@ -195,8 +195,8 @@ void ddp_kreg_module_unloaded(const void *handle)
 
 int ddp_kreg_is_optimizer_name(const char *name)
 {
-	/* one list of patterns: the gradient tracker's, with DDP_OPT_KERNELS */
-	return ddp_grad_classify(name, ddp_param_opt_kernels(), ddp_param_grad_reader_kernels()) == DDP_GK_OPT;
+	/* one table of patterns (ddp_kfamily.def): the gradient tracker's, with DDP_OPT_KERNELS */
+	return ddp_kfamily_classify(name, ddp_param_opt_kernels(), ddp_param_grad_reader_kernels()) == DDP_KF_OPT;
 }
 
 void ddp_kreg_apply_signature(struct ddp_kfunc *k)

@@ -63,13 +63,13 @@ struct ddp_kfunc {
 	uint8_t template_dtype;   /* enum ddp_dtype of the first template arg */
 	uint8_t optimizer;        /* name matches an optimizer pattern      */
 	uint8_t warned;           /* a bad launch was reported (atomic)     */
-	uint8_t sync_class;       /* ddp_sync: 0 unknown, else 1 + enum ddp_grad_kclass (atomic) */
+	uint8_t sync_class;       /* ddp_sync: 0 unknown, else 1 + enum ddp_kfamily (atomic) */
 	uint8_t sync_scan_state;  /* ddp_sync: 0 not built, 1 sync_scan ready, 2 always decode (atomic) */
 	uint16_t sync_nscan;      /* ddp_sync: entries of sync_scan           */
 	uint32_t *sync_scan;      /* ddp_sync: the 8-byte words that may hold a
 				      * pointer: (param << 16) | byte offset in it */
 	uint8_t sync_torch_state; /* ddp_torch_launch: 0 not learned, else enum ddp_xt */
-	uint8_t sync_boundary;    /* ddp_sync: ends an iteration (ddp_grad_is_boundary) */
+	uint8_t sync_boundary;    /* ddp_sync: ends an iteration (DDP_KM_BOUNDARY) */
 	void *sync_torch;         /* ddp_torch_launch: struct ddp_torch_kernel */
 	char sync_kname[64];      /* ddp_sync: the function's own name (labels) */
 	struct ddp_kparam_desc *params; /* nparams entries                     */
@@ -121,7 +121,7 @@ struct ddp_kfunc *ddp_kreg_first(void);
 
 /* Is this kernel an optimizer step by name?  The same patterns (and
  * DDP_OPT_KERNELS / DDP_GRAD_READER_KERNELS) as the gradient tracker:
- * ddp_grad_classify; a gradient reader (norm, unscale) is not one. */
+ * ddp_kfamily_classify; a gradient reader (norm, unscale) is not one. */
 int ddp_kreg_is_optimizer_name(const char *name);
 
 /* Fills k's parameter types from its demangled signature (exposed for the

@@ -16,9 +16,19 @@
 #               objects define is defined by one it may use (the driver,
 #               libc and cuBLAS names libddp.so exports are APIs, not
 #               interpose/'s own)
+#   order       the runtime modules' order, declared once (RUNTIME_MODULES
+#               in runtime/module.mk, lowest first; the link takes their
+#               archives top first, without --start-group): the table's
+#               runtime rows show it (top first, every module, each using
+#               only modules below it), and every undefined symbol of each
+#               runtime archive that another runtime archive defines is
+#               defined by a LOWER one (no exceptions: a back-edge fails)
 #   controls    negative controls: the include check on a copy of the tree
 #               with an upward include added, and the symbol check with an
-#               object of runtime/base that calls into runtime/grad, must fail
+#               object of runtime/base that calls into runtime/grad, must fail;
+#               the order check on a scratch copy of libddp_base.a with such
+#               an object added must fail, and so must a link of that copy in
+#               the declared order
 #   exceptions  every declared exception is still real (else: delete it)
 # Prints TAP-like "ok - / not ok -" lines (tests/run_tests.sh).
 import collections, glob, os, re, shutil, subprocess, sys, tempfile
@@ -47,6 +57,31 @@ def read_table(path):
         if m:
             exceptions.add((m.group(1).rstrip("/"), m.group(2).rstrip("/")))
     return allowed, exceptions, order
+
+
+def read_modules(path="runtime/module.mk"):
+    """RUNTIME_MODULES, lowest first: the one declaration of the order."""
+    for line in open(path):
+        m = re.match(r"^RUNTIME_MODULES\s*:?=\s*(.*?)\s*$", line)
+        if m:
+            return m.group(1).split()
+    return []
+
+
+def order_violations(archives, modules):
+    """archives: module -> archive path; modules: lowest first.  Every
+    undefined symbol of an archive that another runtime archive defines
+    must be defined by a lower module.  Returns 'a -> b (symbol)' lines."""
+    rank = dict((m, i) for i, m in enumerate(modules))
+    defined, undefined = symbol_sets(dict((m, [p]) for m, p in archives.items()))
+    bad = set()
+    for a, syms in undefined.items():
+        for s in syms:
+            owners = defined.get(s, set()) - {a}
+            if owners and a not in defined.get(s, ()) and min(rank[b] for b in owners) > rank[a]:
+                for b in owners:
+                    bad.add("runtime/%s -> runtime/%s (%s)" % (a, b, s))
+    return sorted(bad)
 
 
 def component(path, names):
@@ -179,6 +214,25 @@ def main():
         bad = violations(sym, allowed, exceptions)
         out(not bad, "symbols_follow_the_table", bad[:30])
 
+    # the module order: declared once, shown by the table, kept by the archives
+    modules = read_modules()
+    rows = [c for c in order if c.startswith("runtime/")]
+    want = ["runtime/" + m for m in reversed(modules)]
+    why = [] if rows == want else ["docs/README.md's runtime rows: %s; runtime/module.mk's RUNTIME_MODULES, "
+                                   "top first: %s" % (" ".join(rows), " ".join(want))]
+    for i, c in enumerate(rows):
+        up = sorted(u for u in allowed.get(c, ()) if u in rows[:i + 1])
+        if up:
+            why.append("%s may use %s, not below it" % (c, " ".join(up)))
+    out(len(modules) >= 8 and not why, "table_shows_the_module_order", why)
+    archives = dict((m, B + "/lib/libddp_%s.a" % m) for m in modules)
+    if not all(os.path.exists(a) for a in archives.values()):
+        print("skip - archives_follow_the_module_order: not built (make all)")
+        archives = {}
+    else:
+        bad = order_violations(archives, modules)
+        out(not bad, "archives_follow_the_module_order", bad[:30])
+
     # every exception still needed
     seen = set((a, b) for a, b, _ in inc) | set((a, b) for a, b, _ in sym)
     stale = sorted("%s -> %s" % e for e in exceptions if e not in seen)
@@ -206,6 +260,27 @@ def main():
             caught = any(v.startswith("runtime/base -> runtime/grad (ddp_sync_init)")
                          for v in violations(edges, allowed, exceptions))
             out(caught, "symbol_check_catches_an_upward_call", ["runtime/base calling ddp_sync_init went unnoticed"])
+        # negative control 3: a scratch copy of libddp_base.a holding that
+        # object: the order check must name the back-edge, and a link of the
+        # archives in the declared order must fail on it
+        if archives:
+            with open(t + "/main.c", "w") as f:
+                f.write("void bad(void);\nint main(void) { bad(); return 0; }\n")
+            r1 = subprocess.run(["cc", "-c", t + "/bad.c", "-o", t + "/bad.o"], capture_output=True)
+            r2 = subprocess.run(["cc", "-c", t + "/main.c", "-o", t + "/main.o"], capture_output=True)
+            shutil.copy(archives["base"], t + "/libddp_base.a")
+            r3 = subprocess.run(["ar", "rcs", t + "/libddp_base.a", t + "/bad.o"], capture_output=True)
+            g = dict(archives, base=t + "/libddp_base.a")
+            built = r1.returncode == r2.returncode == r3.returncode == 0
+            caught = built and "runtime/base -> runtime/grad (ddp_sync_init)" in order_violations(g, modules)
+            out(caught, "order_check_catches_a_back_edge",
+                ["a copy of libddp_base.a calling ddp_sync_init went unnoticed" if built else "could not build the copy"])
+            link = [g[m] for m in reversed(modules)]
+            r = subprocess.run(["cc", t + "/main.o"] + link + ["-o", t + "/a.out"], capture_output=True, text=True)
+            failed = built and r.returncode != 0 and "ddp_sync_init" in r.stderr
+            out(failed, "ordered_link_refuses_a_back_edge",
+                ["linking %s in the declared order succeeded or failed for another reason: %s"
+                 % (" ".join(os.path.basename(x) for x in link), r.stderr.strip()[-300:])])
     finally:
         shutil.rmtree(t)
 

@@ -1,8 +1,9 @@
 # tests/unit/grad.mk - gradient synchronisation (helper H): the tracker's unit
 # test.
 
-# Pure unit test of the tracker on synthetic launch sequences (also under ASan).
-$(eval $(call unit_test,test_grad,tests/unit/test_grad.c,,grad))
+# Pure unit test of the tracker on synthetic launch sequences (also under ASan);
+# track for the kernel families (ddp_kfamily.def).
+$(eval $(call unit_test,test_grad,tests/unit/test_grad.c,,grad track))
 $(BUILD)/tests/unit/test_grad.o: CPPFLAGS += -Itests
 
 # The overlap layer's slice bookkeeping (ddp_slices.c).

@@ -444,6 +444,22 @@ TEST(kernel_classes_by_name_and_settings)
 	CHECK_EQ_INT(ddp_grad_classify("LAMBDA_fwd", NULL, "+lamb"), DDP_GK_OTHER);
 	CHECK_EQ_INT(ddp_grad_classify("lamb_update_kernel", NULL, NULL), DDP_GK_OPT);
 	CHECK_EQ_INT(ddp_grad_classify("void f<{lambda(float)#1}>(lamb_state*)", NULL, NULL), DDP_GK_OPT);
+	/* neutral only inside a multi-tensor kernel, and there it wins over the
+	 * optimizer pattern "multi_tensor_apply"; a plain ZeroFunctor is a fill */
+	CHECK_EQ_INT(ddp_grad_classify("void multi_tensor_apply_kernel<TensorListMetadata<1>, ZeroFunctor<float, 1, 1, "
+				       "0>>(TensorListMetadata<1>, ZeroFunctor<float, 1, 1, 0>)", NULL, NULL),
+		     DDP_GK_NEUTRAL);
+	CHECK_EQ_INT(ddp_grad_classify("void multi_tensor_apply_kernel<TensorListMetadata<1>, "
+				       "BinaryOpScalarTensorFunctor<float, 1, 1, 0>>", NULL, "+zzz"),
+		     DDP_GK_NEUTRAL);
+	CHECK_EQ_INT(ddp_grad_classify("void vectorized_elementwise_kernel<4, ZeroFunctor<float>>", NULL, NULL),
+		     DDP_GK_OTHER);
+	CHECK_EQ_INT(ddp_grad_classify(NULL, "+x", "+y"), DDP_GK_OTHER);
+	/* the iteration boundary (scaler.update()), a mark beside the class */
+	CHECK_EQ_INT(ddp_grad_is_boundary("void at::native::amp_update_scale_cuda_kernel(float*, int*, float const*, "
+					  "double, double, int)"), 1);
+	CHECK_EQ_INT(ddp_grad_is_boundary("adamw_update"), 0);
+	CHECK_EQ_INT(ddp_grad_is_boundary(NULL), 0);
 	CHECK_EQ_INT(ddp_dtype_parse("bf16"), DDP_DT_BF16);
 	CHECK_EQ_INT(ddp_dtype_parse("FP16"), DDP_DT_F16);
 	CHECK_EQ_INT(ddp_dtype_parse("int8"), DDP_DT_UNKNOWN);
