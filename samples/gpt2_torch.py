@@ -336,8 +336,8 @@ def main(argv):
         import torch
     except ImportError as e:
         die(1, "cannot import PyTorch (%s); install torch to run this script" % e)
-    # opened after `import torch`, as scripts usually do (and see docs/gpu.md:
-    # a --shard file opened before torch._C loads loses its view)
+    # opened after `import torch`, as nanoGPT does (torch_train.py opens its
+    # data before: the suite has both orders)
     data = Windows(args.data, T, SIZES[args.size][4])
     if args.device == "cuda" and not torch.cuda.is_available():
         die(1, "--device cuda: PyTorch sees no CUDA device (use --device cpu)")

@@ -54,7 +54,8 @@
 # the report names, where the tree's copy has no git metadata),
 # GPU_NCCL_MODE=multirank|hostid
 # (how two ranks share the GPU; default by NCCL version), PYTHON (python3),
-# NVIDIA_SMI (nvidia-smi).
+# NVIDIA_SMI (nvidia-smi), GPT2_SIZE (small; tiny on the CPU device) and
+# GPT2_ARGS (more options of the gpt2 part's runs).
 #
 # --cpu-device (development only, not for users): runs the suite on the CPU
 # device (build/cpudev/lib), the NCCL rows through its NCCL stand-in, the
@@ -304,7 +305,6 @@ unset DDP_SYNC DDP_CHECK DDP_LOG DDP_TRACE DDP_OPT_KERNELS DDP_GRAD_READER_KERNE
 # extra environment of the ddprun runs (the PyTorch parts' trace mode on the CPU device)
 DDP_XENV=()
 REF_CMD=()
-SBS_DDP_ARGS=()
 
 # secs_of FILE: the seconds of the "...: ran N steps on DEV in S s" line
 secs_of() { sed -n 's/.*: ran [0-9]* steps on .* in \([0-9.]*\) s\( (.*)\)\{0,1\}$/\1/p' "$1" | tail -1; }
@@ -601,7 +601,9 @@ coll_bench() {
 		return
 	fi
 	if [ $CPU -eq 1 ]; then
+		# the CPU device's NCCL stand-in, through libddp and directly
 		args=(--backend host --no-direct -s 64K,1M)
+		[ -n "$NCCL_LIB" ] && args=(--backend nccl --nccl-lib "$NCCL_LIB" -s 64K,1M)
 		envs=("LD_LIBRARY_PATH=$B/cpudev/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 	else
 		sizes=$([ $QUICK -eq 1 ] && echo 1M,16M || echo 64K,1M,16M,64M)
@@ -653,7 +655,6 @@ cmp_params() {
 # device in trace mode (SIMCUDA_UNKNOWN_KERNELS=skip: PyTorch's kernels are
 # skipped, values meaningless): only their structure is checked (exit 0,
 # both ranks saved, NCCL stand-in used, overlap mode), value rows are SKIP.
-# SBS_DDP_ARGS: extra arguments of the ddprun runs only.
 sbs() {
 	local name=$1 cmp=$2 tol=$3 batch=$4 spec=$5 script=$6 twin_script=$7
 	shift 7
@@ -715,7 +716,7 @@ sbs() {
 			continue
 		fi
 		DATA=$spec DDP_XENV=("${xenv[@]}" "DDP_OVERLAP=$ov")
-		ddp "$dir" $tag 2 nccl "$PY" "$script" --steps "$STEPS" --batch "$batch" "$@" "${SBS_DDP_ARGS[@]}"
+		ddp "$dir" $tag 2 nccl "$PY" "$script" --steps "$STEPS" --batch "$batch" "$@"
 		rc=$?
 		DDP_XENV=()
 		sed -n 's/^\[rank 0\] //p' "$dir/$tag.err" >"$dir/$tag.r0.err"
@@ -759,8 +760,10 @@ sbs() {
 		out=$("$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); ps=j.get("per_step", []); c=sum(p.get("comm_ms", 0) for p in ps); h=sum(p.get("comm_hidden_ms", 0) for p in ps); print("%.1f of %.1f ms of collectives not under backward (consumer waited %.1f ms) over %d steps" % (c - h, c, sum(p.get("grad_wait_ms", 0) for p in ps), len(ps)))' \
 			"$dir/$tag.trace/rank0.sync.json" 2>/dev/null) && check "$name: exposed communication, ddprun ($tag)" INFO "$out"
 	done
-	out="DDP $(sed -n 's/.*start-up \([0-9.]*\) s$/\1/p' "$dir/torchddp.err" 2>/dev/null) s to the first step (whole run $(cat "$dir/torchddp.wall" 2>/dev/null) s)"
-	[ -s "$dir/nccl.wall" ] && out="$out; ddprun $(sed -n 's/.*start-up \([0-9.]*\) s$/\1/p' "$dir/nccl.r0.err" | head -1) s to the first step (whole run $(cat "$dir/nccl.wall") s, loop $(secs_of "$dir/nccl.r0.err") s)"
+	t_ddp=$(sed -n 's/.*start-up \([0-9.]*\) s$/\1/p' "$dir/torchddp.err" 2>/dev/null)
+	out="DDP ${t_ddp:+$t_ddp s to the first step, }whole run $(cat "$dir/torchddp.wall" 2>/dev/null) s"
+	t_lib=$(sed -n 's/.*start-up \([0-9.]*\) s$/\1/p' "$dir/nccl.r0.err" 2>/dev/null | head -1)
+	[ -s "$dir/nccl.wall" ] && out="$out; ddprun ${t_lib:+$t_lib s to the first step, }whole run $(cat "$dir/nccl.wall") s, loop $(secs_of "$dir/nccl.r0.err") s"
 	t0=$(sed -n 's/.*peak memory \(.*\)$/\1/p' "$dir/torchddp.err" 2>/dev/null)
 	[ -n "$t0" ] && out="$out; peak memory per rank: DDP $t0, ddprun $(sed -n 's/.*peak memory \(.*\)$/\1/p' "$dir/nccl.r0.err" | head -1)"
 	check "$name: start-up, PyTorch DDP vs ddprun" INFO "$out"
@@ -769,9 +772,11 @@ sbs() {
 # ---- part gpt2: the GPT-2-small-shaped model (samples/gpt2_torch.py; --tiny
 # on the CPU device), 8 per rank x 1024 tokens, bf16 autocast, fused AdamW
 gpt2_part() {
-	local dir=$RUNS/gpt2 size=small batch=8 W
+	local dir=$RUNS/gpt2 size=${GPT2_SIZE:-small} batch=8 W
 	local -a more=()
-	[ $CPU -eq 1 ] && size=tiny batch=4 more=(--no-cudnn-attention)
+	[ $CPU -eq 1 ] && size=${GPT2_SIZE:-tiny} batch=4 more=(--no-cudnn-attention)
+	# GPT2_ARGS: more options of all four runs (e.g. --no-cudnn-attention, --opt foreach)
+	read -r -a more <<<"${more[*]} ${GPT2_ARGS:-}"
 	mkdir -p "$dir"
 	if [ "$TORCH_VER" = - ]; then
 		check gpt2 "$([ $CPU -eq 1 ] && echo SKIP || echo FAIL)" "no PyTorch for $PY (set PYTHON$([ $CPU -eq 1 ] && echo '; the wheel: make test-torch installs it'))"
@@ -786,10 +791,8 @@ gpt2_part() {
 		check "gpt2: data" FAIL "$(why "$dir/data.err")"
 		return
 	fi
-	SBS_DDP_ARGS=("${more[@]}")
 	sbs "gpt2 $size" paramdiff "$GPT2_TOL" $batch "$dir/data.bin:mode=stride:record=$((2 * (T + 1)))" \
-		"$ROOT/samples/gpt2_torch.py" "$ROOT/samples/gpt2_torch_ddp.py" --data "$dir/data.bin" --size $size
-	SBS_DDP_ARGS=()
+		"$ROOT/samples/gpt2_torch.py" "$ROOT/samples/gpt2_torch_ddp.py" --data "$dir/data.bin" --size $size "${more[@]}"
 }
 # bf16 with AdamW: the distance of two runs' parameters, measured against
 # what training moved (paramdiff.py's rel_update).  On the CPU (gloo, tiny,
