@@ -22,7 +22,11 @@ Command line (the samples' contract, docs/samples.md):
 
     torch_train.py --data PATH [--steps N] [--batch B] [--lr X] [--seed S] [--save PATH]
                    [--weight-decay W] [--clip MAXNORM] [--fused | --foreach] [--amp-bf16]
-                   [--keep-grads] [--device cuda|cpu]
+                   [--keep-grads] [--amp-fp16] [--device cuda|cpu]
+
+--amp-fp16: float16 autocast with torch.amp.GradScaler, as its users write
+it (scaler.scale(loss).backward(), scaler.unscale_(opt) before clipping,
+scaler.step(opt), scaler.update()).
 
 Output: one `step K loss V` line per step on stdout (the mean loss of the
 step's batch before the update), then `torch_train: ran N steps on DEVICE in
@@ -51,7 +55,8 @@ from array import array
 
 PROG = "torch_train"
 USAGE = ("torch_train.py --data PATH [--steps N] [--batch B] [--lr X] [--seed S] [--save PATH] "
-         "[--weight-decay W] [--clip MAXNORM] [--fused | --foreach] [--amp-bf16] [--keep-grads] [--device cuda|cpu]")
+         "[--weight-decay W] [--clip MAXNORM] [--fused | --foreach] [--amp-bf16 | --amp-fp16] [--keep-grads] "
+         "[--device cuda|cpu]")
 MAGIC = b"DDPREC01"
 HEADER_BYTES = 64
 VOCAB = 96
@@ -106,7 +111,9 @@ def parse_args(argv):
     impl = p.add_mutually_exclusive_group()
     impl.add_argument("--fused", action="store_true", help="AdamW(fused=True)")
     impl.add_argument("--foreach", action="store_true", help="AdamW(foreach=True)")
-    p.add_argument("--amp-bf16", action="store_true", help="torch.autocast bf16 forward")
+    amp = p.add_mutually_exclusive_group()
+    amp.add_argument("--amp-bf16", action="store_true", help="torch.autocast bf16 forward")
+    amp.add_argument("--amp-fp16", action="store_true", help="torch.autocast fp16 forward, GradScaler")
     p.add_argument("--keep-grads", action="store_true",
                    help="zero_grad(set_to_none=False): the same gradient tensors every step")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
@@ -261,6 +268,8 @@ def main(argv):
         kw["foreach"] = True
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay, **kw)
     loader = iter(DataLoader(Records(data, args.batch), batch_size=args.batch, num_workers=0))
+    scaler = torch.amp.GradScaler(dev.type, enabled=args.amp_fp16)
+    amp_dtype = torch.float16 if args.amp_fp16 else torch.bfloat16
 
     if dev.type == "cuda":
         torch.cuda.synchronize()
@@ -272,12 +281,14 @@ def main(argv):
         ctx, target = next(loader)
         opt.zero_grad(set_to_none=not args.keep_grads)
         ctx, target = ctx.to(dev, non_blocking=False), target.to(dev, non_blocking=False)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=args.amp_bf16):
+        with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=args.amp_bf16 or args.amp_fp16):
             logits = model(ctx)
         loss = F.cross_entropy(logits.float(), target)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)  # no-op when disabled
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         print("step %d loss %.6f" % (step, loss.item()), flush=True)
     if dev.type == "cuda":
         torch.cuda.synchronize()

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """torch_train_ddp.py - torch_train.py's PyTorch DDP twin, as its users write it.
 
-The same model, initialisation, optimizer, clipping and autocast as
+The same model, initialisation, optimizer, clipping, autocast and GradScaler as
 samples/torch_train.py, made data-parallel the way the PyTorch tutorials do
 it: launched by torchrun (one process per rank; RANK, LOCAL_RANK,
 WORLD_SIZE, MASTER_ADDR/PORT from it), torch.distributed.init_process_group
@@ -118,6 +118,8 @@ def main(argv):
         kw["foreach"] = True
     opt = torch.optim.AdamW(ddp.parameters(), lr=args.lr, weight_decay=args.weight_decay, **kw)
     sampler = DistributedSampler(Records(), num_replicas=world, rank=rank, shuffle=False, drop_last=False)
+    scaler = torch.amp.GradScaler(dev.type, enabled=args.amp_fp16)
+    amp_dtype = torch.float16 if args.amp_fp16 else torch.bfloat16
     loader = DataLoader(Records(), batch_size=args.batch, sampler=sampler, num_workers=0, drop_last=True)
 
     def batches():
@@ -138,12 +140,14 @@ def main(argv):
         ctx, target = next(it)
         opt.zero_grad(set_to_none=not args.keep_grads)
         ctx, target = ctx.to(dev), target.to(dev)
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=args.amp_bf16):
+        with torch.autocast(device_type=dev.type, dtype=amp_dtype, enabled=args.amp_bf16 or args.amp_fp16):
             logits = ddp(ctx)
         loss = F.cross_entropy(logits.float(), target)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         torch.nn.utils.clip_grad_norm_(ddp.parameters(), args.clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         if rank == 0:
             print("step %d loss %.6f" % (step, loss.item()), flush=True)
     if dev.type == "cuda":

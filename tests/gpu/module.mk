@@ -1,6 +1,7 @@
 # tests/gpu/module.mk - the suite for a real GPU (tests/gpu/run.sh,
-# docs/gpu.md).  Nothing here is in TESTS except skip.sh, which checks that
-# the suite skips cleanly (exit 77, reason printed) on a machine without a GPU.
+# docs/gpu.md).  In TESTS: skip.sh, which checks that the suite skips cleanly
+# (exit 77, reason printed) on a machine without a GPU, and cpu_quick.sh,
+# which runs its side-by-side parts on the CPU device and checks the report.
 #
 #   make gpu-test [GPU_REPORT_DIR=DIR]   run the suite (builds for the GPU's arch)
 #   make gpu-suite-build                 everything the suite runs, for CUDA_ARCHS
@@ -35,7 +36,8 @@ GPU_SUITE_DEPS := $(BUILD)/bin/ddprun $(BUILD)/lib/libddp.so \
 GPU_SUITE_SIM_DEPS := $(BUILD)/cpudev/lib/libcuda.so.1 $(BUILD)/samples/mlp.kern.so \
 	$(if $(CUBLAS_LIBDIR),$(BUILD)/samples/gpt.kern.so) \
 	$(BUILD)/samples/charlm.kern.so $(BUILD)/samples/fused.kern.so \
-	$(BUILD)/tests/e2e/interpose/progs/kernels.kern.so
+	$(BUILD)/tests/e2e/interpose/progs/kernels.kern.so \
+	$(if $(NCCL_INC),$(BUILD)/cpudev/lib/nccl/libnccl.so.2)
 
 .PHONY: gpu-test gpu-suite-build gpu-suite-sim-build gpu-bundle
 gpu-suite-build: $(GPU_SUITE_DEPS)
@@ -53,4 +55,4 @@ gpu-bundle: $(BUILD)/lib/libddp.so $(DDPRUN)
 	$(Q)ldd $^ | awk '$$3 ~ /^\// && $$1 !~ /^(libc|libm|libgcc_s|libstdc\+\+|libpthread|libdl|librt)\.so/ { print $$3 }' \
 		| sort -u | xargs -r cp -L -t $(BUILD)/gpu-deps
 
-TESTS += tests/gpu/skip.sh
+TESTS += tests/gpu/skip.sh tests/gpu/cpu_quick.sh

@@ -42,8 +42,20 @@ rc=$?
 if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q -- '--steps needs a positive integer'; then
 	ok "bad --steps: exit 2 with one usage line"
 else not_ok "bad --steps: exit $rc, output '$out'"; fi
-out=$(tests/gpu/run.sh 2>&1)
+# --cpu-device without REPORT_DIR or --report-root: refused (its report must
+# not go to docs/gpu-validation, the default for GPU runs)
+out=$(tests/gpu/run.sh --cpu-device 2>&1)
 rc=$?
-if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q 'REPORT_DIR is missing'; then ok "no REPORT_DIR: exit 2"
-else not_ok "no REPORT_DIR: exit $rc, output '$out'"; fi
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q -- '--cpu-device needs REPORT_DIR or --report-root'; then
+	ok "--cpu-device without REPORT_DIR: exit 2"
+else not_ok "--cpu-device without REPORT_DIR: exit $rc, output '$out'"; fi
+out=$(NVIDIA_SMI="$TMP/nvidia-smi-one" tests/gpu/run.sh --budget x "$TMP/r" 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q -- '--budget needs a positive number of seconds'; then ok "bad --budget: exit 2"
+else not_ok "bad --budget: exit $rc, output '$out'"; fi
+out=$(NVIDIA_SMI="$TMP/nvidia-smi-one" tests/gpu/run.sh --parts gpt2,nosuch "$TMP/r" 2>&1)
+rc=$?
+if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "unknown part 'nosuch'"; then ok "unknown part in --parts: exit 2"
+else not_ok "unknown part in --parts: exit $rc, output '$out'"; fi
+[ -e "$TMP/r" ] && not_ok "a bad command line wrote $TMP/r"
 exit $FAILED
