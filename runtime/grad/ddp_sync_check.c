@@ -6,7 +6,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_st.lock (ddp_sync.c) serialises every function here.
+ * Contract: sync_lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -38,6 +38,18 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
+/* One range the optimizer read at a checked step (the invariant check). */
+struct inv_item {
+	uint64_t hash, bytes, off;
+	uint32_t alloc_id;
+	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	char kname[48];
+	char label[112];
+};
+
+static struct inv_item *inv;
+static size_t ninv, invcap;
+static uint64_t inv_step; /* the step inv[] belongs to           */
 
 /* --check N: hash every parameter/state buffer and compare across ranks.
  * Every stream of the context is drained first: the optimizer may have run
@@ -47,7 +59,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 {
 	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
 	struct ddp_store *st = ddp_job_store();
-	size_t nb = ddp_grad_nbufs(sync_st.tracker), np = 0;
+	size_t nb = ddp_grad_nbufs(sync_tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
 	const struct ddp_grad_buf **pb = calloc(nb ? nb : 1, sizeof *pb);
 	void *host = NULL;
@@ -56,15 +68,15 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 
 	if (!h || !pb || !st)
 		sync_die("libddp: --check: out of memory or no store connection");
-	if (sync_st.real_ctx_sync && sync_st.real_ctx_sync() != CUDA_SUCCESS)
+	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS)
 		sync_die("libddp: --check: cuCtxSynchronize failed before hashing the parameters");
 	for (size_t i = 0; i < nb; i++) {
-		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
+		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
 		if (b->role != DDP_GR_PARAM)
 			continue;
 		if (!sync_op_alive(NULL, b)) {
 			/* freed by the program (on every rank alike): not a parameter any more */
-			ddp_grad_forget(sync_st.tracker, b->alloc_base);
+			ddp_grad_forget(sync_tracker, b->alloc_base);
 			continue;
 		}
 		if (b->size > hostcap) {
@@ -79,13 +91,13 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 		h[np++] = ddp_fnv1a(DDP_FNV1A_INIT, host, b->size);
 	}
 	free(host);
-	snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, sync_st.my_rank);
+	snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, sync_my_rank);
 	if (ddp_store_set(st, key, h, np * sizeof *h) != DDP_OK)
 		sync_die("libddp: --check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_st.my_world; r++) {
+	for (int r = 0; r < sync_my_world; r++) {
 		void *val = NULL;
 		size_t len = 0;
-		if (r == sync_st.my_rank)
+		if (r == sync_my_rank)
 			continue;
 		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, r);
 		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
@@ -100,7 +112,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 			snprintf(msg, sizeof msg,
 				 "libddp: --check at step %" PRIu64 ": rank %d has %zu parameter "
 				 "buffers, rank %d has %zu: the ranks run different programs",
-				 step, r, len / sizeof *h, sync_st.my_rank, np);
+				 step, r, len / sizeof *h, sync_my_rank, np);
 			sync_die(msg);
 		}
 		for (size_t i = 0; i < np; i++) {
@@ -112,7 +124,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 					 ": buffer %s (%" PRIu64
 					 " bytes) differs between rank %d (hash %016" PRIx64
 					 ") and rank %d (hash %016" PRIx64 ")",
-					 step, pb[i]->label, pb[i]->size, sync_st.my_rank, h[i], r, other);
+					 step, pb[i]->label, pb[i]->size, sync_my_rank, h[i], r, other);
 				sync_die(msg);
 			}
 		}
@@ -121,14 +133,14 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 	/* every rank has read our hashes of two checks ago before posting the
 	 * previous check's, which we read: drop them (the store keeps no history) */
 	if (prev_step[1]) {
-		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", prev_step[1], sync_st.my_rank);
+		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", prev_step[1], sync_my_rank);
 		ddp_store_delete(st, key);
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
-	sync_st.stats.hash_checks++;
+	sync_stats.hash_checks++;
 	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step,
-		 np, sync_st.my_world);
+		 np, sync_my_world);
 	free(h);
 	free(pb);
 	return DDP_OK;
@@ -149,8 +161,8 @@ static int step_checked(uint64_t step)
 	uint64_t p = step;
 	while (p >= 10 && p % 10 == 0)
 		p /= 10;
-	return sync_st.check_inv && ((step >= 1 && step <= 3) ||
-			     (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0) || (step >= 10 && p == 1));
+	return sync_check_inv && ((step >= 1 && step <= 3) ||
+			     (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0) || (step >= 10 && p == 1));
 }
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
@@ -171,20 +183,21 @@ static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 
 static struct inv_item *inv_add(void)
 {
-	struct inv_item *p = ddp_array_grow(sync_st.inv, &sync_st.invcap, sync_st.ninv + 1, sizeof *p, 64);
+	struct inv_item *p = ddp_array_grow(inv, &invcap, ninv + 1, sizeof *p, 64);
 	if (!p)
 		sync_die("libddp: out of memory (invariant check)");
-	sync_st.inv = p;
-	struct inv_item *it = &sync_st.inv[sync_st.ninv++];
+	inv = p;
+	struct inv_item *it = &inv[ninv++];
 	memset(it, 0, sizeof *it);
 	return it;
 }
 
 #define INV_GAP (64u << 10) /* ranges this close are copied to the host in one go */
 
+static const struct ddp_grad_read *sort_reads;
 static int cmp_read(const void *a, const void *b)
 {
-	uint64_t x = sync_st.sort_reads[*(const size_t *)a].ptr, y = sync_st.sort_reads[*(const size_t *)b].ptr;
+	uint64_t x = sort_reads[*(const size_t *)a].ptr, y = sort_reads[*(const size_t *)b].ptr;
 	return (x > y) - (x < y);
 }
 
@@ -195,15 +208,15 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	static size_t hostcap, *ord, ordcap;
 	uint64_t t0 = ddp_now_ns();
 	(void)ctx;
-	if (sync_st.dry || !step_checked(step))
+	if (sync_dry || !step_checked(step))
 		return DDP_OK;
-	if (sync_st.inv_step != step) {
-		sync_st.ninv = 0;
-		sync_st.inv_step = step;
+	if (inv_step != step) {
+		ninv = 0;
+		inv_step = step;
 	}
 	/* one item per range, in the launch's order (the ranks compare them
 	 * item by item) */
-	size_t first = sync_st.ninv;
+	size_t first = ninv;
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_alloc_ent e;
 		struct inv_item *it = inv_add();
@@ -219,7 +232,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			 r[i].label ? ", " : "",
 			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
 						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
-		sync_st.stats.inv_bytes += r[i].bytes;
+		sync_stats.inv_bytes += r[i].bytes;
 	}
 	/* copied to the host by address: ranges a short gap apart in tracked
 	 * memory in one copy (a PyTorch optimizer launch reads hundreds of
@@ -230,7 +243,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	ord = o;
 	for (size_t i = 0; i < n; i++)
 		ord[i] = i;
-	sync_st.sort_reads = r;
+	sort_reads = r;
 	qsort(ord, n, sizeof *ord, cmp_read);
 	for (size_t a = 0; a < n;) {
 		uint64_t lo = r[ord[a]].ptr, hi = lo + r[ord[a]].bytes;
@@ -253,23 +266,23 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			sync_st.inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
+			inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
 							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed
 	 * scalars only (an untyped 8-byte value may be an address, which
 	 * differs between ranks) */
-	if (sync_st.cur_k && sync_st.cur_k->types_known && sync_st.cur_call) {
-		struct ddp_launch_params p = { sync_st.cur_call->params, sync_st.cur_call->extra };
+	if (sync_cur_k && sync_cur_k->types_known && sync_cur_call) {
+		struct ddp_launch_params p = { sync_cur_call->params, sync_cur_call->extra };
 		uint64_t h = DDP_FNV1A_INIT;
 		int any = 0;
-		for (uint32_t i = 0; i < sync_st.cur_k->nparams; i++) {
-			if (sync_st.cur_k->params[i].ptype != DDP_PT_SCALAR)
+		for (uint32_t i = 0; i < sync_cur_k->nparams; i++) {
+			if (sync_cur_k->params[i].ptype != DDP_PT_SCALAR)
 				continue;
-			const void *v = ddp_launch_param_ptr(sync_st.cur_k, &p, i);
+			const void *v = ddp_launch_param_ptr(sync_cur_k, &p, i);
 			if (!v)
 				continue;
-			h = hash_bytes(h, v, sync_st.cur_k->params[i].size);
+			h = hash_bytes(h, v, sync_cur_k->params[i].size);
 			any = 1;
 		}
 		if (any) {
@@ -280,7 +293,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			snprintf(it->label, sizeof it->label, "scalar arguments");
 		}
 	}
-	sync_st.stats.inv_ns += ddp_now_ns() - t0;
+	sync_stats.inv_ns += ddp_now_ns() - t0;
 	return DDP_OK;
 }
 
@@ -292,25 +305,25 @@ static void inv_compare(uint64_t step)
 	uint64_t t0 = ddp_now_ns(), bytes = 0;
 	char key[96], msg[900];
 
-	if (sync_st.dry || sync_st.inv_step != step || !step_checked(step))
+	if (sync_dry || inv_step != step || !step_checked(step))
 		return;
 	if (!st)
 		sync_die("libddp: invariant check: no store connection");
-	uint64_t *h = calloc(sync_st.ninv ? sync_st.ninv : 1, sizeof *h);
+	uint64_t *h = calloc(ninv ? ninv : 1, sizeof *h);
 	if (!h)
 		sync_die("libddp: out of memory (invariant check)");
-	for (size_t i = 0; i < sync_st.ninv; i++) {
-		h[i] = sync_st.inv[i].hash;
-		bytes += sync_st.inv[i].bytes;
+	for (size_t i = 0; i < ninv; i++) {
+		h[i] = inv[i].hash;
+		bytes += inv[i].bytes;
 	}
 	ddp_status_coll_begin("invariant hash exchange");
-	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, sync_st.my_rank);
-	if (ddp_store_set(st, key, h, sync_st.ninv * sizeof *h) != DDP_OK)
+	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, sync_my_rank);
+	if (ddp_store_set(st, key, h, ninv * sizeof *h) != DDP_OK)
 		sync_die("libddp: invariant check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_st.my_world; r++) {
+	for (int r = 0; r < sync_my_world; r++) {
 		void *val = NULL;
 		size_t len = 0;
-		if (r == sync_st.my_rank)
+		if (r == sync_my_rank)
 			continue;
 		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, r);
 		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
@@ -321,25 +334,25 @@ static void inv_compare(uint64_t step)
 				 step, r, ddp_strerror(rc));
 			sync_die(msg);
 		}
-		if (len != sync_st.ninv * sizeof *h) {
+		if (len != ninv * sizeof *h) {
 			snprintf(msg, sizeof msg,
 				 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu "
 				 "ranges on rank %d and %zu on rank %d: the ranks run different programs",
-				 step, len / sizeof *h, r, sync_st.ninv, sync_st.my_rank);
+				 step, len / sizeof *h, r, ninv, sync_my_rank);
 			sync_die(msg);
 		}
-		for (size_t i = 0; i < sync_st.ninv; i++) {
+		for (size_t i = 0; i < ninv; i++) {
 			uint64_t other;
 			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
 			if (other == h[i])
 				continue;
-			const struct inv_item *it = &sync_st.inv[i];
+			const struct inv_item *it = &inv[i];
 			if (it->word == 0xffff)
 				snprintf(msg, sizeof msg,
 					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
 					 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
 					 "unaveraged gradients?) differ between rank %d and rank %d",
-					 step, it->kname, sync_st.my_rank, r);
+					 step, it->kname, sync_my_rank, r);
 			else
 				snprintf(msg, sizeof msg,
 					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
@@ -347,36 +360,36 @@ static void inv_compare(uint64_t step)
 					 " of allocation #%u) differs between rank %d and rank %d (every byte the "
 					 "optimizer reads must be identical on all ranks; see docs/gradient-sync.md)",
 					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label,
-					 it->bytes, it->off, it->alloc_id, sync_st.my_rank, r);
+					 it->bytes, it->off, it->alloc_id, sync_my_rank, r);
 			sync_die(msg);
 		}
 		free(val);
 	}
 	ddp_status_coll_leave();
 	if (prev_step[1]) {
-		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", prev_step[1], sync_st.my_rank);
+		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", prev_step[1], sync_my_rank);
 		ddp_store_delete(st, key);
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
-	sync_st.stats.inv_checks++;
-	sync_st.stats.inv_ns += ddp_now_ns() - t0;
+	sync_stats.inv_checks++;
+	sync_stats.inv_ns += ddp_now_ns() - t0;
 	DDP_INFO(GRAD,
 		 "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
 		 " bytes hashed) are identical on all %d ranks",
-		 step, sync_st.ninv, bytes, sync_st.my_world);
+		 step, ninv, bytes, sync_my_world);
 	free(h);
-	sync_st.ninv = 0;
+	ninv = 0;
 }
 
 ddp_result sync_op_step_begin(void *ctx, uint64_t step)
 {
 	(void)ctx;
-	sync_st.cur_step = step;
-	sync_st.phase_open = 1;
+	sync_cur_step = step;
+	sync_phase_open = 1;
 	uint64_t now = ddp_now_ns();
-	if (!sync_st.stats.step_first_ns)
-		sync_st.stats.step_first_ns = now;
+	if (!sync_stats.step_first_ns)
+		sync_stats.step_first_ns = now;
 	ddp_status_step(step);
 	ddp_job_progress();
 	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
@@ -387,21 +400,21 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 {
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
-	sync_st.phase_open = 0;
+	sync_phase_open = 0;
 	ddp_status_step_end(); /* what is numbered next belongs to the next step */
-	ddp_overlap_step_base(sync_st.launch_seq);
+	ddp_overlap_step_base(sync_launch_seq);
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
 			.name = "optimizer step",
 			.cat = "step",
-			.ts_ns = sync_st.stats.step_last_ns ? sync_st.stats.step_last_ns : sync_st.stats.step_first_ns,
+			.ts_ns = sync_stats.step_last_ns ? sync_stats.step_last_ns : sync_stats.step_first_ns,
 			.step = step,
 		};
 		ev.dur_ns = now - ev.ts_ns;
 		ddp_trace_event(&ev);
 	}
-	sync_st.stats.step_last_ns = now;
+	sync_stats.step_last_ns = now;
 	/* the allocation table's per-step counters: log them, start the next step */
 	struct ddp_alloc_stats as;
 	ddp_alloc_stats(&as);
@@ -412,9 +425,9 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 		  as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
 	/* (the parameter check compares steps that another step follows) */
-	if (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0 && !sync_st.dry && !sync_st.at_exit) {
+	if (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 && !sync_dry && !sync_at_exit) {
 		ddp_status_coll_begin("--check hash exchange");
-		ddp_result rc = check_hashes(step, sync_st.check_stream);
+		ddp_result rc = check_hashes(step, sync_check_stream);
 		ddp_status_coll_leave();
 		return rc;
 	}

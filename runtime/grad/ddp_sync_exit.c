@@ -5,8 +5,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_st.lock (ddp_sync.c) serialises every function here but
- * ddp_sync_step_aside (atomic exchanges only).
+ * Contract: sync_lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -36,44 +35,46 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
+static int stepped_aside; /* ddp_sync_step_aside: the job stays until exit */
+
 void ddp_sync_step_aside(const char *why)
 {
 	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
 		return;
-	__atomic_store_n(&sync_st.stepped_aside, 1, __ATOMIC_RELEASE);
-	if (sync_st.my_rank == 0)
+	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
+	if (sync_my_rank == 0)
 		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
 			 "synchronisation steps aside: each rank's program synchronises itself",
 			 why);
 	else
-		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
+		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_my_rank, why);
 }
 
 int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
-	if (__atomic_load_n(&sync_st.stepped_aside, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
 		ddp_job_fini();
 		return 0;
 	}
 	if (!ddp_sync_on_)
 		return 0;
-	pthread_mutex_lock(&sync_st.lock);
+	pthread_mutex_lock(&sync_lock);
 	/* an open update phase ends here (its invariant check, if due, runs) */
-	sync_st.at_exit = 1;
-	if (ddp_grad_finish(sync_st.tracker) != DDP_OK) {
-		const char *e = ddp_grad_last_error(sync_st.tracker);
+	sync_at_exit = 1;
+	if (ddp_grad_finish(sync_tracker) != DDP_OK) {
+		const char *e = ddp_grad_last_error(sync_tracker);
 		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
 		failed = 1;
 	}
-	uint64_t steps = ddp_grad_steps(sync_st.tracker);
-	uint64_t red = ddp_grad_reductions(sync_st.tracker);
+	uint64_t steps = ddp_grad_steps(sync_tracker);
+	uint64_t red = ddp_grad_reductions(sync_tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;
 	char ovs[256];
-	if (!sync_st.dry)
+	if (!sync_dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
+	if (!sync_dry && !failed && (red == 0 || steps == 0) && sync_stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have
@@ -82,14 +83,14 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 			  " kernels and %s; it is not known to have trained as "
 			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
 			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised",
-			  sync_st.stats.launches,
+			  sync_stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
 				: "averaged no gradient (no kernel was recognised as an optimizer)",
-			  sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+			  sync_torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
 				       "or fused=True; else "
 				     : "",
-			  sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");
+			  sync_cur_k && sync_cur_k->demangled ? sync_cur_k->demangled : "?");
 		failed = 1;
 	}
 	DDP_INFO(GRAD,
@@ -99,10 +100,10 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64
 		 " launches on "
 		 "the cheap path; %s",
-		 steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes, sync_st.stats.allreduce_ns / 1e6,
-		 sync_st.stats.allreduce_bytes * per, sync_st.stats.allreduce_ns / 1e6 * per, sync_st.stats.bcast_calls,
-		 sync_st.stats.bcast_bytes, sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
-		 sync_st.stats.calibrations, __atomic_load_n(&sync_fastcount.n, __ATOMIC_RELAXED), ovs);
+		 steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes, sync_stats.allreduce_ns / 1e6,
+		 sync_stats.allreduce_bytes * per, sync_stats.allreduce_ns / 1e6 * per, sync_stats.bcast_calls,
+		 sync_stats.bcast_bytes, sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
+		 sync_stats.calibrations, __atomic_load_n(&sync_fastcount.n, __ATOMIC_RELAXED), ovs);
 	if (trace_dir && *trace_dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
@@ -118,24 +119,24 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
 				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
 				",\"bytes_reduced_by_step\":[",
-				rank, sync_st.my_world, steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes,
-				sync_st.stats.allreduce_ns / 1e6, sync_st.stats.bcast_calls, sync_st.stats.bcast_bytes,
-				sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
-				sync_st.stats.allreduce_bytes * per, (sync_st.stats.allreduce_ns + sync_st.stats.bcast_ns) / 1e6 * per,
-				ddp_grad_grad_bytes(sync_st.tracker), sync_st.stats.inv_checks, sync_st.stats.inv_bytes,
-				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations);
+				rank, sync_my_world, steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes,
+				sync_stats.allreduce_ns / 1e6, sync_stats.bcast_calls, sync_stats.bcast_bytes,
+				sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
+				sync_stats.allreduce_bytes * per, (sync_stats.allreduce_ns + sync_stats.bcast_ns) / 1e6 * per,
+				ddp_grad_grad_bytes(sync_tracker), sync_stats.inv_checks, sync_stats.inv_bytes,
+				sync_stats.inv_ns / 1e6, sync_stats.calibrations);
 			for (uint64_t i = 0; i < steps; i++)
 				fprintf(f, "%s%" PRIu64, i ? "," : "",
-					i < sync_st.stats.nstep_bytes ? sync_st.stats.step_bytes[i] : 0);
+					i < sync_stats.nstep_bytes ? sync_stats.step_bytes[i] : 0);
 			fputc(']', f);
 			ddp_overlap_json(f);
 			ddp_rangelog_json(f);
 			fprintf(f, ",\"buffers\":[");
 			int first = 1;
-			for (size_t i = 0; i < ddp_grad_nbufs(sync_st.tracker); i++) {
-				const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
+			for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
+				const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
 				if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM) ||
-				    !ddp_grad_buf_current(sync_st.tracker, b))
+				    !ddp_grad_buf_current(sync_tracker, b))
 					continue;
 				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
@@ -156,8 +157,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	/* The job goes away below; launches the program still makes after this
 	 * (its own atexit handlers run after ours) pass straight to the driver. */
 	__atomic_store_n(&ddp_sync_on_, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&sync_st.lock);
-	if (!sync_st.dry)
+	pthread_mutex_unlock(&sync_lock);
+	if (!sync_dry)
 		ddp_job_fini();
 	return failed;
 }
@@ -165,19 +166,19 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 void ddp_sync_explain(const char *path)
 {
 	FILE *f;
-	if (!sync_st.dry || !sync_st.tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
+	if (!sync_dry || !sync_tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
 		return;
-	pthread_mutex_lock(&sync_st.lock);
+	pthread_mutex_lock(&sync_lock);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
 		"\n",
-		ddp_grad_steps(sync_st.tracker), sync_st.stats.calibrations, ddp_grad_grad_bytes(sync_st.tracker));
+		ddp_grad_steps(sync_tracker), sync_stats.calibrations, ddp_grad_grad_bytes(sync_tracker));
 	fprintf(f, "%-10s %-40s %10s %10s %6s  %s\n", "role", "range", "offset", "bytes", "dtype", "evidence");
 	size_t shown = 0;
-	for (size_t i = 0; i < ddp_grad_nbufs(sync_st.tracker); i++) {
-		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
-		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(sync_st.tracker, b))
+	for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(sync_tracker, b))
 			continue;
 		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s",
 			ddp_grad_role_name((enum ddp_grad_role)b->role), b->label, b->base - b->alloc_base,
@@ -199,6 +200,6 @@ void ddp_sync_explain(const char *path)
 	if (!shown)
 		fprintf(f,
 			"  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
-	pthread_mutex_unlock(&sync_st.lock);
+	pthread_mutex_unlock(&sync_lock);
 	fclose(f);
 }
