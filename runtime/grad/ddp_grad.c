@@ -758,16 +758,15 @@ static ddp_result end_update(struct ddp_grad *g)
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
 			"arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
-			"writes); gradients cannot be averaged: name the optimizer kernels with DDP_OPT_KERNELS, the "
-			"kernels that read gradients first with DDP_GRAD_READER_KERNELS, their type with "
-			"DDP_GRAD_DTYPE (docs/gradient-sync.md), or train unsynchronised with DDP_SYNC=off");
+			"writes); gradients cannot be averaged, so the job stops: report the optimizer kernel "
+			"(docs/gradient-sync.md, \"How ddprun stops\")");
 	if (g->strict && g->steps_done >= 2 && g->reductions == 0)
 		return fail(
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: %llu optimizer steps ran and no gradient was ever averaged (the gradients are never "
 			"written between optimizer launches as far as libddp can see); the ranks would train "
-			"apart: check DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS (docs/gradient-sync.md), or train "
-			"unsynchronised with DDP_SYNC=off",
+			"apart, so the job stops: report the optimizer kernel (docs/gradient-sync.md, \"How ddprun "
+			"stops\")",
 			(unsigned long long)g->steps_done);
 	if (g->ops.step_end)
 		return g->ops.step_end(g->ops.ctx, g->steps);
@@ -840,8 +839,7 @@ static ddp_result make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L,
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: kernel %s passes a gradient (parameter %u) whose extent no argument bounds, inside "
 			"allocation #%u that holds PyTorch's tensors: averaged whole it would average the other "
-			"tensors too, so the job stops; use PyTorch's optimizers (foreach or fused), or train "
-			"unsynchronised with DDP_SYNC=off",
+			"tensors too, so the job stops; use PyTorch's optimizers (foreach or fused)",
 			L->kname ? L->kname : "?", a->param, b->alloc_id);
 	size_t es = ddp_dtype_size(t);
 	if (!es)
@@ -1078,8 +1076,16 @@ static int flow_whole(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
 	return *lo == a->base && *hi == a->base + a->size;
 }
 
+/* Did a launch up to number seq read a byte of [lo, hi)? */
+static int flow_read_by(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi, uint64_t seq)
+{
+	uint64_t r = ddp_flow_first_read(g->flow, alloc_id, lo, hi);
+	return r && r <= seq;
+}
+
 /* Is L a cut?  *pi: the parameter's argument, *qi: the gradient's. */
-static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t *pi, uint32_t *qi)
+static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint64_t key, uint32_t *pi,
+			 uint32_t *qi)
 {
 	if (!flow_elementwise(L))
 		return 0;
@@ -1113,7 +1119,15 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				       /* written by a launch AFTER the parameter was first
 					* read (backward after forward), never by the
 					* launch that read it (a forward's output) */
-				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread;
+				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread &&
+				       /* and read by no launch up to the parameter's first
+					* read: a forward output read with the parameter (a
+					* loss reading its targets and the prediction) is no
+					* gradient */
+				       !flow_read_by(g, b->alloc_id, qlo, qhi, pread) &&
+				       /* never by this launch in an earlier step: a
+					* launch that produced it is no consumer of it */
+				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key;
 			if (is_g) {
 				*pi = p;
 				*qi = q;
@@ -1140,6 +1154,8 @@ static int flow_reads_updated(struct ddp_grad *g, const struct ddp_grad_launch *
 	}
 	return 0;
 }
+
+#define DDP_FLOW_CUT_READS 16
 
 /* L is a cut: learn its parameter and gradient, begin the step, broadcast
  * the parameter before its first update, average every dirty gradient. */
@@ -1184,12 +1200,27 @@ static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 		DDP_CHECK(ddp_flow_learn(g->flow, key, DDP_FLOW_CUT));
 	if (!g->ops.opt_reads)
 		return DDP_OK;
-	/* the data-parallel invariant: what the cut reads */
-	struct ddp_grad_read rd[2] = {
-		{ plo, phi - plo, pa->param, pa->word, DDP_GR_PARAM, p->label },
-		{ qlo, qhi - qlo, qa->param, qa->word, DDP_GR_GRAD, q->label },
-	};
-	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, 2);
+	/* the data-parallel invariant: what the cut reads, its parameter, its
+	 * gradient and every other read-only argument (a second tensor the
+	 * same launch updates, whose gradient the rules did not find, differs
+	 * between the ranks: the check stops the job) */
+	struct ddp_grad_read rd[DDP_FLOW_CUT_READS];
+	size_t nrd = 0;
+	rd[nrd++] = (struct ddp_grad_read){ plo, phi - plo, pa->param, pa->word, DDP_GR_PARAM, p->label };
+	rd[nrd++] = (struct ddp_grad_read){ qlo, qhi - qlo, qa->param, qa->word, DDP_GR_GRAD, q->label };
+	for (uint32_t i = 0; i < L->nargs && nrd < DDP_FLOW_CUT_READS; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (i == pi || i == qi || a->access != DDP_GA_READ)
+			continue;
+		arg_range(a, &lo, &hi);
+		struct ddp_grad_buf *r =
+			rec_exact(g, ix_find(g, a->base, a->alloc_id), lo, hi, M(DDP_GR_PARAM) | M(DDP_GR_GRAD));
+		rd[nrd++] = (struct ddp_grad_read){ lo,       hi - lo,
+						    a->param, a->word,
+						    r ? r->role : (uint8_t)DDP_GR_NONE, r ? r->label : NULL };
+	}
+	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
 }
 
 /* The data-flow part of a launch that names no optimizer: *upd = 1 when it
@@ -1199,7 +1230,7 @@ static ddp_result flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L
 	uint32_t pi, qi;
 	uint64_t key = flow_key(L);
 	*upd = 0;
-	if (flow_find_cut(g, L, &pi, &qi)) {
+	if (flow_find_cut(g, L, key, &pi, &qi)) {
 		DDP_CHECK(flow_cut(g, L, pi, qi, key));
 		*upd = 1;
 	} else if (g->in_update && g->flow_update) {
@@ -1218,6 +1249,7 @@ static ddp_result flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L
 /* After L: its writes, when it is an update launch; its accesses, in step 1. */
 static ddp_result flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
 {
+	uint64_t key = g->steps_done == 0 ? flow_key(L) : 0;
 	g->flow_seq++;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
@@ -1227,7 +1259,7 @@ static ddp_result flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L,
 		if (upd && wrote)
 			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
 		if (g->steps_done == 0)
-			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq));
+			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq, key));
 	}
 	return DDP_OK;
 }

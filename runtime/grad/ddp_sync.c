@@ -52,6 +52,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -91,6 +92,7 @@ struct inv_item {
 	uint64_t hash, bytes, off;
 	uint32_t alloc_id;
 	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
 	char kname[48];
 	char label[112];
 };
@@ -112,6 +114,7 @@ static long opt_wait_s;    /* DDP_OPT_WAIT                        */
 static int opt_seen;       /* an optimizer kernel was launched    */
 static int torch_seen;     /* a PyTorch kernel was decoded        */
 static uint64_t first_launch_ns;
+static struct ddp_cycle *cycles; /* the steps while no update is known  */
 static struct ddp_kfunc *cur_k; /* the launch being processed          */
 static const struct ddp_launch_call *cur_call;
 static struct inv_item *inv;
@@ -665,6 +668,7 @@ static ddp_result op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint6
 		}
 		it->param = r[i].param;
 		it->word = r[i].word;
+		it->role = r[i].role;
 		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
 		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
 			 r[i].label ? ", " : "",
@@ -793,10 +797,15 @@ static void inv_compare(uint64_t step)
 					 step, it->kname, my_rank, r);
 			else
 				snprintf(msg, sizeof msg,
-					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
-					 ": kernel %s argument %u%s%.0u (%s; %" PRIu64 " bytes at +%" PRIu64
-					 " of allocation #%u) differs between rank %d and rank %d (every byte the "
-					 "optimizer reads must be identical on all ranks; see docs/gradient-sync.md)",
+					 "libddp: %s at step %" PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64
+					 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d and rank %d "
+					 "(every byte the optimizer reads must be identical on all ranks; see "
+					 "docs/gradient-sync.md)",
+					 it->role == DDP_GR_GRAD ? "an unaveraged gradient reached the optimizer"
+					 : it->role == DDP_GR_PARAM
+						 ? "a parameter or optimizer state differs between the ranks before the update"
+						 : "the update reads a range that is no parameter, state or gradient libddp "
+						   "found (a tensor it missed, or a temporary of each rank)",
 					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label,
 					 it->bytes, it->off, it->alloc_id, my_rank, r);
 			die(msg);
@@ -1091,6 +1100,8 @@ void ddp_sync_init(int rank, int world)
 		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
 			 "gradient (a debug setting: training is wrong)");
 	}
+	if (!dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&cycles) != DDP_OK)
+		die("libddp: out of memory (gradient tracker)");
 	if (dry) {
 		ddp_grad_set_strict(tracker, 0);
 		ddp_sync_on_ = 1;
@@ -1307,11 +1318,30 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	snprintf(msg, sizeof msg,
 		 "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
-		 "%sname the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
-		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
+		 "the job stops (docs/gradient-sync.md, \"How ddprun stops\")%s",
 		 stats.launches, opt_wait_s, k->demangled ? k->demangled : "?",
-		 torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
-			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else "
+		 torch_seen ? "; PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
+			      "not recognised: use foreach=True or fused=True (the defaults on CUDA)"
+			    : "");
+	die(msg);
+}
+
+/* Three steps rewrote persistent memory and no update was found
+ * (ddp_cycle.h): the job stops before this launch, the third step's
+ * rewrite, runs. */
+static void no_update_stop(const struct ddp_cycle_report *r)
+{
+	char msg[1100];
+	snprintf(msg, sizeof msg,
+		 "libddp: no update of the parameters was found in the first %" PRIu64 " steps (a step: the %" PRIu64
+		 " kernel launches the program repeats, from %.80s), yet each step rewrote memory it had read first, "
+		 "as an update rewrites parameters (%.80s writes the %" PRIu64 " bytes at +%" PRIu64
+		 " of allocation #%u that %.80s read): the ranks would train apart, so the job stops in step %" PRIu64
+		 " before that write (docs/gradient-sync.md, \"How ddprun stops\")%s",
+		 r->cycles, r->period, r->first ? r->first : "?", r->writer ? r->writer : "?", r->hi - r->lo,
+		 r->lo - r->alloc_base, r->alloc_id, r->reader ? r->reader : "?", r->cycles,
+		 torch_seen ? "; PyTorch optimizers built with foreach=False are not recognised (one elementwise "
+			      "kernel per parameter): use foreach=True or fused=True (the defaults on CUDA)"
 			    : "");
 	die(msg);
 }
@@ -1403,7 +1433,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		snprintf(msg, sizeof msg,
 			 "libddp: PyTorch kernel %.300s is a gradient consumer whose tensors libddp "
 			 "cannot bound (an argument layout it does not know); its gradients would be averaged as "
-			 "guesses, so the job stops: report the kernel name, or train unsynchronised with DDP_SYNC=off",
+			 "guesses, so the job stops: report the kernel name",
 			 k->demangled);
 		die(msg);
 	}
@@ -1507,6 +1537,19 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		const char *e = ddp_grad_last_error(tracker);
 		die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	if (cycles) { /* no update known yet: the steps, from the stream's cycle */
+		struct ddp_cycle_report rep;
+		if (!opt_seen && ddp_cycle_launch(cycles, &gl, &rep))
+			no_update_stop(&rep);
+		if (opt_seen || ddp_cycle_gave_up(cycles)) {
+			if (!opt_seen)
+				DDP_INFO(GRAD, "no repeating step found in the first %u launches: a job whose update is "
+					       "not found stops at its first output file or at exit",
+					 DDP_CYCLE_MAX_LAUNCHES);
+			ddp_cycle_free(cycles);
+			cycles = NULL;
+		}
+	}
 	if (cls == DDP_GK_OPT)
 		refuse_guessed_gradients();
 	if (ddp_overlap_before(gl.seq, &gl))
@@ -1584,8 +1627,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
 		DDP_ERROR("libddp: this rank launched %" PRIu64
 			  " kernels and %s; it is not known to have trained as "
-			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
-			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised",
+			  "one model with the other ranks: %sreport the update kernel (the "
+			  "last kernel launched: %.100s; docs/gradient-sync.md, \"How ddprun stops\")",
 			  stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
@@ -1672,6 +1715,23 @@ void ddp_sync_explain(const char *path)
 	if (!dry || !tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
 		return;
 	pthread_mutex_lock(&sync_lock);
+	/* the sections are the Roles table's records, grouped by role */
+	static const struct {
+		uint8_t role;
+		const char *title;
+	} sect[] = {
+		{ DDP_GR_PARAM, "Parameters (parameter and optimizer-state ranges the update writes)" },
+		{ DDP_GR_GRAD, "Gradients (ranges averaged before the update reads them)" },
+	};
+	for (size_t s = 0; s < sizeof sect / sizeof sect[0]; s++) {
+		fprintf(f, "\n## %s\n", sect[s].title);
+		for (size_t i = 0; i < ddp_grad_nbufs(tracker); i++) {
+			const struct ddp_grad_buf *b = ddp_grad_buf_at(tracker, i);
+			if (b->role == sect[s].role && ddp_grad_buf_current(tracker, b))
+				fprintf(f, "  #%u  +%" PRIu64 "  %" PRIu64 " bytes  %s\n", b->alloc_id,
+					b->base - b->alloc_base, b->size, b->label);
+		}
+	}
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
@@ -1702,7 +1762,7 @@ void ddp_sync_explain(const char *path)
 	}
 	if (!shown)
 		fprintf(f,
-			"  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
+			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
 	pthread_mutex_unlock(&sync_lock);
 	fclose(f);
 }
