@@ -1,0 +1,609 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync_check.c - the checks at step ends: --check N parameter hashes, the
+ * data-parallel invariant (every range the optimizer reads is identical on
+ * all ranks), the tracker's step begin and end.
+ * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
+ * files, ddp_sync.c's header tells the story.
+ *
+ * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ddp_array.h"
+#include "ddp_coll.h"
+#include "ddp_extent.h"
+#include "ddp_port.h"
+#include "ddp_grad.h"
+#include "ddp_job.h"
+#include "ddp_kreg.h"
+#include "ddp_launch.h"
+#include "ddp_log.h"
+#include "ddp_stats.h"
+#include "ddp_params.h"
+#include "ddp_store.h"
+#include "ddp_sync.h"
+#include "ddp_alloc.h"
+#include "ddp_inspect.h"
+#include "ddp_overlap.h"
+#include "ddp_rangelog.h"
+#include "ddp_sig.h"
+#include "ddp_status.h"
+#include "ddp_trace.h"
+#include "ddp_torch_launch.h"
+#include "ddp_sync_int.h"
+
+/* One range the optimizer read at a checked step (the invariant check). */
+struct inv_item {
+	uint64_t hash, bytes, off;
+	uint32_t alloc_id;
+	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
+	char kname[48];
+	char label[112];
+};
+
+static struct inv_item *inv;
+static size_t ninv, invcap;
+static uint64_t inv_step; /* the step inv[] belongs to           */
+
+/* ---- the cross-rank compare: one function for the parameter check, the
+ * invariant check and the exit compare.  This rank posts its hashes
+ * h[0..n) under ddp/<kind>/<tag>/<rank> and reads every other rank's,
+ * waiting up to wait_s for each (wait_s 0: only the ranks that already
+ * posted theirs; of two ranks, at least one finds the other's), and
+ * reports the first difference. */
+enum xr_result { XR_SAME = 0, XR_DIFF, XR_COUNT, XR_MISSING };
+struct xr_diff {
+	int rank;            /* the other rank                         */
+	size_t index, their_n;
+	uint64_t mine, theirs;
+	ddp_result rc; /* XR_MISSING: why                        */
+	size_t compared; /* ranks compared with                    */
+};
+
+static enum xr_result xrank_compare(const char *kind, const char *tag, const uint64_t *h, size_t n, double wait_s,
+				    struct xr_diff *d)
+{
+	struct ddp_store *st = ddp_job_store();
+	char key[128];
+	memset(d, 0, sizeof *d);
+	if (!st)
+		sync_die("libddp: cross-rank check: no store connection");
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	if (ddp_store_set(st, key, h, n * sizeof *h) != DDP_OK)
+		sync_die("libddp: cross-rank check: cannot post the hashes to the store");
+	for (int r = 0; r < sync_my_world; r++) {
+		void *val = NULL;
+		size_t len = 0;
+		if (r == sync_my_rank)
+			continue;
+		snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, r);
+		ddp_result rc = ddp_store_get(st, key, &val, &len, wait_s);
+		d->rank = r;
+		if (rc != DDP_OK) {
+			if (wait_s <= 0)
+				continue; /* not there yet: it compares with ours */
+			d->rc = rc;
+			return XR_MISSING;
+		}
+		d->compared++;
+		d->their_n = len / sizeof *h;
+		if (len != n * sizeof *h) {
+			free(val);
+			return XR_COUNT;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t other;
+			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
+			if (other != h[i]) {
+				d->index = i;
+				d->mine = h[i];
+				d->theirs = other;
+				free(val);
+				return XR_DIFF;
+			}
+		}
+		free(val);
+	}
+	return XR_SAME;
+}
+
+static void xrank_forget(const char *kind, const char *tag)
+{
+	char key[128];
+	struct ddp_store *st = ddp_job_store();
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	if (st)
+		ddp_store_delete(st, key);
+}
+
+/* Does a current gradient range overlap b (PyTorch's optimizers also write
+ * the gradients they read: clipping scales them in place)? */
+static int is_gradient_too(const struct ddp_grad_buf *b)
+{
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
+		const struct ddp_grad_buf *g = ddp_grad_buf_at(sync_tracker, i);
+		if (g->role == DDP_GR_GRAD && g->alloc_id == b->alloc_id && g->base < b->base + b->size &&
+		    b->base < g->base + g->size && ddp_grad_buf_current(sync_tracker, g))
+			return 1;
+	}
+	return 0;
+}
+
+/* Hashes of every current parameter and optimizer-state range (the
+ * sync_tracker's P records; with no_grads, those that are no gradient range
+ * too), in the sync_tracker's order, after the context is idle: *out (malloc'd,
+ * with the ranges in *bufs) and its length.  A range the program freed is
+ * forgotten. */
+static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs, const char *who,
+			  int no_grads)
+{
+	size_t nb = ddp_grad_nbufs(sync_tracker), np = 0;
+	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
+	const struct ddp_grad_buf **pb = calloc(nb ? nb : 1, sizeof *pb);
+	void *host = NULL;
+	size_t hostcap = 0;
+	char msg[200];
+
+	if (!h || !pb) {
+		snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
+		sync_die(msg);
+	}
+	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS) {
+		snprintf(msg, sizeof msg, "libddp: %s: cuCtxSynchronize failed before hashing the parameters", who);
+		sync_die(msg);
+	}
+	for (size_t i = 0; i < nb; i++) {
+		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+		if (b->role != DDP_GR_PARAM)
+			continue;
+		if (!sync_op_alive(NULL, b)) {
+			/* freed by the program (on every rank alike): not a parameter any more */
+			ddp_grad_forget(sync_tracker, b->alloc_base);
+			continue;
+		}
+		/* the final compare: persistent ranges only (an optimizer list's
+		 * out-of-place result is a temporary: its memory is reused) */
+		if (no_grads && ((b->evidence == DDP_GE_LIST_WRITE && !b->in_place) || is_gradient_too(b)))
+			continue;
+		if (b->size > hostcap) {
+			free(host);
+			hostcap = b->size;
+			if (!(host = malloc(hostcap))) {
+				snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
+				sync_die(msg);
+			}
+		}
+		if (sync_op_read(NULL, b->base, host, b->size, stream) != DDP_OK) {
+			snprintf(msg, sizeof msg, "libddp: %s: cannot copy a parameter buffer to the host", who);
+			sync_die(msg);
+		}
+		pb[np] = b;
+		h[np++] = sync_fnv1a(0xcbf29ce484222325ULL, host, b->size);
+	}
+	free(host);
+	*out = h;
+	*bufs = pb;
+	return np;
+}
+
+/* --check N: hash every parameter/state buffer and compare across ranks.
+ * Every stream of the context is drained first: the optimizer may have run
+ * on another stream than the launch that ends the step, and a hash taken
+ * while it still runs would differ between ranks by timing alone. */
+static ddp_result check_hashes(uint64_t step, void *stream)
+{
+	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
+	const char *who = sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 ? "--check" : "parameter check";
+	const struct ddp_grad_buf **pb;
+	uint64_t *h;
+	char tag[32], msg[800];
+	size_t np = hash_params(stream, &h, &pb, who, 0);
+	struct xr_diff d;
+
+	snprintf(tag, sizeof tag, "%" PRIu64, step);
+	switch (xrank_compare("check", tag, h, np, (double)ddp_param_coll_timeout(), &d)) {
+	case XR_MISSING:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s at step %" PRIu64 ": rank %d never posted its parameter hashes (%s)", who, step,
+			 d.rank, ddp_strerror(d.rc));
+		sync_die(msg);
+	case XR_COUNT:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s at step %" PRIu64 ": rank %d has %zu parameter buffers, rank %d has %zu: the "
+			 "ranks run different programs",
+			 who, step, d.rank, d.their_n, sync_my_rank, np);
+		sync_die(msg);
+	case XR_DIFF:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s: parameters diverged at step %" PRIu64 ": buffer %s (parameter or optimizer "
+			 "state, %" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d (hash "
+			 "%016" PRIx64 ") and rank %d (hash %016" PRIx64 ")",
+			 who, step, pb[d.index]->label, pb[d.index]->size, pb[d.index]->base - pb[d.index]->alloc_base,
+			 pb[d.index]->alloc_id, sync_my_rank, d.mine, d.rank, d.theirs);
+		sync_die(msg);
+	case XR_SAME:
+		break;
+	}
+	/* every rank has read our hashes of two checks ago before posting the
+	 * previous check's, which we read: drop them (the store keeps no history) */
+	if (prev_step[1]) {
+		snprintf(tag, sizeof tag, "%" PRIu64, prev_step[1]);
+		xrank_forget("check", tag);
+	}
+	prev_step[1] = prev_step[0];
+	prev_step[0] = step;
+	sync_stats.hash_checks++;
+	DDP_INFO(GRAD, "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", who, step, np,
+		 sync_my_world);
+	free(h);
+	free(pb);
+	return DDP_OK;
+}
+
+/* The final compare: every parameter and optimizer-state range compared
+ * with the ranks that already posted theirs (the last rank to arrive sees
+ * them all; none waits for a rank that is still running or gone), once:
+ * before the program frees the first of them (ddp_sync_freeing), else at
+ * exit while the context lives.  1 on a difference (one line, the exit is
+ * non-zero), else 0. */
+int sync_final_done;
+
+int sync_final_compare(uint64_t steps, char *msg, size_t cap)
+{
+	sync_final_done = 1;
+	const struct ddp_grad_buf **pb;
+	uint64_t *h;
+	size_t np = hash_params(NULL, &h, &pb, "the final check", 1);
+	long perturb = ddp_param_debug_perturb_rank();
+	struct xr_diff d;
+	int failed = 0;
+
+	if (perturb == sync_my_rank && np) {
+		/* negative control: one byte of the last range, after the last step */
+		const struct ddp_grad_buf *b = pb[np - 1];
+		unsigned char byte;
+		if (sync_op_read(NULL, b->base, &byte, 1, NULL) == DDP_OK) {
+			byte ^= 1;
+			if (sync_op_write(NULL, b->base, &byte, 1, NULL) == DDP_OK && sync_real_ctx_sync)
+				sync_real_ctx_sync();
+		}
+		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s after the last step (a debug "
+			 "setting: the final check must fail)",
+			 perturb, sync_my_rank, b->label);
+		free(h);
+		free(pb);
+		np = hash_params(NULL, &h, &pb, "the final check", 1);
+	}
+	uint64_t *hv = malloc((np + 1) * sizeof *hv);
+	if (!hv)
+		sync_die("libddp: the final check: out of memory");
+	hv[0] = steps; /* the same steps first */
+	memcpy(hv + 1, h, np * sizeof *h);
+	switch (xrank_compare("final", "exit", hv, np + 1, 0, &d)) {
+	case XR_COUNT:
+		snprintf(msg, cap,
+			 "libddp: at the end of training rank %d holds %zu parameter and state ranges and rank %d "
+			 "holds %zu: the ranks did not train one model",
+			 d.rank, d.their_n ? d.their_n - 1 : 0, sync_my_rank, np);
+		failed = 1;
+		break;
+	case XR_DIFF:
+		if (d.index == 0)
+			snprintf(msg, cap,
+				 "libddp: at the end of training rank %d counted %" PRIu64 " steps and rank %d "
+				 "counted %" PRIu64 ": the ranks did not train one model",
+				 d.rank, d.theirs, sync_my_rank, d.mine);
+		else
+			snprintf(msg, cap,
+				 "libddp: the ranks diverged: at the end of training, after step %" PRIu64
+				 ", %s (parameter or optimizer state, %" PRIu64 " bytes at +%" PRIu64
+				  " of allocation #%u) differs between rank %d and rank %d",
+				  steps, pb[d.index - 1]->label, pb[d.index - 1]->size,
+				  pb[d.index - 1]->base - pb[d.index - 1]->alloc_base, pb[d.index - 1]->alloc_id, sync_my_rank,
+				  d.rank);
+		failed = 1;
+		break;
+	case XR_MISSING:
+	case XR_SAME:
+		DDP_INFO(GRAD, "final check after step %" PRIu64 ": %zu parameter and state ranges identical on this "
+			       "rank and the %zu ranks that got there before it",
+			 steps, np, d.compared);
+		break;
+	}
+	sync_stats.hash_checks++;
+	free(hv);
+	free(h);
+	free(pb);
+	return failed;
+}
+
+/* ---- the data-parallel invariant: every range the optimizer reads is
+ * identical on all ranks.  At a checked step each optimizer launch's ranges
+ * (and its scalar arguments) are hashed before it runs, after the
+ * reductions and broadcasts it needed; at the step's end the ranks compare
+ * the lists through the store. */
+
+/* Steps 1-3 (the rules learn there), every DDP_CHECK steps, and steps 10,
+ * 100, 1000, ...: a rule that goes wrong after warm-up (addresses reused
+ * another way, an order that changes) is still caught in a long run, at the
+ * cost of a handful of checks. */
+static int step_checked(uint64_t step)
+{
+	uint64_t p = step;
+	while (p >= 10 && p % 10 == 0)
+		p /= 10;
+	return sync_check_inv && ((step >= 1 && step <= 3) ||
+			     (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0) || (step >= 10 && p == 1));
+}
+
+/* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
+ * mix): fast enough for gigabytes, the same on every rank. */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h ^ (h >> 32);
+}
+
+static struct inv_item *inv_add(void)
+{
+	if (ninv == invcap) {
+		size_t nc = invcap ? invcap * 2 : 64;
+		struct inv_item *p = realloc(inv, nc * sizeof *p);
+		if (!p)
+			sync_die("libddp: out of memory (invariant check)");
+		inv = p;
+		invcap = nc;
+	}
+	struct inv_item *it = &inv[ninv++];
+	memset(it, 0, sizeof *it);
+	return it;
+}
+
+#define INV_GAP (64u << 10) /* ranges this close are copied to the host in one go */
+
+static const struct ddp_grad_read *sort_reads;
+static int cmp_read(const void *a, const void *b)
+{
+	uint64_t x = sort_reads[*(const size_t *)a].ptr, y = sort_reads[*(const size_t *)b].ptr;
+	return (x > y) - (x < y);
+}
+
+ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
+			       const struct ddp_grad_read *r, size_t n)
+{
+	static unsigned char *host;
+	static size_t hostcap, *ord, ordcap;
+	uint64_t t0 = ddp_now_ns();
+	(void)ctx;
+	if (sync_dry || !step_checked(step))
+		return DDP_OK;
+	if (inv_step != step) {
+		ninv = 0;
+		inv_step = step;
+	}
+	/* one item per range, in the launch's order (the ranks compare them
+	 * item by item) */
+	size_t first = ninv;
+	for (size_t i = 0; i < n; i++) {
+		struct ddp_alloc_ent e;
+		struct inv_item *it = inv_add();
+		it->bytes = r[i].bytes;
+		if (ddp_alloc_find(r[i].ptr, &e)) {
+			it->off = r[i].ptr - e.base;
+			it->alloc_id = e.id;
+		}
+		it->param = r[i].param;
+		it->word = r[i].word;
+		it->role = r[i].role;
+		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
+		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
+			 r[i].label ? ", " : "",
+			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
+						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
+		sync_stats.inv_bytes += r[i].bytes;
+	}
+	/* copied to the host by address: ranges a short gap apart in tracked
+	 * memory in one copy (a PyTorch optimizer launch reads hundreds of
+	 * small tensors of one segment) */
+	size_t *o = ddp_array_grow(ord, &ordcap, n ? n : 1, sizeof *ord, 64);
+	if (!o)
+		sync_die("libddp: out of memory (invariant check)");
+	ord = o;
+	for (size_t i = 0; i < n; i++)
+		ord[i] = i;
+	sort_reads = r;
+	qsort(ord, n, sizeof *ord, cmp_read);
+	for (size_t a = 0; a < n;) {
+		uint64_t lo = r[ord[a]].ptr, hi = lo + r[ord[a]].bytes;
+		size_t b = a + 1;
+		for (; b < n; b++) {
+			uint64_t p = r[ord[b]].ptr, e = p + r[ord[b]].bytes;
+			uint64_t nhi = e > hi ? e : hi;
+			if (p > hi + INV_GAP || !ddp_alloc_covers(lo, nhi - lo, NULL))
+				break;
+			hi = nhi;
+		}
+		if (hi - lo > hostcap) {
+			free(host);
+			hostcap = hi - lo;
+			if (!(host = malloc(hostcap))) {
+				hostcap = 0;
+				sync_die("libddp: out of memory (invariant check)");
+			}
+		}
+		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
+			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
+		for (; a < b; a++)
+			inv[first + ord[a]].hash = hash_bytes(0xcbf29ce484222325ULL,
+							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
+	}
+	/* the scalar arguments (learning rate, clip scale, step): typed
+	 * scalars only (an untyped 8-byte value may be an address, which
+	 * differs between ranks) */
+	if (sync_cur_k && sync_cur_k->types_known && sync_cur_call) {
+		struct ddp_launch_params p = { sync_cur_call->params, sync_cur_call->extra };
+		uint64_t h = 0xcbf29ce484222325ULL;
+		int any = 0;
+		for (uint32_t i = 0; i < sync_cur_k->nparams; i++) {
+			if (sync_cur_k->params[i].ptype != DDP_PT_SCALAR)
+				continue;
+			const void *v = ddp_launch_param_ptr(sync_cur_k, &p, i);
+			if (!v)
+				continue;
+			h = hash_bytes(h, v, sync_cur_k->params[i].size);
+			any = 1;
+		}
+		if (any) {
+			struct inv_item *it = inv_add();
+			it->hash = h;
+			it->word = 0xffff;
+			snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
+			snprintf(it->label, sizeof it->label, "scalar arguments");
+		}
+	}
+	sync_stats.inv_ns += ddp_now_ns() - t0;
+	return DDP_OK;
+}
+
+/* At the end of a checked step: compare inv[] with every other rank's. */
+static void inv_compare(uint64_t step)
+{
+	static uint64_t prev_step[2];
+	struct ddp_store *st = ddp_job_store();
+	uint64_t t0 = ddp_now_ns(), bytes = 0;
+	char key[96], msg[900];
+
+	if (sync_dry || inv_step != step || !step_checked(step))
+		return;
+	if (!st)
+		sync_die("libddp: invariant check: no store connection");
+	uint64_t *h = calloc(ninv ? ninv : 1, sizeof *h);
+	if (!h)
+		sync_die("libddp: out of memory (invariant check)");
+	for (size_t i = 0; i < ninv; i++) {
+		h[i] = inv[i].hash;
+		bytes += inv[i].bytes;
+	}
+	ddp_status_coll_begin("invariant hash exchange");
+	snprintf(key, sizeof key, "%" PRIu64, step);
+	struct xr_diff d;
+	enum xr_result xr = xrank_compare("inv", key, h, ninv, (double)ddp_param_coll_timeout(), &d);
+	if (xr == XR_MISSING) {
+		snprintf(msg, sizeof msg,
+			 "libddp: invariant check at step %" PRIu64 ": rank %d never posted its hashes (%s)", step,
+			 d.rank, ddp_strerror(d.rc));
+		sync_die(msg);
+	}
+	if (xr == XR_COUNT) {
+		snprintf(msg, sizeof msg,
+			 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu ranges on rank %d and "
+			 "%zu on rank %d: the ranks run different programs",
+			 step, d.their_n, d.rank, ninv, sync_my_rank);
+		sync_die(msg);
+	}
+	if (xr == XR_DIFF) {
+		const struct inv_item *it = &inv[d.index];
+		int r = d.rank;
+		if (it->word == 0xffff)
+			snprintf(msg, sizeof msg,
+				 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
+				 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
+				 "unaveraged gradients?) differ between rank %d and rank %d",
+				 step, it->kname, sync_my_rank, r);
+		else
+			snprintf(msg, sizeof msg,
+				 "libddp: %s at step %" PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64
+				 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d and rank %d "
+				 "(every byte the optimizer reads must be identical on all ranks; see "
+				 "docs/gradient-sync.md)",
+				 it->role == DDP_GR_GRAD ? "an unaveraged gradient reached the optimizer"
+				 : it->role == DDP_GR_PARAM
+					 ? "a parameter or optimizer state differs between the ranks before the update"
+					 : "the update reads a range that is no parameter, state or gradient libddp "
+					   "found (a tensor it missed, or a temporary of each rank)",
+				 step, it->kname, it->param, it->word ? "." : "", it->word, it->label, it->bytes,
+				 it->off, it->alloc_id, sync_my_rank, r);
+		sync_die(msg);
+	}
+	ddp_status_coll_leave();
+	if (prev_step[1]) {
+		snprintf(key, sizeof key, "%" PRIu64, prev_step[1]);
+		xrank_forget("inv", key);
+	}
+	prev_step[1] = prev_step[0];
+	prev_step[0] = step;
+	sync_stats.inv_checks++;
+	sync_stats.inv_ns += ddp_now_ns() - t0;
+	DDP_INFO(GRAD,
+		 "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
+		 " bytes hashed) are identical on all %d ranks",
+		 step, ninv, bytes, sync_my_world);
+	free(h);
+	ninv = 0;
+}
+
+ddp_result sync_op_step_begin(void *ctx, uint64_t step)
+{
+	(void)ctx;
+	sync_cur_step = step;
+	sync_phase_open = 1;
+	uint64_t now = ddp_now_ns();
+	if (!sync_stats.step_first_ns)
+		sync_stats.step_first_ns = now;
+	ddp_status_step(step);
+	ddp_job_progress();
+	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
+	return DDP_OK;
+}
+
+ddp_result sync_op_step_end(void *ctx, uint64_t step)
+{
+	(void)ctx;
+	uint64_t now = ddp_now_ns();
+	sync_phase_open = 0;
+	ddp_status_step_end(); /* what is numbered next belongs to the next step */
+	ddp_overlap_step_base(sync_launch_seq);
+	inv_compare(step);
+	if (ddp_trace_enabled()) {
+		struct ddp_trace_ev ev = {
+			.name = "optimizer step",
+			.cat = "step",
+			.ts_ns = sync_stats.step_last_ns ? sync_stats.step_last_ns : sync_stats.step_first_ns,
+			.step = step,
+		};
+		ev.dur_ns = now - ev.ts_ns;
+		ddp_trace_event(&ev);
+	}
+	sync_stats.step_last_ns = now;
+	/* the allocation table's per-step counters: log them, start the next step */
+	struct ddp_alloc_stats as;
+	ddp_alloc_stats(&as);
+	DDP_DEBUG(GRAD,
+		  "step %" PRIu64 " ends: %" PRIu64 " allocations (%" PRIu64 " bytes), %" PRIu64
+		  " frees (%" PRIu64 " bytes), %" PRIu64 " live (%" PRIu64 " bytes)",
+		  step, as.step_allocs, as.step_bytes_alloc, as.step_frees, as.step_bytes_freed,
+		  as.live_count, as.live_bytes);
+	ddp_alloc_step_reset();
+	/* (the parameter check compares steps that another step follows) */
+	if (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 && !sync_dry && !sync_at_exit) {
+		ddp_status_coll_begin("--check hash exchange");
+		ddp_result rc = check_hashes(step, sync_check_stream);
+		ddp_status_coll_leave();
+		return rc;
+	}
+	return DDP_OK;
+}
