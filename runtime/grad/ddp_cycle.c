@@ -107,7 +107,6 @@ int ddp_cycle_gave_up(const struct ddp_cycle *c)
 	return c && c->gave_up;
 }
 
-
 static void give_up(struct ddp_cycle *c)
 {
 	release(c);
