@@ -11,7 +11,9 @@
  *   cuMemMap / cuMemUnmap                  VMM: the mapped range is the
  *                                          allocation (Reserve/Create/Release/
  *                                          AddressFree are generated passthroughs)
- *   cuMemFree_v2, cuMemFreeAsync(+_ptsz)   removed (async: at enqueue time)
+ *   cuMemFree_v2, cuMemFreeAsync(+_ptsz)   removed (async: at enqueue time);
+ *                                          before the call, FREEING: the
+ *                                          tracker's last look (ddp_sync_freeing)
  *
  * Contract: any thread.  The table takes its own writer lock; a failed
  * driver call changes nothing (the generated body runs no after-action for
@@ -20,6 +22,7 @@
  */
 #include "hook.h"
 #include "hook_mem.h"
+#include "ddp_sync.h"
 
 void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size, enum ddp_alloc_kind kind)
 {
@@ -30,6 +33,13 @@ void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size
 	ddp_alloc_insert(*dptr, size, kind, f->id, NULL);
 	DDP_DEBUG(ALLOC, "%s: 0x%llx + %zu (%s)", hook_info_[f->id].name, (unsigned long long)*dptr, size,
 		  ddp_alloc_kind_name(kind));
+}
+
+void hook_mem_freeing(struct hook_frame *f, CUdeviceptr p)
+{
+	(void)f;
+	if (p && __atomic_load_n(&ddp_sync_on_, __ATOMIC_RELAXED))
+		ddp_sync_freeing((uint64_t)p);
 }
 
 void hook_mem_freed(struct hook_frame *f, CUdeviceptr p)

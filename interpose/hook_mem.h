@@ -4,7 +4,8 @@
  * TRACK_* after-columns of hooks.def.
  *
  * Contract: called by the generated hook bodies after a successful driver
- * call, on the calling thread, with its hook frame.
+ * call (hook_mem_freeing: before the call), on the calling thread, with its
+ * hook frame.
  */
 #ifndef DDP_HOOK_MEM_H
 #define DDP_HOOK_MEM_H
@@ -18,6 +19,9 @@ struct hook_frame;
 /* *dptr (when dptr is not NULL) now holds size bytes of the given kind. */
 void hook_mem_alloced(struct hook_frame *f, const CUdeviceptr *dptr, size_t size, enum ddp_alloc_kind kind)
 	__attribute__((visibility("hidden")));
+/* p is about to be freed: the gradient tracker compares the parameters
+ * across ranks first when p holds one (ddp_sync_freeing). */
+void hook_mem_freeing(struct hook_frame *f, CUdeviceptr p) __attribute__((visibility("hidden")));
 /* p was freed (an address the table does not hold is passed on: DEBUG). */
 void hook_mem_freed(struct hook_frame *f, CUdeviceptr p) __attribute__((visibility("hidden")));
 /* [p, p + size) was unmapped: every mapping inside it leaves the table. */

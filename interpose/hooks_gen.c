@@ -38,6 +38,7 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 #define HOOK_DO_ACCT_SET(n) hook_acct_copy(&f_, DDP_COPY_SET, (uint64_t)(n))
 #define HOOK_DO_TRACK_ALLOC(dptr, n, kind) hook_mem_alloced(&f_, (dptr), (n), DDP_ALLOC_##kind)
 #define HOOK_DO_TRACK_FREE(p) hook_mem_freed(&f_, (p))
+#define HOOK_DO_FREEING(p) hook_mem_freeing(&f_, (p))
 #define HOOK_DO_TRACK_UNMAP(p, n) hook_mem_unmapped(&f_, (p), (n))
 #define HOOK_DO_KREG_LOAD_FILE(h, lib, path) \
 	hook_module_loaded_file((h) ? (const void *)*(h) : NULL, (lib), (path))

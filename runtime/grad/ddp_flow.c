@@ -20,6 +20,7 @@ struct flow_range {
 	uint8_t read, written;
 	uint64_t lo, hi;
 	uint64_t first_read, last_write; /* launch numbers (history)       */
+	uint64_t last_writer;            /* its launch identity (history)  */
 };
 
 struct flow_set {
@@ -80,7 +81,7 @@ static ddp_result range_add(struct flow_range **v, size_t *n, size_t *cap, uint3
 }
 
 ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote,
-			 uint64_t seq)
+			 uint64_t seq, uint64_t key)
 {
 	struct flow_range *r;
 	if (f->hist_done)
@@ -93,6 +94,7 @@ ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uin
 	if (wrote) {
 		r->written = 1;
 		r->last_write = seq;
+		r->last_writer = key;
 	} else {
 		r->read = 1;
 		if (!r->first_read)
@@ -110,6 +112,19 @@ uint64_t ddp_flow_last_write(const struct ddp_flow *f, uint32_t alloc_id, uint64
 			last = r->last_write;
 	}
 	return last;
+}
+
+uint64_t ddp_flow_last_writer(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+{
+	uint64_t last = 0, key = 0;
+	for (size_t i = 0; i < f->nhist; i++) {
+		const struct flow_range *r = &f->hist[i];
+		if (r->written && r->alloc_id == alloc_id && r->lo < hi && lo < r->hi && r->last_write > last) {
+			last = r->last_write;
+			key = r->last_writer;
+		}
+	}
+	return key;
 }
 
 uint64_t ddp_flow_first_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi)

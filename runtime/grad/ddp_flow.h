@@ -38,12 +38,15 @@ void ddp_flow_free(struct ddp_flow *f);
 
 /* ---- the first step's access history */
 
-/* Launch number seq (counting from 1, increasing) accessed [lo, hi) of
- * allocation alloc_id: wrote != 0 when it may have written it. */
+/* Launch number seq (counting from 1, increasing), of identity key (its
+ * kernel and argument ranges), accessed [lo, hi) of allocation alloc_id:
+ * wrote != 0 when it may have written it. */
 ddp_result ddp_flow_note(struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi, int wrote,
-			 uint64_t seq);
+			 uint64_t seq, uint64_t key);
 /* The last launch that may have written a byte of [lo, hi) (0: none). */
 uint64_t ddp_flow_last_write(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
+/* The identity of that launch (0: none). */
+uint64_t ddp_flow_last_writer(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
 /* The first launch that read a byte of [lo, hi) (0: none). */
 uint64_t ddp_flow_first_read(const struct ddp_flow *f, uint32_t alloc_id, uint64_t lo, uint64_t hi);
 /* The first step is over: the history is dropped. */

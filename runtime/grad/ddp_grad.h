@@ -227,6 +227,10 @@ struct ddp_grad_buf {
 	/* explicit launches (named gradients) */
 	uint8_t named;      /* G named by a consumer's gradient list     */
 	uint8_t xsrc;       /* learned from an explicit launch (a tensor) */
+	uint8_t in_place;   /* P from a list: the first optimizer launch
+			     * that wrote it read it too (a parameter or
+			     * state; an out-of-place result is a temporary,
+			     * even when a later launch updates it in place) */
 	uint64_t named_ep;  /* the epoch it was last named in            */
 	uint64_t red_ep;    /* 1 + the epoch it was last averaged in (0: never) */
 	uint64_t opt_phase; /* the step whose update phase last wrote it (0: none) */

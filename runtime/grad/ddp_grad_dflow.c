@@ -91,7 +91,15 @@ static int flow_whole(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
 }
 
 /* Is L a cut?  *pi: the parameter's argument, *qi: the gradient's. */
-static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t *pi, uint32_t *qi)
+/* Did a launch up to number seq read a byte of [lo, hi)? */
+static int flow_read_by(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi, uint64_t seq)
+{
+	uint64_t r = ddp_flow_first_read(g->flow, alloc_id, lo, hi);
+	return r && r <= seq;
+}
+
+static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint64_t key, uint32_t *pi,
+			 uint32_t *qi)
 {
 	if (!flow_elementwise(L))
 		return 0;
@@ -125,7 +133,15 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				       /* written by a launch AFTER the parameter was first
 					* read (backward after forward), never by the
 					* launch that read it (a forward's output) */
-				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread;
+				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread &&
+				       /* and read by no launch up to the parameter's first
+					* read: a forward output read with the parameter (a
+					* loss reading its targets and the prediction) is no
+					* gradient */
+				       !flow_read_by(g, b->alloc_id, qlo, qhi, pread) &&
+				       /* never by this launch in an earlier step: a
+					* launch that produced it is no consumer of it */
+				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key;
 			if (is_g) {
 				*pi = p;
 				*qi = q;
@@ -152,6 +168,8 @@ static int flow_reads_updated(struct ddp_grad *g, const struct ddp_grad_launch *
 	}
 	return 0;
 }
+
+#define DDP_FLOW_CUT_READS 16
 
 /* L is a cut: learn its parameter and gradient, begin the step, broadcast
  * the parameter before its first update, average every dirty gradient. */
@@ -196,12 +214,27 @@ static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 		DDP_CHECK(ddp_flow_learn(g->flow, key, DDP_FLOW_CUT));
 	if (!g->ops.opt_reads)
 		return DDP_OK;
-	/* the data-parallel invariant: what the cut reads */
-	struct ddp_grad_read rd[2] = {
-		{ plo, phi - plo, pa->param, pa->word, DDP_GR_PARAM, p->label },
-		{ qlo, qhi - qlo, qa->param, qa->word, DDP_GR_GRAD, q->label },
-	};
-	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, 2);
+	/* the data-parallel invariant: what the cut reads, its parameter, its
+	 * gradient and every other read-only argument (a second tensor the
+	 * same launch updates, whose gradient the rules did not find, differs
+	 * between the ranks: the check stops the job) */
+	struct ddp_grad_read rd[DDP_FLOW_CUT_READS];
+	size_t nrd = 0;
+	rd[nrd++] = (struct ddp_grad_read){ plo, phi - plo, pa->param, pa->word, DDP_GR_PARAM, p->label };
+	rd[nrd++] = (struct ddp_grad_read){ qlo, qhi - qlo, qa->param, qa->word, DDP_GR_GRAD, q->label };
+	for (uint32_t i = 0; i < L->nargs && nrd < DDP_FLOW_CUT_READS; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (i == pi || i == qi || a->access != DDP_GA_READ)
+			continue;
+		grad_arg_range(a, &lo, &hi);
+		struct ddp_grad_buf *r = grad_rec_exact(g, grad_ix_find(g, a->base, a->alloc_id), lo, hi,
+							M(DDP_GR_PARAM) | M(DDP_GR_GRAD));
+		rd[nrd++] = (struct ddp_grad_read){ lo,       hi - lo,
+						    a->param, a->word,
+						    r ? r->role : (uint8_t)DDP_GR_NONE, r ? r->label : NULL };
+	}
+	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
 }
 
 /* The data-flow part of a launch that names no optimizer: *upd = 1 when it
@@ -211,7 +244,7 @@ ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 	uint32_t pi, qi;
 	uint64_t key = flow_key(L);
 	*upd = 0;
-	if (flow_find_cut(g, L, &pi, &qi)) {
+	if (flow_find_cut(g, L, key, &pi, &qi)) {
 		DDP_CHECK(flow_cut(g, L, pi, qi, key));
 		*upd = 1;
 	} else if (g->in_update && g->flow_update) {
@@ -230,6 +263,7 @@ ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 /* After L: its writes, when it is an update launch; its accesses, in step 1. */
 ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
 {
+	uint64_t key = g->steps_done == 0 ? flow_key(L) : 0;
 	g->flow_seq++;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
@@ -239,7 +273,7 @@ ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, i
 		if (upd && wrote)
 			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
 		if (g->steps_done == 0)
-			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq));
+			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq, key));
 	}
 	return DDP_OK;
 }

@@ -125,6 +125,7 @@ static void x_make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, co
 			grad_buf_reset(g, b);
 		b->role = DDP_GR_PARAM;
 		b->evidence = DDP_GE_LIST_WRITE;
+		b->in_place = (a->access & DDP_GA_READ) != 0; /* its first list updates it */
 		b->order = g->nparam_order++;
 		grad_set_label(b, L, a);
 		/* an output needs no broadcast: this launch writes all of it */

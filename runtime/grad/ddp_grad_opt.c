@@ -86,8 +86,7 @@ ddp_result grad_make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, c
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: kernel %s passes a gradient (parameter %u) whose extent no argument bounds, inside "
 			"allocation #%u that holds PyTorch's tensors: averaged whole it would average the other "
-			"tensors too, so the job stops; use PyTorch's optimizers (foreach or fused), or train "
-			"unsynchronised with DDP_SYNC=off",
+			"tensors too, so the job stops; use PyTorch's optimizers (foreach or fused)",
 			L->kname ? L->kname : "?", a->param, b->alloc_id);
 	size_t es = ddp_dtype_size(t);
 	if (!es)

@@ -170,16 +170,15 @@ ddp_result grad_end_update(struct ddp_grad *g)
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
 			"arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
-			"writes); gradients cannot be averaged: name the optimizer kernels with DDP_OPT_KERNELS, the "
-			"kernels that read gradients first with DDP_GRAD_READER_KERNELS, their type with "
-			"DDP_GRAD_DTYPE (docs/gradient-sync.md), or train unsynchronised with DDP_SYNC=off");
+			"writes); gradients cannot be averaged, so the job stops: report the optimizer kernel "
+			"(docs/gradient-sync.md, \"How ddprun stops\")");
 	if (g->strict && g->steps_done >= 2 && g->reductions == 0)
 		return grad_fail(
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: %llu optimizer steps ran and no gradient was ever averaged (the gradients are never "
 			"written between optimizer launches as far as libddp can see); the ranks would train "
-			"apart: check DDP_OPT_KERNELS and DDP_GRAD_READER_KERNELS (docs/gradient-sync.md), or train "
-			"unsynchronised with DDP_SYNC=off",
+			"apart, so the job stops: report the optimizer kernel (docs/gradient-sync.md, \"How ddprun "
+			"stops\")",
 			(unsigned long long)g->steps_done);
 	if (g->ops.step_end)
 		return g->ops.step_end(g->ops.ctx, g->steps);

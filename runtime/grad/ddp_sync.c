@@ -55,6 +55,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -87,7 +88,8 @@ int sync_my_rank, sync_my_world;
 uint64_t sync_cur_step;
 int sync_phase_open;     /* between step_begin and step_end     */
 int sync_dry;            /* ddprun inspect: no collectives      */
-int sync_at_exit;        /* ddp_sync_exit is ending the run     */
+int sync_at_exit;        /* ddp_sync_exit / the final compare end the run */
+struct ddp_cycle *sync_cycles; /* the steps while no update is known  */
 int sync_check_inv;      /* DDP_CHECK_INVARIANT                 */
 long sync_skip_avg = -1; /* DDP_DEBUG_SKIP_AVG                  */
 int sync_no_measure;     /* DDP_DEBUG_NO_MEASURE                */
@@ -259,6 +261,8 @@ void ddp_sync_init(int rank, int world)
 		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
 			 "gradient (a debug setting: training is wrong)");
 	}
+	if (!sync_dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_cycles) != DDP_OK)
+		sync_die("libddp: out of memory (gradient tracker)");
 	if (sync_dry) {
 		ddp_grad_set_strict(sync_tracker, 0);
 		ddp_sync_on_ = 1;

@@ -71,6 +71,13 @@ void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
 int ddp_sync_gate_open(void) __attribute__((visibility("hidden")));
 void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden")));
 
+/* The program is about to free device memory at p (interpose/hook_mem.c,
+ * before cuMemFree): the first time p is a parameter's or optimizer state's
+ * allocation, every parameter and state range is compared across ranks
+ * (the final compare: the last moment they can be read; a mismatch stops
+ * the rank with one line naming the range, its role and the step). */
+void ddp_sync_freeing(uint64_t p) __attribute__((visibility("hidden")));
+
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns
  * non-zero when the process must exit non-zero: a rank of a multi-rank job

@@ -43,6 +43,7 @@ struct inv_item {
 	uint64_t hash, bytes, off;
 	uint32_t alloc_id;
 	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
 	char kname[48];
 	char label[112];
 };
@@ -51,25 +52,113 @@ static struct inv_item *inv;
 static size_t ninv, invcap;
 static uint64_t inv_step; /* the step inv[] belongs to           */
 
-/* --check N: hash every parameter/state buffer and compare across ranks.
- * Every stream of the context is drained first: the optimizer may have run
- * on another stream than the launch that ends the step, and a hash taken
- * while it still runs would differ between ranks by timing alone. */
-static ddp_result check_hashes(uint64_t step, void *stream)
+/* ---- the cross-rank compare: one function for the parameter check, the
+ * invariant check and the exit compare.  This rank posts its hashes
+ * h[0..n) under ddp/<kind>/<tag>/<rank> and reads every other rank's,
+ * waiting up to wait_s for each (wait_s 0: only the ranks that already
+ * posted theirs; of two ranks, at least one finds the other's), and
+ * reports the first difference. */
+enum xr_result { XR_SAME = 0, XR_DIFF, XR_COUNT, XR_MISSING };
+struct xr_diff {
+	int rank;            /* the other rank                         */
+	size_t index, their_n;
+	uint64_t mine, theirs;
+	ddp_result rc; /* XR_MISSING: why                        */
+	size_t compared; /* ranks compared with                    */
+};
+
+static enum xr_result xrank_compare(const char *kind, const char *tag, const uint64_t *h, size_t n, double wait_s,
+				    struct xr_diff *d)
 {
-	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
 	struct ddp_store *st = ddp_job_store();
+	char key[128];
+	memset(d, 0, sizeof *d);
+	if (!st)
+		sync_die("libddp: cross-rank check: no store connection");
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	if (ddp_store_set(st, key, h, n * sizeof *h) != DDP_OK)
+		sync_die("libddp: cross-rank check: cannot post the hashes to the store");
+	for (int r = 0; r < sync_my_world; r++) {
+		void *val = NULL;
+		size_t len = 0;
+		if (r == sync_my_rank)
+			continue;
+		snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, r);
+		ddp_result rc = ddp_store_get(st, key, &val, &len, wait_s);
+		d->rank = r;
+		if (rc != DDP_OK) {
+			if (wait_s <= 0)
+				continue; /* not there yet: it compares with ours */
+			d->rc = rc;
+			return XR_MISSING;
+		}
+		d->compared++;
+		d->their_n = len / sizeof *h;
+		if (len != n * sizeof *h) {
+			free(val);
+			return XR_COUNT;
+		}
+		for (size_t i = 0; i < n; i++) {
+			uint64_t other;
+			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
+			if (other != h[i]) {
+				d->index = i;
+				d->mine = h[i];
+				d->theirs = other;
+				free(val);
+				return XR_DIFF;
+			}
+		}
+		free(val);
+	}
+	return XR_SAME;
+}
+
+static void xrank_forget(const char *kind, const char *tag)
+{
+	char key[128];
+	struct ddp_store *st = ddp_job_store();
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	if (st)
+		ddp_store_delete(st, key);
+}
+
+/* Does a current gradient range overlap b (PyTorch's optimizers also write
+ * the gradients they read: clipping scales them in place)? */
+static int is_gradient_too(const struct ddp_grad_buf *b)
+{
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
+		const struct ddp_grad_buf *g = ddp_grad_buf_at(sync_tracker, i);
+		if (g->role == DDP_GR_GRAD && g->alloc_id == b->alloc_id && g->base < b->base + b->size &&
+		    b->base < g->base + g->size && ddp_grad_buf_current(sync_tracker, g))
+			return 1;
+	}
+	return 0;
+}
+
+/* Hashes of every current parameter and optimizer-state range (the
+ * sync_tracker's P records; with no_grads, those that are no gradient range
+ * too), in the sync_tracker's order, after the context is idle: *out (malloc'd,
+ * with the ranges in *bufs) and its length.  A range the program freed is
+ * forgotten. */
+static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs, const char *who,
+			  int no_grads)
+{
 	size_t nb = ddp_grad_nbufs(sync_tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
 	const struct ddp_grad_buf **pb = calloc(nb ? nb : 1, sizeof *pb);
 	void *host = NULL;
 	size_t hostcap = 0;
-	char key[96], msg[700];
+	char msg[200];
 
-	if (!h || !pb || !st)
-		sync_die("libddp: --check: out of memory or no store connection");
-	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS)
-		sync_die("libddp: --check: cuCtxSynchronize failed before hashing the parameters");
+	if (!h || !pb) {
+		snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
+		sync_die(msg);
+	}
+	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS) {
+		snprintf(msg, sizeof msg, "libddp: %s: cuCtxSynchronize failed before hashing the parameters", who);
+		sync_die(msg);
+	}
 	for (size_t i = 0; i < nb; i++) {
 		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
 		if (b->role != DDP_GR_PARAM)
@@ -79,71 +168,160 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 			ddp_grad_forget(sync_tracker, b->alloc_base);
 			continue;
 		}
+		/* the final compare: persistent ranges only (an optimizer list's
+		 * out-of-place result is a temporary: its memory is reused) */
+		if (no_grads && ((b->evidence == DDP_GE_LIST_WRITE && !b->in_place) || is_gradient_too(b)))
+			continue;
 		if (b->size > hostcap) {
 			free(host);
 			hostcap = b->size;
-			if (!(host = malloc(hostcap)))
-				sync_die("libddp: --check: out of memory");
+			if (!(host = malloc(hostcap))) {
+				snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
+				sync_die(msg);
+			}
 		}
-		if (sync_op_read(NULL, b->base, host, b->size, stream) != DDP_OK)
-			sync_die("libddp: --check: cannot copy a parameter buffer to the host");
+		if (sync_op_read(NULL, b->base, host, b->size, stream) != DDP_OK) {
+			snprintf(msg, sizeof msg, "libddp: %s: cannot copy a parameter buffer to the host", who);
+			sync_die(msg);
+		}
 		pb[np] = b;
 		h[np++] = ddp_fnv1a(DDP_FNV1A_INIT, host, b->size);
 	}
 	free(host);
-	snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, sync_my_rank);
-	if (ddp_store_set(st, key, h, np * sizeof *h) != DDP_OK)
-		sync_die("libddp: --check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_my_world; r++) {
-		void *val = NULL;
-		size_t len = 0;
-		if (r == sync_my_rank)
-			continue;
-		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", step, r);
-		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
-		if (rc != DDP_OK) {
-			snprintf(msg, sizeof msg,
-				 "libddp: --check at step %" PRIu64 ": rank %d never posted its "
-				 "parameter hashes (%s)",
-				 step, r, ddp_strerror(rc));
-			sync_die(msg);
-		}
-		if (len != np * sizeof *h) {
-			snprintf(msg, sizeof msg,
-				 "libddp: --check at step %" PRIu64 ": rank %d has %zu parameter "
-				 "buffers, rank %d has %zu: the ranks run different programs",
-				 step, r, len / sizeof *h, sync_my_rank, np);
-			sync_die(msg);
-		}
-		for (size_t i = 0; i < np; i++) {
-			uint64_t other;
-			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
-			if (other != h[i]) {
-				snprintf(msg, sizeof msg,
-					 "libddp: --check: parameters diverged at step %" PRIu64
-					 ": buffer %s (%" PRIu64
-					 " bytes) differs between rank %d (hash %016" PRIx64
-					 ") and rank %d (hash %016" PRIx64 ")",
-					 step, pb[i]->label, pb[i]->size, sync_my_rank, h[i], r, other);
-				sync_die(msg);
-			}
-		}
-		free(val);
+	*out = h;
+	*bufs = pb;
+	return np;
+}
+
+/* --check N: hash every parameter/state buffer and compare across ranks.
+ * Every stream of the context is drained first: the optimizer may have run
+ * on another stream than the launch that ends the step, and a hash taken
+ * while it still runs would differ between ranks by timing alone. */
+static ddp_result check_hashes(uint64_t step, void *stream)
+{
+	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
+	const char *who = sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 ? "--check" : "parameter check";
+	const struct ddp_grad_buf **pb;
+	uint64_t *h;
+	char tag[32], msg[800];
+	size_t np = hash_params(stream, &h, &pb, who, 0);
+	struct xr_diff d;
+
+	snprintf(tag, sizeof tag, "%" PRIu64, step);
+	switch (xrank_compare("check", tag, h, np, (double)ddp_param_coll_timeout(), &d)) {
+	case XR_MISSING:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s at step %" PRIu64 ": rank %d never posted its parameter hashes (%s)", who, step,
+			 d.rank, ddp_strerror(d.rc));
+		sync_die(msg);
+	case XR_COUNT:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s at step %" PRIu64 ": rank %d has %zu parameter buffers, rank %d has %zu: the "
+			 "ranks run different programs",
+			 who, step, d.rank, d.their_n, sync_my_rank, np);
+		sync_die(msg);
+	case XR_DIFF:
+		snprintf(msg, sizeof msg,
+			 "libddp: %s: parameters diverged at step %" PRIu64 ": buffer %s (parameter or optimizer "
+			 "state, %" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d (hash "
+			 "%016" PRIx64 ") and rank %d (hash %016" PRIx64 ")",
+			 who, step, pb[d.index]->label, pb[d.index]->size, pb[d.index]->base - pb[d.index]->alloc_base,
+			 pb[d.index]->alloc_id, sync_my_rank, d.mine, d.rank, d.theirs);
+		sync_die(msg);
+	case XR_SAME:
+		break;
 	}
 	/* every rank has read our hashes of two checks ago before posting the
 	 * previous check's, which we read: drop them (the store keeps no history) */
 	if (prev_step[1]) {
-		snprintf(key, sizeof key, "ddp/check/%" PRIu64 "/%d", prev_step[1], sync_my_rank);
-		ddp_store_delete(st, key);
+		snprintf(tag, sizeof tag, "%" PRIu64, prev_step[1]);
+		xrank_forget("check", tag);
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
 	sync_stats.hash_checks++;
-	DDP_INFO(GRAD, "--check at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", step,
-		 np, sync_my_world);
+	DDP_INFO(GRAD, "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", who, step, np,
+		 sync_my_world);
 	free(h);
 	free(pb);
 	return DDP_OK;
+}
+
+/* The final compare: every parameter and optimizer-state range compared
+ * with the ranks that already posted theirs (the last rank to arrive sees
+ * them all; none waits for a rank that is still running or gone), once:
+ * before the program frees the first of them (ddp_sync_freeing), else at
+ * exit while the context lives.  1 on a difference (one line, the exit is
+ * non-zero), else 0. */
+int sync_final_done;
+
+int sync_final_compare(uint64_t steps, char *msg, size_t cap)
+{
+	sync_final_done = 1;
+	const struct ddp_grad_buf **pb;
+	uint64_t *h;
+	size_t np = hash_params(NULL, &h, &pb, "the final check", 1);
+	long perturb = ddp_param_debug_perturb_rank();
+	struct xr_diff d;
+	int failed = 0;
+
+	if (perturb == sync_my_rank && np) {
+		/* negative control: one byte of the last range, after the last step */
+		const struct ddp_grad_buf *b = pb[np - 1];
+		unsigned char byte;
+		if (sync_op_read(NULL, b->base, &byte, 1, NULL) == DDP_OK) {
+			byte ^= 1;
+			if (sync_op_write(NULL, b->base, &byte, 1, NULL) == DDP_OK && sync_real_ctx_sync)
+				sync_real_ctx_sync();
+		}
+		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s after the last step (a debug "
+			 "setting: the final check must fail)",
+			 perturb, sync_my_rank, b->label);
+		free(h);
+		free(pb);
+		np = hash_params(NULL, &h, &pb, "the final check", 1);
+	}
+	uint64_t *hv = malloc((np + 1) * sizeof *hv);
+	if (!hv)
+		sync_die("libddp: the final check: out of memory");
+	hv[0] = steps; /* the same steps first */
+	memcpy(hv + 1, h, np * sizeof *h);
+	switch (xrank_compare("final", "exit", hv, np + 1, 0, &d)) {
+	case XR_COUNT:
+		snprintf(msg, cap,
+			 "libddp: at the end of training rank %d holds %zu parameter and state ranges and rank %d "
+			 "holds %zu: the ranks did not train one model",
+			 d.rank, d.their_n ? d.their_n - 1 : 0, sync_my_rank, np);
+		failed = 1;
+		break;
+	case XR_DIFF:
+		if (d.index == 0)
+			snprintf(msg, cap,
+				 "libddp: at the end of training rank %d counted %" PRIu64 " steps and rank %d "
+				 "counted %" PRIu64 ": the ranks did not train one model",
+				 d.rank, d.theirs, sync_my_rank, d.mine);
+		else
+			snprintf(msg, cap,
+				 "libddp: the ranks diverged: at the end of training, after step %" PRIu64
+				 ", %s (parameter or optimizer state, %" PRIu64 " bytes at +%" PRIu64
+				  " of allocation #%u) differs between rank %d and rank %d",
+				  steps, pb[d.index - 1]->label, pb[d.index - 1]->size,
+				  pb[d.index - 1]->base - pb[d.index - 1]->alloc_base, pb[d.index - 1]->alloc_id, sync_my_rank,
+				  d.rank);
+		failed = 1;
+		break;
+	case XR_MISSING:
+	case XR_SAME:
+		DDP_INFO(GRAD, "final check after step %" PRIu64 ": %zu parameter and state ranges identical on this "
+			       "rank and the %zu ranks that got there before it",
+			 steps, np, d.compared);
+		break;
+	}
+	sync_stats.hash_checks++;
+	free(hv);
+	free(h);
+	free(pb);
+	return failed;
 }
 
 /* ---- the data-parallel invariant: every range the optimizer reads is
@@ -227,6 +405,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		}
 		it->param = r[i].param;
 		it->word = r[i].word;
+		it->role = r[i].role;
 		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
 		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
 			 r[i].label ? ", " : "",
@@ -317,58 +496,50 @@ static void inv_compare(uint64_t step)
 		bytes += inv[i].bytes;
 	}
 	ddp_status_coll_begin("invariant hash exchange");
-	snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, sync_my_rank);
-	if (ddp_store_set(st, key, h, ninv * sizeof *h) != DDP_OK)
-		sync_die("libddp: invariant check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_my_world; r++) {
-		void *val = NULL;
-		size_t len = 0;
-		if (r == sync_my_rank)
-			continue;
-		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", step, r);
-		ddp_result rc = ddp_store_get(st, key, &val, &len, (double)ddp_param_coll_timeout());
-		if (rc != DDP_OK) {
+	snprintf(key, sizeof key, "%" PRIu64, step);
+	struct xr_diff d;
+	enum xr_result xr = xrank_compare("inv", key, h, ninv, (double)ddp_param_coll_timeout(), &d);
+	if (xr == XR_MISSING) {
+		snprintf(msg, sizeof msg,
+			 "libddp: invariant check at step %" PRIu64 ": rank %d never posted its hashes (%s)", step,
+			 d.rank, ddp_strerror(d.rc));
+		sync_die(msg);
+	}
+	if (xr == XR_COUNT) {
+		snprintf(msg, sizeof msg,
+			 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu ranges on rank %d and "
+			 "%zu on rank %d: the ranks run different programs",
+			 step, d.their_n, d.rank, ninv, sync_my_rank);
+		sync_die(msg);
+	}
+	if (xr == XR_DIFF) {
+		const struct inv_item *it = &inv[d.index];
+		int r = d.rank;
+		if (it->word == 0xffff)
 			snprintf(msg, sizeof msg,
-				 "libddp: invariant check at step %" PRIu64 ": rank %d never posted "
-				 "its hashes (%s)",
-				 step, r, ddp_strerror(rc));
-			sync_die(msg);
-		}
-		if (len != ninv * sizeof *h) {
+				 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
+				 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
+				 "unaveraged gradients?) differ between rank %d and rank %d",
+				 step, it->kname, sync_my_rank, r);
+		else
 			snprintf(msg, sizeof msg,
-				 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu "
-				 "ranges on rank %d and %zu on rank %d: the ranks run different programs",
-				 step, len / sizeof *h, r, ninv, sync_my_rank);
-			sync_die(msg);
-		}
-		for (size_t i = 0; i < ninv; i++) {
-			uint64_t other;
-			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
-			if (other == h[i])
-				continue;
-			const struct inv_item *it = &inv[i];
-			if (it->word == 0xffff)
-				snprintf(msg, sizeof msg,
-					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
-					 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
-					 "unaveraged gradients?) differ between rank %d and rank %d",
-					 step, it->kname, sync_my_rank, r);
-			else
-				snprintf(msg, sizeof msg,
-					 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
-					 ": kernel %s argument %u%s%.0u (%s; %" PRIu64 " bytes at +%" PRIu64
-					 " of allocation #%u) differs between rank %d and rank %d (every byte the "
-					 "optimizer reads must be identical on all ranks; see docs/gradient-sync.md)",
-					 step, it->kname, it->param, it->word ? "." : "", it->word, it->label,
-					 it->bytes, it->off, it->alloc_id, sync_my_rank, r);
-			sync_die(msg);
-		}
-		free(val);
+				 "libddp: %s at step %" PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64
+				 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d and rank %d "
+				 "(every byte the optimizer reads must be identical on all ranks; see "
+				 "docs/gradient-sync.md)",
+				 it->role == DDP_GR_GRAD ? "an unaveraged gradient reached the optimizer"
+				 : it->role == DDP_GR_PARAM
+					 ? "a parameter or optimizer state differs between the ranks before the update"
+					 : "the update reads a range that is no parameter, state or gradient libddp "
+					   "found (a tensor it missed, or a temporary of each rank)",
+				 step, it->kname, it->param, it->word ? "." : "", it->word, it->label, it->bytes,
+				 it->off, it->alloc_id, sync_my_rank, r);
+		sync_die(msg);
 	}
 	ddp_status_coll_leave();
 	if (prev_step[1]) {
-		snprintf(key, sizeof key, "ddp/inv/%" PRIu64 "/%d", prev_step[1], sync_my_rank);
-		ddp_store_delete(st, key);
+		snprintf(key, sizeof key, "%" PRIu64, prev_step[1]);
+		xrank_forget("inv", key);
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;

@@ -50,6 +50,35 @@ void ddp_sync_step_aside(const char *why)
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_my_rank, why);
 }
 
+void ddp_sync_freeing(uint64_t p)
+{
+	ddp_port_own_begin();
+	pthread_mutex_lock(&sync_lock);
+	if (ddp_sync_on_ && !sync_dry && !sync_final_done && sync_check_inv && sync_tracker && ddp_grad_steps(sync_tracker) > 0) {
+		for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
+			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+			if (b->role != DDP_GR_PARAM || p < b->alloc_base || p >= b->alloc_base + b->alloc_size ||
+			    !ddp_grad_buf_current(sync_tracker, b))
+				continue;
+			/* an open update phase ends first (its step counts; the
+			 * compare below covers its parameter check) */
+			sync_at_exit = 1;
+			ddp_result frc = ddp_grad_finish(sync_tracker);
+			sync_at_exit = 0;
+			if (frc != DDP_OK) {
+				const char *e = ddp_grad_last_error(sync_tracker);
+				sync_die(e && *e ? e : "libddp: gradient tracking failed");
+			}
+			char msg[700];
+			if (sync_final_compare(ddp_grad_steps(sync_tracker), msg, sizeof msg))
+				sync_die(msg);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sync_lock);
+	ddp_port_own_end();
+}
+
 int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
@@ -81,8 +110,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
 		DDP_ERROR("libddp: this rank launched %" PRIu64
 			  " kernels and %s; it is not known to have trained as "
-			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
-			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised",
+			  "one model with the other ranks: %sreport the update kernel (the "
+			  "last kernel launched: %.100s; docs/gradient-sync.md, \"How ddprun stops\")",
 			  sync_stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
@@ -92,6 +121,15 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				     : "",
 			  sync_cur_k && sync_cur_k->demangled ? sync_cur_k->demangled : "?");
 		failed = 1;
+	}
+	if (!sync_dry && !failed && steps > 0 && sync_check_inv && !sync_final_done) {
+		/* nothing freed before exit: compare now, while the context lives */
+		char msg[700];
+		if (!sync_real_ctx_sync || sync_real_ctx_sync() != CUDA_SUCCESS)
+			DDP_INFO(GRAD, "final check skipped: the program destroyed its context before exit without "
+				       "freeing its parameters");
+		else if ((failed = sync_final_compare(steps, msg, sizeof msg)))
+			DDP_ERROR("%s", msg);
 	}
 	DDP_INFO(GRAD,
 		 "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
@@ -169,6 +207,23 @@ void ddp_sync_explain(const char *path)
 	if (!sync_dry || !sync_tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
 		return;
 	pthread_mutex_lock(&sync_lock);
+	/* the sections are the Roles table's records, grouped by role */
+	static const struct {
+		uint8_t role;
+		const char *title;
+	} sect[] = {
+		{ DDP_GR_PARAM, "Parameters (parameter and optimizer-state ranges the update writes)" },
+		{ DDP_GR_GRAD, "Gradients (ranges averaged before the update reads them)" },
+	};
+	for (size_t s = 0; s < sizeof sect / sizeof sect[0]; s++) {
+		fprintf(f, "\n## %s\n", sect[s].title);
+		for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
+			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+			if (b->role == sect[s].role && ddp_grad_buf_current(sync_tracker, b))
+				fprintf(f, "  #%u  +%" PRIu64 "  %" PRIu64 " bytes  %s\n", b->alloc_id,
+					b->base - b->alloc_base, b->size, b->label);
+		}
+	}
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
@@ -199,7 +254,7 @@ void ddp_sync_explain(const char *path)
 	}
 	if (!shown)
 		fprintf(f,
-			"  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
+			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
 	pthread_mutex_unlock(&sync_lock);
 	fclose(f);
 }

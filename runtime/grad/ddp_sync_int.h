@@ -68,6 +68,10 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			       const struct ddp_grad_read *r, size_t n);
 ddp_result sync_op_step_begin(void *ctx, uint64_t step);
 ddp_result sync_op_step_end(void *ctx, uint64_t step);
+/* The final compare (every parameter and state range across ranks, once;
+ * ddp_sync_freeing, ddp_sync_exit): 1 and *msg on a difference. */
+int sync_final_compare(uint64_t steps, char *msg, size_t cap);
+extern int sync_final_done;
 
 /* The glue's state, defined in ddp_sync.c (sync_fastcount: in
  * ddp_sync_launch.c); sync_lock guards all of it but what the cheap path
@@ -81,7 +85,8 @@ extern int sync_my_rank, sync_my_world;
 extern uint64_t sync_cur_step;
 extern int sync_phase_open;          /* between step_begin and step_end     */
 extern int sync_dry;                 /* ddprun inspect: no collectives      */
-extern int sync_at_exit;             /* ddp_sync_exit is ending the run     */
+extern int sync_at_exit;             /* ddp_sync_exit / the final compare end the run */
+extern struct ddp_cycle *sync_cycles; /* the steps while no update is known (ddp_cycle.h) */
 extern int sync_check_inv;           /* DDP_CHECK_INVARIANT                 */
 extern long sync_skip_avg;           /* DDP_DEBUG_SKIP_AVG                  */
 extern int sync_no_measure;          /* DDP_DEBUG_NO_MEASURE                */

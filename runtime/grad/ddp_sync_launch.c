@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -386,11 +387,30 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 	snprintf(msg, sizeof msg,
 		 "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
-		 "%sname the optimizer with DDP_OPT_KERNELS=+NAME, or set DDP_SYNC=off to train unsynchronised (if the "
-		 "first optimizer step is still to come, after a long gradient accumulation, raise DDP_OPT_WAIT)",
+		 "the job stops (docs/gradient-sync.md, \"How ddprun stops\")%s",
 		 sync_stats.launches, sync_opt_wait_s, k->demangled ? k->demangled : "?",
-		 sync_torch_seen ? "PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) are "
-			      "not recognised: use foreach=True or fused=True (the defaults on CUDA); else "
+		 sync_torch_seen ? "; PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) "
+				   "are not recognised: use foreach=True or fused=True (the defaults on CUDA)"
+				 : "");
+	sync_die(msg);
+}
+
+/* Three steps rewrote persistent memory and no update was found
+ * (ddp_cycle.h): the job stops before this launch, the third step's
+ * rewrite, runs. */
+static void no_update_stop(const struct ddp_cycle_report *r)
+{
+	char msg[1100];
+	snprintf(msg, sizeof msg,
+		 "libddp: no update of the parameters was found in the first %" PRIu64 " steps (a step: the %" PRIu64
+		 " kernel launches the program repeats, from %.80s), yet each step rewrote memory it had read first, "
+		 "as an update rewrites parameters (%.80s writes the %" PRIu64 " bytes at +%" PRIu64
+		 " of allocation #%u that %.80s read): the ranks would train apart, so the job stops in step %" PRIu64
+		 " before that write (docs/gradient-sync.md, \"How ddprun stops\")%s",
+		 r->cycles, r->period, r->first ? r->first : "?", r->writer ? r->writer : "?", r->hi - r->lo,
+		 r->lo - r->alloc_base, r->alloc_id, r->reader ? r->reader : "?", r->cycles,
+		 sync_torch_seen ? "; PyTorch optimizers built with foreach=False are not recognised: use foreach=True or "
+			      "fused=True (the defaults on CUDA; foreach=False runs one elementwise kernel per parameter)"
 			    : "");
 	sync_die(msg);
 }
@@ -482,7 +502,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		snprintf(msg, sizeof msg,
 			 "libddp: PyTorch kernel %.300s is a gradient consumer whose tensors libddp "
 			 "cannot bound (an argument layout it does not know); its gradients would be averaged as "
-			 "guesses, so the job stops: report the kernel name, or train unsynchronised with DDP_SYNC=off",
+			 "guesses, so the job stops: report the kernel name",
 			 k->demangled);
 		sync_die(msg);
 	}
@@ -585,6 +605,19 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(sync_tracker);
 		sync_die(e && *e ? e : "libddp: gradient tracking failed");
+	}
+	if (sync_cycles) { /* no update known yet: the steps, from the stream's cycle */
+		struct ddp_cycle_report rep;
+		if (!opt_seen && ddp_cycle_launch(sync_cycles, &gl, &rep))
+			no_update_stop(&rep);
+		if (opt_seen || ddp_cycle_gave_up(sync_cycles)) {
+			if (!opt_seen)
+				DDP_INFO(GRAD, "no repeating step found in the first %u launches: a job whose update is "
+					       "not found stops at its first output file or at exit",
+					 DDP_CYCLE_MAX_LAUNCHES);
+			ddp_cycle_free(sync_cycles);
+			sync_cycles = NULL;
+		}
 	}
 	if (cls == DDP_GK_OPT)
 		refuse_guessed_gradients();

@@ -111,7 +111,7 @@ static ddp_result job_ddprun_place(const struct ddp_rank_info *ri)
 	info.master_port = ri->master_port;
 	if (!info.master_addr || info.master_port <= 0) {
 		DDP_ERROR("libddp: rank %d of %d has no MASTER_ADDR/MASTER_PORT, so it cannot reach the other "
-			  "ranks; run it under ddprun, or set DDP_SYNC=off to train unsynchronised",
+			  "ranks; run it under ddprun",
 			  info.rank, info.world);
 		return DDP_ERR_INVALID;
 	}
@@ -130,7 +130,7 @@ static ddp_result job_own_secret(const char *launcher, const char **out /* OUT *
 	}
 	DDP_ERROR("libddp: rank %d: %s is %s; without ddprun, rank 0 hosts the store and every rank must "
 		  "prove the same secret of %d..%d characters: export %s=$(head -c 16 /dev/urandom | od -An -tx1 "
-		  "| tr -d ' \\n') before %s (or set DDP_SYNC=off to train unsynchronised)",
+		  "| tr -d ' \\n') before %s",
 		  info.rank, DDP_STORE_SECRET_ENV,
 		  len == 0               ? "not set"
 		  : len < JOB_SECRET_MIN ? "too short"
@@ -374,7 +374,7 @@ static void missing_ranks(void)
 	if (n)
 		snprintf(join_msg + o, sizeof join_msg - o,
 			 " never reached the first collective (a different "
-			 "program, or its optimizer was not recognised: DDP_OPT_KERNELS)");
+			 "program, or its update was not found: docs/gradient-sync.md, \"How ddprun stops\")");
 }
 
 const char *ddp_job_comm_error(void)

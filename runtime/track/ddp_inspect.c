@@ -259,20 +259,8 @@ void ddp_inspect_write(void)
 			any = 1;
 		}
 	if (!any)
-		fprintf(f, "  none recognised (set DDP_OPT_KERNELS to name them)\n");
-	fprintf(f, "\n## Parameters (buffers the optimizer writes)\n");
-	for (size_t i = 0; i < nrows; i++)
-		if (rows[i].opt_w)
-			fprintf(f, "  #%u  %llu bytes\n", rows[i].id, (unsigned long long)rows[i].size);
-	fprintf(f, "\n## Gradients (read-only in the optimizer, written by other kernels)\n");
-	for (size_t i = 0; i < nrows; i++)
-		if (rows[i].opt_r && !rows[i].opt_w && rows[i].other_w)
-			fprintf(f, "  #%u  %llu bytes\n", rows[i].id, (unsigned long long)rows[i].size);
-	fprintf(f, "\n## Optimizer operands of unknown access (untyped or inside structs)\n");
-	for (size_t i = 0; i < nrows; i++)
-		if (rows[i].opt_u && !rows[i].opt_w)
-			fprintf(f, "  #%u  %llu bytes%s\n", rows[i].id, (unsigned long long)rows[i].size,
-				rows[i].other_w ? " (written by other kernels: gradient?)" : "");
+		fprintf(f, "  none recognised by name (an update written with generic kernels is found from the "
+			   "data flow: see \"Roles\" below)\n");
 	pthread_mutex_unlock(&insp_lock);
 	fclose(f);
 	free(ks);

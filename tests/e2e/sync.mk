@@ -7,3 +7,12 @@ TESTS += tests/e2e/sync/mlp.sh tests/e2e/sync/cublas_mlp.sh tests/e2e/sync/charl
 	tests/e2e/sync/failures.sh tests/e2e/sync/patterns.sh tests/e2e/sync/gpt_n1.sh tests/e2e/sync/gpt.sh tests/e2e/sync/gpt_layers.sh \
 	tests/e2e/sync/overlap.sh tests/e2e/sync/torchlike.sh tests/e2e/sync/generic.sh tests/e2e/sync/nccl.sh tests/e2e/sync/nccl_failures.sh \
 	tests/e2e/sync/host_waits.sh
+
+# hiddenupd: a trainer written for never_late.sh (an update libddp cannot
+# find, one it finds, and evaluation only); its CPU-device kernels beside it.
+TESTS += tests/e2e/sync/never_late.sh tests/e2e/sync/inspect.sh
+$(BUILD)/tests/e2e/progs/hiddenupd: $(BUILD)/tests/e2e/progs/hiddenupd.o $(BUILD)/tests/e2e/progs/hiddenupd.fatbin.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
+BINS += $(BUILD)/tests/e2e/progs/hiddenupd $(BUILD)/tests/e2e/progs/hiddenupd.kern.so
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/e2e/progs/hiddenupd.kern.so,tests/e2e/progs/hiddenupd.cu,$(BUILD)/tests/e2e/progs/hiddenupd.fatbin))

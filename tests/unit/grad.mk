@@ -18,3 +18,7 @@ $(BUILD)/tests/unit/test_matrix.o: CPPFLAGS += -Itests
 # (ddp_extent.c): the union over a grid-strided launch's instances.
 $(eval $(call unit_test,test_extent,tests/unit/test_extent.c,,grad))
 $(BUILD)/tests/unit/test_extent.o: CPPFLAGS += -Itests
+
+# The steps from the launch stream's cycle (ddp_cycle.c): the never-late stop.
+$(eval $(call unit_test,test_cycle,tests/unit/test_cycle.c,,grad))
+$(BUILD)/tests/unit/test_cycle.o: CPPFLAGS += -Itests

@@ -41,12 +41,26 @@ else
 	kill -KILL $pid
 fi
 
-# control: slow but progressing (a kernel every 0.25 s for 6 s > 4 s): nobody named
-STEP_FAULT=slow STEP_SLOW=6 timeout 60 "$DDPRUN" -n 2 "$T" 8 >"$out" 2>"$err"
+# control: slow but progressing (a kernel every 0.25 s for 6 s > 4 s): nobody named.
+# DDP_OVERLAP=off: the slow rank launches its gradient kernel again and
+# again, and with early reductions (the default) it re-reduces the
+# re-written gradient alone (below)
+STEP_FAULT=slow STEP_SLOW=6 DDP_OVERLAP=off timeout 60 "$DDPRUN" -n 2 "$T" 8 >"$out" 2>"$err"
 rc=$?
 check "slow rank: exit 0 (got $rc)" [ $rc = 0 ]
 check "slow rank: nobody named" hasnt "$err" 'made no progress'
 check "slow rank: both ranks done" [ "$(grep -c '^\[rank [01]\] done ' "$out")" = 2 ]
+check "slow rank: the ranks end identical" [ "$(grep '^\[rank 0\] done ' "$out" | cut -d' ' -f3)" = \
+	"$(grep '^\[rank 1\] done ' "$out" | cut -d' ' -f3)" ]
+# the same with early reductions: the ranks' collectives no longer pair up
+# (rank 1's extra re-reduction waits for a rank 0 that has finished) and
+# their weights differ; this exited 0 before the final compare, which now
+# stops it naming the parameter (libddp, docs/gradient-sync.md)
+STEP_FAULT=slow STEP_SLOW=6 timeout 60 "$DDPRUN" -n 2 "$T" 8 >"$out" 2>"$err"
+rc=$?
+check "slow rank, early reductions: the ranks diverge and the exit is non-zero (got $rc)" [ $rc != 0 ]
+check "slow rank, early reductions: the final compare names the parameter" \
+	grep -q 'libddp: the ranks diverged: at the end of training, after step 8, steptrainer_sgd_update:0 (parameter' "$err"
 
 # --timeout still wins: named after its own SEC, without the default's note
 STEP_FAULT=spin timeout 60 "$DDPRUN" -n 2 --timeout 2 "$T" 12 >"$out" 2>"$err"

@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_cycle.c - the program's steps from its launch stream (ddp_cycle.h).
+ *
+ * Contract: see ddp_cycle.h.  The stream is two flat arrays (launches and
+ * their accesses); identities map to their first and latest launch in an
+ * open-addressing table; the current cycle's reads and writes are lists
+ * chained per allocation (a small hash by allocation id), reset at each
+ * cycle boundary.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ddp_cycle.h"
+#include "ddp_dtype.h"
+
+struct cyc_acc {
+	uint64_t lo, hi, base; /* certain: what it surely touches           */
+	uint64_t whi;          /* a write: where it may reach (to the end)  */
+	uint32_t alloc_id;
+	uint8_t wrote, floaty;
+};
+
+struct cyc_launch {
+	uint64_t id;
+	const char *kname;
+	uint32_t acc0, nacc;
+};
+
+/* a period candidate: p launches apart, run launches in a row equal */
+struct cyc_track {
+	size_t p, run;
+};
+
+/* a range the current cycle read first (who: the launch) or wrote */
+struct cyc_seen {
+	uint64_t lo, hi;
+	uint32_t alloc_id, who, next; /* next: same bucket, UINT32_MAX ends */
+	uint8_t wrote;
+};
+
+#define SEEN_BUCKETS 256u
+
+struct ddp_cycle {
+	struct cyc_launch *ln;
+	size_t n, cap;
+	struct cyc_acc *acc;
+	size_t nacc, cacc;
+	uint64_t *mkey; /* identities (0: empty)                        */
+	uint32_t *mfirst, *mlast;
+	size_t mmask, mn;
+	struct cyc_track tr[2]; /* 0: the latest launch alike, 1: the first */
+	size_t period;          /* confirmed now (0: none)                     */
+	size_t start;           /* the current cycle's first launch            */
+	size_t x0;              /* the first cycle's first launch              */
+	uint64_t cycles;        /* complete cycles since x0                    */
+	uint64_t rewrote;       /* of those, the ones that rewrote             */
+	int cur_rewrote;
+	struct ddp_cycle_report ex; /* the current cycle's first rewrite      */
+	struct cyc_seen *seen;
+	size_t nseen, cseen;
+	uint32_t bucket[SEEN_BUCKETS];
+	int gave_up;
+};
+
+ddp_result ddp_cycle_new(struct ddp_cycle **out)
+{
+	struct ddp_cycle *c = calloc(1, sizeof *c);
+	if (!c)
+		return DDP_ERR_NOMEM;
+	memset(c->bucket, 0xff, sizeof c->bucket);
+	*out = c;
+	return DDP_OK;
+}
+
+static void release(struct ddp_cycle *c)
+{
+	free(c->ln);
+	free(c->acc);
+	free(c->mkey);
+	free(c->mfirst);
+	free(c->mlast);
+	free(c->seen);
+	c->ln = NULL;
+	c->acc = NULL;
+	c->mkey = NULL;
+	c->mfirst = c->mlast = NULL;
+	c->seen = NULL;
+	c->n = c->cap = c->nacc = c->cacc = c->mmask = c->mn = c->nseen = c->cseen = 0;
+}
+
+void ddp_cycle_free(struct ddp_cycle *c)
+{
+	if (!c)
+		return;
+	release(c);
+	free(c);
+}
+
+uint64_t ddp_cycle_period(const struct ddp_cycle *c)
+{
+	return c ? c->period : 0;
+}
+
+int ddp_cycle_gave_up(const struct ddp_cycle *c)
+{
+	return c && c->gave_up;
+}
+
+static void give_up(struct ddp_cycle *c)
+{
+	release(c);
+	c->gave_up = 1;
+	c->period = 0;
+}
+
+/* The range an argument covers, clipped to its allocation: all of it when
+ * its extent is known, else its first byte only (an unbounded pointer runs
+ * to its allocation's end: only its start is certain). */
+static void certain_range(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi, uint64_t *may_hi)
+{
+	uint64_t end = a->base + a->size;
+	uint64_t p = a->ptr && a->ptr >= a->base && a->ptr < end ? a->ptr : a->base;
+	uint64_t e = a->ext && a->ext <= end - p ? p + a->ext : end;
+	*may_hi = e;
+	if (a->bounded == DDP_GB_NONE || a->in_struct)
+		e = p < end ? p + 1 : end;
+	*lo = p;
+	*hi = e;
+}
+
+static int floaty(uint8_t dt)
+{
+	return dt == DDP_DT_UNKNOWN || dt == DDP_DT_VOID || dt == DDP_DT_F32 || dt == DDP_DT_F64 ||
+	       dt == DDP_DT_F16 || dt == DDP_DT_BF16;
+}
+
+static uint64_t identity(const struct ddp_grad_launch *L)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ L->kid;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t end = a->base + a->size;
+		uint64_t p = a->ptr && a->ptr >= a->base && a->ptr < end ? a->ptr : a->base;
+		uint64_t v[3] = { a->alloc_id, p, a->ext };
+		for (int k = 0; k < 3; k++) {
+			h ^= v[k];
+			h *= 0x100000001b3ULL;
+			h ^= h >> 29;
+		}
+	}
+	return h ? h : 1;
+}
+
+/* ---- identities: their first and latest launch */
+
+static size_t map_slot(const struct ddp_cycle *c, uint64_t key)
+{
+	size_t i = (size_t)((key * 0x9e3779b97f4a7c15ULL) >> 20) & c->mmask;
+	while (c->mkey[i] && c->mkey[i] != key)
+		i = (i + 1) & c->mmask;
+	return i;
+}
+
+static int map_grow(struct ddp_cycle *c)
+{
+	size_t nsz = c->mkey ? (c->mmask + 1) * 2 : 1024;
+	struct ddp_cycle t = { 0 };
+	t.mkey = calloc(nsz, sizeof *t.mkey);
+	t.mfirst = malloc(nsz * sizeof *t.mfirst);
+	t.mlast = malloc(nsz * sizeof *t.mlast);
+	t.mmask = nsz - 1;
+	if (!t.mkey || !t.mfirst || !t.mlast) {
+		free(t.mkey);
+		free(t.mfirst);
+		free(t.mlast);
+		return -1;
+	}
+	for (size_t i = 0; c->mkey && i <= c->mmask; i++)
+		if (c->mkey[i]) {
+			size_t j = map_slot(&t, c->mkey[i]);
+			t.mkey[j] = c->mkey[i];
+			t.mfirst[j] = c->mfirst[i];
+			t.mlast[j] = c->mlast[i];
+		}
+	free(c->mkey);
+	free(c->mfirst);
+	free(c->mlast);
+	c->mkey = t.mkey;
+	c->mfirst = t.mfirst;
+	c->mlast = t.mlast;
+	c->mmask = t.mmask;
+	return 0;
+}
+
+/* ---- the current cycle's reads and writes */
+
+static void seen_reset(struct ddp_cycle *c)
+{
+	c->nseen = 0;
+	memset(c->bucket, 0xff, sizeof c->bucket);
+	c->cur_rewrote = 0;
+}
+
+/* The first entry of allocation a overlapping [lo, hi) with wrote == w
+ * (w < 0: either). */
+static struct cyc_seen *seen_find(struct ddp_cycle *c, uint32_t a, uint64_t lo, uint64_t hi, int w)
+{
+	for (uint32_t i = c->bucket[a % SEEN_BUCKETS]; i != UINT32_MAX; i = c->seen[i].next) {
+		struct cyc_seen *s = &c->seen[i];
+		if (s->alloc_id == a && s->lo < hi && lo < s->hi && (w < 0 || s->wrote == w))
+			return s;
+	}
+	return NULL;
+}
+
+/* A read enters with the bytes it surely read; a write with every byte it
+ * may have written (a later read of them is no first read). */
+static int seen_add(struct ddp_cycle *c, const struct cyc_acc *x, uint32_t who)
+{
+	uint64_t hi = x->wrote ? x->whi : x->hi;
+	for (uint32_t i = c->bucket[x->alloc_id % SEEN_BUCKETS]; i != UINT32_MAX; i = c->seen[i].next) {
+		struct cyc_seen *s = &c->seen[i];
+		if (s->alloc_id == x->alloc_id && s->lo == x->lo && s->hi == hi && s->wrote == x->wrote)
+			return 0;
+	}
+	if (c->nseen == c->cseen) {
+		size_t nc = c->cseen ? c->cseen * 2 : 256;
+		struct cyc_seen *nv = realloc(c->seen, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		c->seen = nv;
+		c->cseen = nc;
+	}
+	struct cyc_seen *s = &c->seen[c->nseen];
+	s->lo = x->lo;
+	s->hi = hi;
+	s->alloc_id = x->alloc_id;
+	s->who = who;
+	s->wrote = x->wrote;
+	s->next = c->bucket[x->alloc_id % SEEN_BUCKETS];
+	c->bucket[x->alloc_id % SEEN_BUCKETS] = (uint32_t)c->nseen++;
+	return 0;
+}
+
+/* Launch x into the current cycle: its reads of bytes the cycle has not
+ * written are first reads; its writes of bytes another launch of the cycle
+ * read first rewrite persistent memory. */
+static int feed(struct ddp_cycle *c, size_t x)
+{
+	const struct cyc_launch *l = &c->ln[x];
+	for (uint32_t k = 0; k < l->nacc; k++) {
+		const struct cyc_acc *a = &c->acc[l->acc0 + k];
+		if (a->wrote)
+			continue;
+		if (!seen_find(c, a->alloc_id, a->lo, a->hi, -1) && seen_add(c, a, (uint32_t)x))
+			return -1;
+	}
+	for (uint32_t k = 0; k < l->nacc; k++) {
+		const struct cyc_acc *a = &c->acc[l->acc0 + k];
+		if (!a->wrote)
+			continue;
+		struct cyc_seen *r;
+		if (!c->cur_rewrote && a->floaty && (r = seen_find(c, a->alloc_id, a->lo, a->hi, 0)) &&
+		    r->who != x) {
+			c->cur_rewrote = 1;
+			c->ex.writer = l->kname;
+			c->ex.reader = c->ln[r->who].kname;
+			c->ex.alloc_id = a->alloc_id;
+			c->ex.alloc_base = a->base;
+			c->ex.lo = r->lo;
+			c->ex.hi = r->hi;
+		}
+		if (seen_add(c, a, (uint32_t)x))
+			return -1;
+	}
+	return 0;
+}
+
+static void cycle_end(struct ddp_cycle *c, size_t next_start)
+{
+	c->cycles++;
+	c->rewrote += (uint64_t)c->cur_rewrote;
+	c->start = next_start;
+	seen_reset(c);
+}
+
+/* Launch x joins the cycles (a boundary before it when one is due). */
+static int step_in(struct ddp_cycle *c, size_t x)
+{
+	if (x == c->start + c->period)
+		cycle_end(c, x);
+	return feed(c, x);
+}
+
+/* A period p confirmed at launch t: the cycles from the first launch of
+ * the periodic stream, replayed up to t. */
+static int confirm(struct ddp_cycle *c, size_t p, size_t t, size_t run)
+{
+	size_t x0 = t + 1 - run - p;
+	while (x0 > 0 && c->ln[x0 - 1].id == c->ln[x0 - 1 + p].id)
+		x0--;
+	c->period = p;
+	c->x0 = c->start = x0;
+	c->cycles = c->rewrote = 0;
+	seen_reset(c);
+	for (size_t x = x0; x <= t; x++)
+		if (step_in(c, x))
+			return -1;
+	return 0;
+}
+
+static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
+{
+	if (c->n == c->cap) {
+		size_t nc = c->cap ? c->cap * 2 : 1024;
+		struct cyc_launch *nv = realloc(c->ln, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		c->ln = nv;
+		c->cap = nc;
+	}
+	if (c->nacc + L->nargs > c->cacc) {
+		size_t nc = c->cacc ? c->cacc * 2 : 4096;
+		while (nc < c->nacc + L->nargs)
+			nc *= 2;
+		struct cyc_acc *nv = realloc(c->acc, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		c->acc = nv;
+		c->cacc = nc;
+	}
+	struct cyc_launch *l = &c->ln[c->n++];
+	l->id = identity(L);
+	l->kname = L->kname ? L->kname : "?";
+	l->acc0 = (uint32_t)c->nacc;
+	l->nacc = L->nargs;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		struct cyc_acc *a = &c->acc[c->nacc++];
+		certain_range(&L->args[i], &a->lo, &a->hi, &a->whi);
+		a->alloc_id = L->args[i].alloc_id;
+		a->base = L->args[i].base;
+		a->wrote = L->args[i].access != DDP_GA_READ;
+		a->floaty = (uint8_t)floaty(L->args[i].dtype);
+	}
+	return 0;
+}
+
+/* The period candidates after launch t joined the stream. */
+static int track(struct ddp_cycle *c, size_t t)
+{
+	uint64_t id = c->ln[t].id;
+	if ((c->mn + 1) * 2 > (c->mkey ? c->mmask + 1 : 0) && map_grow(c))
+		return -1;
+	size_t slot = map_slot(c, id);
+	int known = c->mkey[slot] != 0;
+	for (int k = 0; k < 2; k++) {
+		struct cyc_track *tr = &c->tr[k];
+		if (tr->p && c->ln[t - tr->p].id == id) {
+			tr->run++;
+			continue;
+		}
+		tr->p = tr->run = 0;
+		if (known) {
+			tr->p = t - (k == 0 ? c->mlast[slot] : c->mfirst[slot]);
+			tr->run = 1;
+		}
+	}
+	if (!known) {
+		c->mkey[slot] = id;
+		c->mfirst[slot] = (uint32_t)t;
+		c->mn++;
+	}
+	c->mlast[slot] = (uint32_t)t;
+	return 0;
+}
+
+int ddp_cycle_launch(struct ddp_cycle *c, const struct ddp_grad_launch *L, struct ddp_cycle_report *rep)
+{
+	if (!c || c->gave_up)
+		return 0;
+	if (c->n >= DDP_CYCLE_MAX_LAUNCHES || record(c, L) || track(c, c->n - 1)) {
+		give_up(c);
+		return 0;
+	}
+	size_t t = c->n - 1;
+	if (c->period && c->ln[t].id != c->ln[t - c->period].id) {
+		c->period = 0; /* the period broke: search again */
+		c->cycles = c->rewrote = 0;
+		seen_reset(c);
+	}
+	if (c->period) {
+		if (step_in(c, t)) {
+			give_up(c);
+			return 0;
+		}
+	} else {
+		size_t p = 0, run = 0;
+		for (int k = 0; k < 2; k++)
+			if (c->tr[k].p && c->tr[k].run >= c->tr[k].p && (!p || c->tr[k].p < p)) {
+				p = c->tr[k].p;
+				run = c->tr[k].run;
+			}
+		if (p && confirm(c, p, t, run)) {
+			give_up(c);
+			return 0;
+		}
+	}
+	if (!c->period || !c->cur_rewrote || c->rewrote < 2)
+		return 0;
+	*rep = c->ex;
+	rep->period = c->period;
+	rep->cycles = c->cycles + 1;
+	rep->first = c->ln[c->x0].kname;
+	return 1;
+}
