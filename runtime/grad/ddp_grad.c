@@ -77,6 +77,10 @@ struct ddp_grad {
 	struct ddp_grad_buf **xrec;           /* per argument: its record (scratch)   */
 	struct ddp_grad_buf **xlist;          /* gradients to average (scratch)       */
 	struct ddp_grad_read *xrd;            /* ranges an optimizer reads (scratch)  */
+	/* lists of generic foreach optimizer ops found to hold parameters in
+	 * step 1 (x_param_lists): kernel id << 8 | list */
+	uint64_t xpar[32];
+	uint32_t nxpar;
 	/* the update found from the data flow (ddp_flow.h) */
 	struct ddp_flow *flow;
 	int flow_update;     /* the open update phase is a flow one  */
@@ -1649,6 +1653,70 @@ static int x_needs(const struct ddp_grad *g, const struct ddp_grad_buf *b)
 	return b->dirty || b->red_ep != g->epoch + 1;
 }
 
+static int x_par_learned(const struct ddp_grad *g, uint32_t kid, uint32_t list)
+{
+	for (uint32_t i = 0; i < g->nxpar; i++)
+		if (g->xpar[i] == ((uint64_t)kid << 8 | list))
+			return 1;
+	return 0;
+}
+
+/* Of the candidate gradient lists cand (two or more) of generic foreach
+ * optimizer op L, those that hold parameters, not gradients (bit mask).
+ * A gradient is what this step's backward wrote; Adam's weight decay,
+ * _foreach_add(grads, params, alpha=wd), reads the parameters read-only
+ * beside them before any launch of the update wrote either.
+ * - Step 1: a list none of whose tensors any launch of this step wrote
+ *   (the step's write log), while another candidate list's tensors were
+ *   written, holds bytes from before the step: parameters.  Learned as
+ *   (kernel, list).  No evidence (no list written: the writers may be
+ *   invisible, e.g. GEMM outputs inside TMA descriptors; or the log is
+ *   full) excludes nothing.
+ * - Later steps: a learned (kernel, list) whose tensors are all the
+ *   parameter records the update rewrote. */
+static uint32_t x_param_lists(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t cand)
+{
+	uint32_t seen = 0, par = 0, miss = 0;
+	if (g->steps_done == 0) {
+		if (!g->wlog || g->nwlog >= WLOG_MAX)
+			return 0;
+		for (uint32_t i = 0; i < L->nargs; i++) {
+			const struct ddp_grad_arg *a = &L->args[i];
+			uint64_t lo, hi;
+			if (a->tlist >= 32 || !(cand >> a->tlist & 1))
+				continue;
+			arg_range(a, &lo, &hi);
+			if (wlog_writer(g, a->alloc_id, lo, hi))
+				seen |= 1u << a->tlist;
+		}
+		if (!seen || seen == cand)
+			return 0;
+		par = cand & ~seen;
+		for (uint32_t l = 0; l < 32; l++) {
+			if (!(par >> l & 1) || x_par_learned(g, L->kid, l))
+				continue;
+			if (g->nxpar < sizeof g->xpar / sizeof g->xpar[0])
+				g->xpar[g->nxpar++] = (uint64_t)L->kid << 8 | l;
+			DDP_INFO(GRAD,
+				 "%s: read-only list %u was written by no launch of step 1, while the launch's "
+				 "other read-only lists were: parameters, not gradients",
+				 L->kname ? L->kname : "?", l);
+		}
+		return par;
+	}
+	for (uint32_t l = 0; l < 32; l++)
+		if ((cand >> l & 1) && x_par_learned(g, L->kid, l))
+			par |= 1u << l;
+	if (!par)
+		return 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		if (a->tlist < 32 && (par >> a->tlist & 1) && !x_find(g, a, M(DDP_GR_PARAM)))
+			miss |= 1u << a->tlist;
+	}
+	return par & ~miss;
+}
+
 /* The lists of L that hold gradients, as a bit mask (lists 0..31). */
 static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
@@ -1673,7 +1741,10 @@ static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L
 		if (b && b->opt_phase == g->steps)
 			opt_wrote |= bit;
 	}
-	return present & ~written & ~opt_wrote & ~untyped;
+	uint32_t cand = present & ~written & ~opt_wrote & ~untyped;
+	if (cand & (cand - 1))
+		cand &= ~x_param_lists(g, L, cand);
+	return cand;
 }
 
 /* b (G named or not, or another role) becomes this update phase's

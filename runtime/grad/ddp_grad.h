@@ -64,7 +64,10 @@
  * role of a consumer's list, whatever their address this step:
  * - a reader's or fused optimizer's gradient list (L->grad_list), and a
  *   generic foreach optimizer op's read-only list none of whose ranges an
- *   optimizer launch of this update phase wrote, are named gradients: each
+ *   optimizer launch of this update phase wrote (and that is not the
+ *   parameters read beside the gradients, as Adam's weight decay does: a
+ *   list no launch of step 1 wrote while another list of the launch was
+ *   written; learned as (kernel, list) for later steps), are named gradients: each
  *   is averaged before the launch unless it was averaged in this epoch and
  *   no bounded write touched it since;
  * - the epoch advances when an update phase ends (also when the launch

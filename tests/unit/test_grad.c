@@ -931,6 +931,55 @@ TEST(explicit_state_written_this_step_is_no_gradient)
 }
 
 
+/* foreach Adam with weight decay: grads = _foreach_add(grads, params,
+ * alpha=wd) reads the parameters read-only beside the gradients, before
+ * any op of the update wrote either; then lerp_(exp_avgs, grads) and the
+ * parameters' addcdiv_.  Params at 0 and 64, exp_avgs at 128 and 192,
+ * gradients at 256 and 320, the sums at 448 and 512. */
+static void x_adam_wd(struct ddp_grad *g)
+{
+	struct ddp_grad_arg add[] = { X(256, 16, 0, 0, R), X(320, 16, 0, 1, R), X(0, 16, 1, 0, R),
+				      X(64, 16, 1, 1, R),  X(448, 16, 2, 0, W), X(512, 16, 2, 1, W) };
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 11, add, 6), DDP_OK);
+	struct ddp_grad_arg lerp[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW), X(448, 16, 1, 0, R),
+				       X(512, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "lerp", DDP_GK_OPT, NL, 0, 2, lerp, 4), DDP_OK);
+	struct ddp_grad_arg upd[] = { X(0, 16, 0, 0, RW), X(64, 16, 0, 1, RW), X(128, 16, 1, 0, R),
+				      X(192, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "addcdiv", DDP_GK_OPT, NL, 0, 12, upd, 4), DDP_OK);
+}
+
+TEST(explicit_parameters_read_beside_gradients_are_no_gradients)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	for (int step = 1; step <= 3; step++) {
+	evlog[0] = '\0';
+		x_write(g, 256); /* backward: the gradients */
+		x_write(g, 320);
+		x_adam_wd(g);
+		/* only the gradients are averaged, every step */
+		CHECK_STR_CONTAINS(evlog, "AR[add:0.0+1024,add:0.1+1280]");
+		CHECK(!strstr(evlog, "add:1."));
+		/* parameters and state broadcast once, before their first update */
+		if (step == 1)
+			CHECK_STR_CONTAINS(evlog, "BC[addcdiv:0.0+0,addcdiv:0.1+256]");
+		else
+			CHECK(!strstr(evlog, "BC["));
+	}
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+	/* no list written in step 1 (the gradients' writers unseen): no
+	 * evidence, both lists averaged as before (extra bytes, never fewer) */
+	g = fresh(DDP_DT_UNKNOWN);
+	evlog[0] = '\0';
+	x_adam_wd(g);
+	CHECK_STR_CONTAINS(evlog, "add:1.0+0");
+	CHECK_STR_CONTAINS(evlog, "add:0.0+1024");
+	ddp_grad_free(g);
+}
+
+
 TEST(explicit_reader_again_is_the_next_iteration)
 {
 	/* foreach=False optimizers are not recognised: only the norm's reader
