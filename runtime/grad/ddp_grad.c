@@ -1236,8 +1236,41 @@ static ddp_result flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L,
 	return DDP_OK;
 }
 
+/* Does L point at a parameter or state range that the open update phase of
+ * PyTorch's explicit launches rewrote?  Then it is the next forward (or
+ * what follows the update), and the update phase is over.  A gradient
+ * written by the backward marks the end too, but under cudaMallocAsync (or
+ * set_to_none with the caching allocator's addresses moving) the next
+ * step's gradients are new ranges no rule knows yet, and an update whose
+ * first launch differs between step 1 and the next (SGD's momentum: clone
+ * in step 1, mul_ after) never meets its opener again.  Only a bounded
+ * extent or the pointer itself counts: an undecoded pointer taken to its
+ * allocation's end would cover every tensor after it. */
+static int x_next_forward(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	if (!g->in_update || g->flow_update)
+		return 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		struct alloc_ix *x = ix_find(g, a->base, a->alloc_id);
+		if (!x)
+			continue;
+		arg_range(a, &lo, &hi);
+		if (a->bounded != DDP_GB_EXACT && a->bounded != DDP_GB_MEASURED)
+			hi = lo + 1;
+		struct ddp_grad_buf *b;
+		for (uint32_t pos = 0; (b = rec_overlap(g, x, lo, hi, M(DDP_GR_PARAM), &pos));)
+			if (b->xsrc && b->opt_phase == g->steps)
+				return 1;
+	}
+	return 0;
+}
+
 static ddp_result on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
+	if (x_next_forward(g, L))
+		DDP_CHECK(end_update(g));
 	int wrote_g = 0, upd = 0, flow = flow_applies(g, L) && !g->debug_avg_state;
 	if (flow)
 		DDP_CHECK(flow_other(g, L, &upd));
@@ -1742,7 +1775,9 @@ static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L
 			opt_wrote |= bit;
 	}
 	uint32_t cand = present & ~written & ~opt_wrote & ~untyped;
-	if (cand & (cand - 1))
+	/* DDP_DEBUG_AVG_STATE: the rules before the data flow (make
+	 * test-torch's negative control: the parameters are averaged too) */
+	if ((cand & (cand - 1)) && !g->debug_avg_state)
 		cand &= ~x_param_lists(g, L, cand);
 	return cand;
 }

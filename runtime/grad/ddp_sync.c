@@ -1088,8 +1088,9 @@ void ddp_sync_init(int rank, int world)
 		die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {
 		ddp_grad_set_debug_avg_state(tracker, 1);
-		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
-			 "gradient (a debug setting: training is wrong)");
+		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel, and parameters "
+			 "a foreach optimizer op reads beside the gradients, are averaged as gradients (a debug "
+			 "setting: training is wrong)");
 	}
 	if (dry) {
 		ddp_grad_set_strict(tracker, 0);

@@ -79,7 +79,19 @@ if want adamw_clip_n3; then
 	caseN 3 adamw_clip_n3 --optim adamw --clip 1.0
 	bytes_ok adamw_clip_n3 3 "$GB"
 fi
-want sgd_async_n3 && caseN 3 sgd_async_n3 --optim sgd --lr 0.05 --alloc async
+# SGD momentum under cudaMallocAsync: every step's gradients are new ranges
+# and the update's first launch differs between step 1 (clone) and the
+# next (mul_): the step must still end at the next forward, so momentum is
+# averaged never (bytes = gradient bytes, steps = steps) and broadcast once
+# with the parameters (2 x 304 broadcasts).  Before that rule: 340608 bytes
+# a step, 1824 broadcasts.
+if want sgd_async_n3; then
+	caseN 3 sgd_async_n3 --optim sgd --lr 0.05 --alloc async
+	bytes_ok sgd_async_n3 3 "$GB"
+	bc=$(sync_field sgd_async_n3 0 broadcast_calls)
+	if [ "$bc" = 608 ]; then ok "sgd_async_n3: 608 broadcasts (parameters and momentum, once each)"
+	else not_ok "sgd_async_n3: $bc broadcasts, want 608 (parameters and momentum, once each)"; fi
+fi
 # GradScaler (skips steps 5, 6 and 19 of 20: --inf-steps), fused and
 # for-loop optimizers, autocast bf16 (8 steps, tolerance 1e-2: bf16 runs
 # drift apart at the bf16 rounding level each step, see docs/pytorch.md),
