@@ -45,6 +45,14 @@ struct wlog_ent {
 };
 #define WLOG_MAX 4096
 
+/* a device-to-device copy of the first step (ddp_grad_copied) */
+struct copy_ent {
+	uint64_t dst, dst_base, dst_size, src, src_base, src_size, bytes;
+	uint32_t dst_id, src_id;
+};
+
+#define CLOG_MAX 4096
+
 struct ddp_grad {
 	struct ddp_grad_ops ops;
 	enum ddp_dtype override; /* DDP_GRAD_DTYPE, or UNKNOWN           */
@@ -65,6 +73,10 @@ struct ddp_grad {
 	uint64_t gen; /* G/candidate set changes              */
 	struct wlog_ent *wlog;
 	size_t nwlog;
+	struct copy_ent *clog; /* the first step's device copies       */
+	size_t nclog;
+	struct copy_ent *xcp; /* copies to make again (scratch)        */
+	size_t xcap_cp;
 	/* explicit launches */
 	uint64_t epoch;      /* see ddp_grad.h "Explicit launches"   */
 	uint32_t opener_kid; /* the launch that opened the update    */
@@ -503,6 +515,8 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->allocs);
 	free(g->hash);
 	free(g->wlog);
+	free(g->clog);
+	free(g->xcp);
 	free(g->xrec);
 	free(g->xlist);
 	free(g->xrd);
@@ -756,6 +770,9 @@ static ddp_result end_update(struct ddp_grad *g)
 		free(g->wlog);
 		g->wlog = NULL;
 		g->nwlog = 0;
+		free(g->clog);
+		g->clog = NULL;
+		g->nclog = 0;
 	}
 	if (g->strict && g->steps_done == 1 && g->grads_found == 0)
 		return fail(
@@ -1830,14 +1847,58 @@ static int x_reader_again(struct ddp_grad *g, const struct ddp_grad_launch *L, u
 	return 0;
 }
 
+void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
+		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes)
+{
+	if (g->steps_done || !bytes || g->nclog >= CLOG_MAX)
+		return;
+	if (!g->clog && !(g->clog = malloc(CLOG_MAX * sizeof *g->clog)))
+		return; /* no record: the copy is averaged as the gradient, as before */
+	g->clog[g->nclog++] = (struct copy_ent){ dst, dst_base, dst_size, src, src_base, src_size, bytes, dst_id,
+						 src_id };
+}
+
+/* Is a (a tensor of a gradient list, first step) exactly a copy the program
+ * made in this step of a range a launch of this step wrote (torch.clone of
+ * a gradient)?  Then *src is that range as an argument.  The last such
+ * copy wins (a later one overwrote the bytes). */
+static int x_copy_of(const struct ddp_grad *g, const struct ddp_grad_arg *a, struct ddp_grad_arg *src,
+		     const struct copy_ent **ce)
+{
+	uint64_t lo, hi;
+	arg_range(a, &lo, &hi);
+	for (size_t i = g->nclog; i-- > 0;) {
+		const struct copy_ent *c = &g->clog[i];
+		if (c->dst_id != a->alloc_id || c->dst != lo || c->bytes != hi - lo)
+			continue;
+		if (!g->wlog || !wlog_writer(g, c->src_id, c->src, c->src + c->bytes))
+			return 0;
+		*src = *a;
+		src->base = c->src_base;
+		src->size = c->src_size;
+		src->alloc_id = c->src_id;
+		src->ptr = c->src;
+		src->ext = c->bytes;
+		*ce = c;
+		return 1;
+	}
+	return 0;
+}
+
 static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	uint32_t n = L->nargs;
-	size_t nl = 0, nbc = 0, nrd = 0;
+	size_t nl = 0, nbc = 0, nrd = 0, ncp = 0;
 	uint64_t stamp = ++g->xstamp_seq;
 	ddp_result rc;
 
 	DDP_CHECK(x_scratch(g, n ? n : 1));
+	if (g->nclog) {
+		struct copy_ent *cp = ddp_array_grow(g->xcp, &g->xcap_cp, n ? n : 1, sizeof *cp, 256);
+		if (!cp)
+			return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		g->xcp = cp;
+	}
 	if (L->kclass == DDP_GK_READER)
 		DDP_CHECK(end_update(g));
 	if (L->kclass == DDP_GK_OPT) {
@@ -1855,6 +1916,28 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 		int in_glist = a->tlist < 32 && (glists >> a->tlist & 1);
 		struct ddp_grad_buf *b = NULL;
 		g->xrec[i] = NULL;
+		struct ddp_grad_arg src;
+		const struct copy_ent *ce = NULL;
+		if (in_glist && L->kclass == DDP_GK_OPT && g->ops.copy && g->nclog && x_copy_of(g, a, &src, &ce)) {
+			/* the update reads a copy of a gradient made in this step
+			 * (SGD momentum's torch.clone(grad)): the gradient is the
+			 * copy's source, averaged there; the copy is made again
+			 * from the average below, and is optimizer state, equal on
+			 * every rank */
+			struct ddp_grad_buf *cb = x_record(g, a, stamp);
+			if (!cb)
+				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			x_make_param(g, L, a, cb);
+			cb->bcast_done = 1;
+			cb->xstamp = stamp;
+			g->xcp[ncp++] = *ce;
+			DDP_INFO(GRAD,
+				 "%s reads a copy (%llu bytes at 0x%llx) the program made in step 1 of 0x%llx: the "
+				 "gradient is the source, averaged there; the copy is made again from the average",
+				 L->kname ? L->kname : "?", (unsigned long long)ce->bytes, (unsigned long long)ce->dst,
+				 (unsigned long long)ce->src);
+			a = &src;
+		}
 		if (in_glist) {
 			if (!(b = x_record(g, a, stamp)))
 				return fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
@@ -1909,6 +1992,11 @@ static ddp_result on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *
 			bc[j]->bcast_done = 1;
 	}
 	DDP_CHECK(reduce_bufs(g, g->xlist, nl, L->stream));
+	for (size_t i = 0; i < ncp; i++) {
+		rc = g->ops.copy(g->ops.ctx, g->xcp[i].dst, g->xcp[i].src, g->xcp[i].bytes, L->stream);
+		if (rc != DDP_OK)
+			return g->err[0] ? rc : fail(g, rc, "copying an averaged gradient again failed");
+	}
 	if (L->kclass != DDP_GK_OPT || !g->ops.opt_reads)
 		return DDP_OK;
 	/* what this launch reads, for the data-parallel invariant */

@@ -288,6 +288,10 @@ struct ddp_grad_ops {
 	 * were updated (the overlap layer's slices). */
 	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
 			uint64_t hi, uint8_t bound);
+	/* Optional: copies `bytes` of device memory from src to dst in
+	 * `stream`'s order (the replay of a copy the program made of a
+	 * gradient, after the gradient was averaged: ddp_grad_copied). */
+	ddp_result (*copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 };
 
 struct ddp_grad;
@@ -331,6 +335,16 @@ uint64_t ddp_grad_gen(const struct ddp_grad *g);
 
 /* An allocation is gone (free): forget it. */
 void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
+
+/* The program copied `bytes` of device memory from src to dst (each inside
+ * one tracked allocation: base, size, id).  Kept during the first step
+ * only: an update that reads a copy of a gradient the program made in that
+ * step (PyTorch's SGD momentum: buf = torch.clone(grad), a device-to-device
+ * copy, in step 1 only) has the gradient averaged at its source, the copy
+ * made again from the average (ops.copy), and the copy taken as optimizer
+ * state (equal on every rank: no broadcast). */
+void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
+		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

@@ -453,6 +453,16 @@ static ddp_result op_write(void *ctx, uint64_t dev, const void *host, size_t byt
 	return ddp_cu_result(real_sync(the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
+static ddp_result op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
+{
+	(void)ctx;
+	if (!ddp_driver_.memcpyDtoDAsync)
+		return DDP_ERR_UNSUPPORTED;
+	return ddp_cu_result(
+		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, the_stream(stream)),
+		"cuMemcpyDtoDAsync (libddp)");
+}
+
 static void *check_stream; /* the current launch's stream (per-thread default resolved) */
 
 static ddp_result op_relaunch(void *ctx, void *launch_ctx)
@@ -1018,6 +1028,7 @@ void ddp_sync_init(int rank, int world)
 		.step_end = op_step_end,
 		.alive = op_alive,
 		.opt_reads = op_opt_reads,
+		.copy = op_copy,
 	};
 	static const struct ddp_overlap_env env = {
 		.coll_fail = ov_coll_fail,
@@ -1149,6 +1160,23 @@ void ddp_sync_libcall_enter(const char *fn, uint64_t lo, uint64_t hi, struct ddp
 void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 {
 	libcall = *saved;
+}
+
+/* ---- device-to-device copies (the first step's: ddp_grad_copied) */
+
+void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	struct ddp_alloc_ent d, s;
+	if (!ddp_sync_on_ || !tracker || !bytes)
+		return;
+	if (!ddp_alloc_covers(dst, bytes, &d) || !ddp_alloc_covers(src, bytes, &s))
+		return;
+	/* a range straddling mapped pages (expandable segments) spans them */
+	uint64_t dsz = dst + bytes - d.base > d.size ? dst + bytes - d.base : d.size;
+	uint64_t ssz = src + bytes - s.base > s.size ? src + bytes - s.base : s.size;
+	pthread_mutex_lock(&sync_lock);
+	ddp_grad_copied(tracker, dst, d.base, dsz, d.id, src, s.base, ssz, s.id, bytes);
+	pthread_mutex_unlock(&sync_lock);
 }
 
 /* Inside a library call that declared its output: an argument pointing

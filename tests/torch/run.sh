@@ -46,7 +46,7 @@ fi
 VARIANTS=(
 	"adamw-foreach|--opt adamw|"
 	"adamw-fused|--opt adamw-fused|"
-	"sgd-momentum|--opt sgd-momentum|KNOWN: step 1's update reads clone(grad), a device-to-device copy libddp does not track, so the clones are averaged instead of p.grad (the values the update reads are right) and are broadcast again at step 2 as momentum state (docs/pytorch.md section 7)"
+	"sgd-momentum|--opt sgd-momentum|"
 	"adam-weight-decay|--opt adam-wd|"
 	"clip-grad-norm|--opt adamw --clip|"
 	"gradscaler-fp16|--opt adamw --amp fp16 --clip|"

@@ -80,7 +80,7 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL,
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)
@@ -976,6 +976,76 @@ TEST(explicit_parameters_read_beside_gradients_are_no_gradients)
 	x_adam_wd(g);
 	CHECK_STR_CONTAINS(evlog, "add:1.0+0");
 	CHECK_STR_CONTAINS(evlog, "add:0.0+1024");
+	ddp_grad_free(g);
+}
+
+
+static ddp_result m_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *st)
+{
+	char b[64];
+	(void)ctx, (void)st;
+	snprintf(b, sizeof b, "CP[+%llu<-+%llu:%llu]", (unsigned long long)(dst - (uint64_t)(uintptr_t)seg),
+		 (unsigned long long)(src - (uint64_t)(uintptr_t)seg), (unsigned long long)bytes);
+	logf_(b);
+	return DDP_OK;
+}
+
+/* foreach SGD with momentum: step 1 is bufs = clone(grads) (device copies),
+ * add_(params, bufs); later steps mul_(bufs), add_(bufs, grads),
+ * add_(params, bufs).  Params at 0 and 64, momentum at 128 and 192,
+ * gradients at 256 and 320 (floats). */
+static void x_sgd_momentum(struct ddp_grad *g, int step, int copies_known)
+{
+	x_write(g, 256); /* backward */
+	x_write(g, 320);
+	struct ddp_grad_arg upd[] = { X(0, 16, 0, 0, RW), X(64, 16, 0, 1, RW), X(128, 16, 1, 0, R),
+				      X(192, 16, 1, 1, R) };
+	if (step == 1) {
+		uint64_t b = (uint64_t)(uintptr_t)seg;
+		if (copies_known) {
+			ddp_grad_copied(g, b + 128 * 4, b, sizeof seg, SEG_ID, b + 256 * 4, b, sizeof seg, SEG_ID, 64);
+			ddp_grad_copied(g, b + 192 * 4, b, sizeof seg, SEG_ID, b + 320 * 4, b, sizeof seg, SEG_ID, 64);
+		}
+		CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 21, upd, 4), DDP_OK);
+		return;
+	}
+	struct ddp_grad_arg mul[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW) };
+	CHECK_EQ_INT(XL(g, "mul", DDP_GK_OPT, NL, 0, 22, mul, 2), DDP_OK);
+	struct ddp_grad_arg mom[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW), X(256, 16, 1, 0, R),
+				      X(320, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 23, mom, 4), DDP_OK);
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 21, upd, 4), DDP_OK);
+}
+
+TEST(explicit_clone_of_gradients_is_averaged_at_its_source)
+{
+	struct ddp_grad_ops o = ops;
+	o.copy = m_copy;
+	struct ddp_grad *g = NULL;
+	evlog[0] = '\0';
+	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);
+	x_sgd_momentum(g, 1, 1);
+	/* the gradients averaged, then the clones made again from them; the
+	 * parameters broadcast, the clones (momentum) not */
+	CHECK_STR_CONTAINS(evlog, "AR[add:1.0+1024,add:1.1+1280]CP[+512<-+1024:64]CP[+768<-+1280:64]");
+	CHECK_STR_CONTAINS(evlog, "BC[add:0.0+0,add:0.1+256]");
+	CHECK(!strstr(evlog, "+512,") && !strstr(evlog, "BC[add:1."));
+	for (int step = 2; step <= 3; step++) {
+		evlog[0] = '\0';
+		x_sgd_momentum(g, step, 1);
+		CHECK_STR_CONTAINS(evlog, "AR[add:1.0+1024,add:1.1+1280]");
+		CHECK(!strstr(evlog, "BC[") && !strstr(evlog, "CP["));
+	}
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	ddp_grad_free(g);
+	/* control: the copies unknown (as before): the clones are averaged in
+	 * step 1 instead of the gradients, and broadcast again in step 2 */
+	g = fresh(DDP_DT_UNKNOWN);
+	x_sgd_momentum(g, 1, 0);
+	CHECK_STR_CONTAINS(evlog, "AR[add:1.0+512,add:1.1+768]");
+	evlog[0] = '\0';
+	x_sgd_momentum(g, 2, 0);
+	CHECK_STR_CONTAINS(evlog, "BC[mul:0.0+512,mul:0.1+768]");
 	ddp_grad_free(g);
 }
 
