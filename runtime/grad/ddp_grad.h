@@ -79,7 +79,12 @@
  * - ranges an optimizer launch reads and writes are parameters or state
  *   (broadcast before their first update); write-only ones are outputs;
  * - a neutral consumer averages the gradients it reads that need it, and
- *   its writes leave them averaged; it neither begins nor ends a step.
+ *   its writes leave them averaged; it neither begins nor ends a step;
+ * - a gradient-list tensor that is a first-step device copy of a range the
+ *   step wrote (ddp_grad_copied) stands for its source: the source is
+ *   averaged, the copy made again (ops.copy) and taken as state;
+ * - an update phase also ends at the next forward: a launch pointing at a
+ *   parameter or state range the open update rewrote.
  *
  * Contract: one tracker per process; the caller serialises calls (one lock
  * in ddp_sync.c).  Callbacks are made from inside ddp_grad_launch.  Memory:
