@@ -318,11 +318,16 @@ struct hook_shard_open *hook_shard_get(int fd)
 	return __atomic_load_n(&fd_views[fd], __ATOMIC_ACQUIRE);
 }
 
-/* Sets fd's view (NULL clears), dropping what was there. */
+/* Sets fd's view (NULL clears), dropping what was there.  Nothing in a
+ * vfork child (hook_memory_borrowed: the table is its parent's). */
 static void view_set(int fd, struct hook_shard_open *o)
 {
-	if (fd < 0 || fd >= HOOK_FD_MAX)
+	if (fd < 0 || fd >= HOOK_FD_MAX || (!o && !hook_shard_get(fd)))
 		return;
+	if (hook_memory_borrowed()) {
+		view_unref(o);
+		return;
+	}
 	view_unref(__atomic_exchange_n(&fd_views[fd], o, __ATOMIC_ACQ_REL));
 }
 

@@ -46,6 +46,16 @@ int hook_real_fstatat(int dirfd, const char *path, struct stat64 *st, int flags)
 void hook_file_init(void) HOOK_HIDDEN;
 int hook_file_ready(void) HOOK_HIDDEN;
 
+/* True in the child of a vfork() (or any clone sharing the caller's memory,
+ * as posix_spawn and Python's subprocess make) before it execs: that child
+ * runs in its parent's memory, so a hook must not change libddp's tables
+ * there (its close of an inherited fd would drop the PARENT's sharded view,
+ * and the parent would go on reading the whole file).  Such a child's fds are
+ * its own; the parent's tables describe the parent's.  Decided by the process
+ * id against the one the memory belongs to (set at the files stage and in
+ * every fork() child by pthread_atfork; vfork runs no atfork handler). */
+int hook_memory_borrowed(void) HOOK_HIDDEN;
+
 /* Reads DDP_SHARD and finds the sharded files (start-up, once). */
 void hook_shard_setup(void) HOOK_HIDDEN;
 

@@ -69,12 +69,27 @@ static int init_rank, init_world = 1;
 static int files_state; /* 0 not started, 1 running, 2 done */
 static __thread int files_running;
 static int rank_ok; /* ddp_rank_init accepted the variables */
+static pid_t memory_pid; /* the process this memory belongs to (0: not yet known) */
+
+static void files_fork_child(void)
+{
+	memory_pid = getpid();
+}
+
+int hook_memory_borrowed(void)
+{
+	pid_t owner = __atomic_load_n(&memory_pid, __ATOMIC_RELAXED);
+	return owner && getpid() != owner;
+}
 
 static void files_stage(void)
 {
 	const struct ddp_rank_info *ri;
 
 	hook_libc_resolve();
+	memory_pid = getpid();
+	if (pthread_atfork(NULL, NULL, files_fork_child) != 0)
+		memory_pid = 0; /* without it a fork child could not be told from vfork's */
 	(void)ddp_log_init("libddp");
 	(void)ddp_params_init();
 	rank_ok = ddp_rank_init() == DDP_OK;

@@ -139,6 +139,7 @@ struct launch_job {
 	char *preload;  /* libddp.so path, NULL if none  */
 	struct launch_devices dev;
 	char *write_dir;
+	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
 	double grace;          /* seconds between SIGTERM and SIGKILL */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
@@ -172,13 +173,22 @@ int launch_progress_stuck(struct launch_job *job, double now, double limit, int 
 /* A local rank that exited (index `left`) while a running local rank waits
  * for it in a collective: returns 1 and describes the waiter in *why. */
 int launch_progress_needed(struct launch_job *job, int left, char *why, size_t cap);
+/* The same exit seen as a divergence: rank `left` ended at an earlier
+ * optimizer step than the one the collective a running local rank waits in
+ * belongs to, the same kind as its own last one (a rank that skipped a
+ * whole step runs every collective paired with the others' next step's,
+ * and only its end shows it).  Returns 1 and describes both sides in *why
+ * (replacing launch_progress_needed's): collective number, kind and step
+ * on each side. */
+int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap);
 
 /* Two running local ranks (not stopped) waiting inside collectives of
  * different kinds (an allreduce and a hash exchange): they can never meet (a
  * rank skipped or added a step, ranks run with different settings).  Each
- * must have waited `settle` seconds when the numbers are equal or the one
- * further on finished the other's; else (its board may show a collective
- * entered on its main thread while an earlier one is still in flight)
+ * board shows the lowest collective its rank is inside (overlapped
+ * allreduces in flight included).  Each must have waited `settle` seconds
+ * when the numbers are equal or the one further on finished the other's;
+ * else (a board caught between an op's numbering and its entry)
  * `settle_unsure`.  Returns 1 and says which, with their steps and
  * collective numbers, in *why. */
 int launch_progress_diverged(struct launch_job *job, double now, double settle, double settle_unsure,
@@ -190,6 +200,11 @@ void launch_progress_report(struct launch_job *job, double now);
 /* The end-of-job line: exit code, time, steps, collectives; why (may be
  * NULL) says what ended it. */
 void launch_progress_end(struct launch_job *job, double now, int code, const char *why);
+
+/* notice.c: says once, at start, which folders the ranks other than 0
+ * write in place (DDP_REDIRECT_TMP=0, a shared working folder); sets
+ * job->write_said when the ranks are to leave it to ddprun. */
+void launch_write_notice(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);

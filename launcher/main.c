@@ -483,6 +483,7 @@ static int run(int argc, char **argv)
 		code = 1;
 		goto out;
 	}
+	launch_write_notice(&job); /* once, here, not per rank */
 	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
 		ddp_store_server_stop(job.store);
 		code = 1;

@@ -322,6 +322,43 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
 	return describe_waiters(job, left, done, why, cap) > 0;
 }
 
+int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap)
+{
+	struct ddp_status_slot *s = slot_of(job, left);
+	char name[40], wname[40];
+	why[0] = '\0';
+	if (!s)
+		return 0;
+	/* the left rank's last step against the step the waiter's collective
+	 * belongs to (numbered in program order: with overlap an allreduce
+	 * starts before its step's update phase is marked) */
+	uint64_t done = DDP_STATUS_LOAD(s->coll_done), dstep = DDP_STATUS_LOAD(s->done_step);
+	uint64_t step = DDP_STATUS_LOAD(s->step);
+	for (int j = 0; j < job->nranks; j++) {
+		struct ddp_status_slot *w = slot_of(job, j);
+		if (j == left || !w || !job->ranks[j].running)
+			continue;
+		uint64_t in = DDP_STATUS_LOAD(w->coll_in), istep = DDP_STATUS_LOAD(w->coll_in_step);
+		if (!in || in <= done || !done || istep <= step)
+			continue;
+		for (size_t i = 0; i < sizeof s->done_name; i++)
+			name[i] = __atomic_load_n(&s->done_name[i], __ATOMIC_RELAXED);
+		name[sizeof s->done_name] = '\0';
+		coll_name(w, wname);
+		if (strcmp(name, wname) != 0)
+			continue; /* another kind: the plain "left while needed" */
+		snprintf(why, cap,
+			 "rank %d waits in collective #%llu (%s of step %llu); rank %d ended at step %llu, "
+			 "its last collective #%llu (%s of step %llu): the ranks ran different numbers of "
+			 "optimizer steps (a rank skipped or added a step, or ended early)",
+			 job->ranks[j].rank, (unsigned long long)in, wname, (unsigned long long)istep,
+			 job->ranks[left].rank, (unsigned long long)step, (unsigned long long)done,
+			 name[0] ? name : "?", (unsigned long long)dstep);
+		return 1;
+	}
+	return 0;
+}
+
 /* Summed over the attached local ranks: steps (the highest step), time in
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {

@@ -91,38 +91,40 @@ static const char *const log_levels[] = { NULL, "info", "debug", "trace" };
 static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 {
 	const struct launch_opts *o = job->o;
-	struct env_vec e = { 0 };
+	struct env_vec e = { .first_set = -1 }; /* -1: nothing of ours yet */
+	char *specs = NULL;
 	const char *v;
+	ddp_result rc = DDP_OK;
 
 	for (char **p = environ; *p; p++)
-		DDP_CHECK(env_push(&e, *p));
+		DDP_CHECK_GOTO(env_push(&e, *p), rc, fail);
 	e.first_set = e.n;
 
-	DDP_CHECK(env_setf(&e, "RANK", "%d", r->rank));
-	DDP_CHECK(env_setf(&e, "WORLD_SIZE", "%d", job->world_size));
-	DDP_CHECK(env_setf(&e, "LOCAL_RANK", "%d", r->local_rank));
-	DDP_CHECK(env_setf(&e, "LOCAL_WORLD_SIZE", "%d", job->nranks));
-	DDP_CHECK(env_setf(&e, "GROUP_RANK", "%ld", o->node_rank));
+	DDP_CHECK_GOTO(env_setf(&e, "RANK", "%d", r->rank), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "WORLD_SIZE", "%d", job->world_size), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "LOCAL_RANK", "%d", r->local_rank), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "LOCAL_WORLD_SIZE", "%d", job->nranks), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "GROUP_RANK", "%ld", o->node_rank), rc, fail);
 	/* MASTER_ADDR/MASTER_PORT are the program's (torch.distributed binds
 	 * MASTER_PORT on rank 0); ddprun's store is DDP_STORE_ADDR/PORT */
-	DDP_CHECK(env_set(&e, "MASTER_ADDR", job->master_addr));
-	DDP_CHECK(env_setf(&e, "MASTER_PORT", "%d", job->prog_port));
-	DDP_CHECK(env_set(&e, "DDP_STORE_ADDR", job->master_addr));
-	DDP_CHECK(env_setf(&e, "DDP_STORE_PORT", "%d", job->port));
+	DDP_CHECK_GOTO(env_set(&e, "MASTER_ADDR", job->master_addr), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "MASTER_PORT", "%d", job->prog_port), rc, fail);
+	DDP_CHECK_GOTO(env_set(&e, "DDP_STORE_ADDR", job->master_addr), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "DDP_STORE_PORT", "%d", job->port), rc, fail);
 	/* torchrun's other variables, with its meaning */
-	DDP_CHECK(env_setf(&e, "GROUP_WORLD_SIZE", "%ld", o->nnodes));
-	DDP_CHECK(env_setf(&e, "ROLE_RANK", "%d", r->rank));
-	DDP_CHECK(env_setf(&e, "ROLE_WORLD_SIZE", "%d", job->world_size));
-	DDP_CHECK(env_set(&e, "ROLE_NAME", "default"));
-	DDP_CHECK(env_set(&e, "DDP_STORE_SECRET", job->secret));
+	DDP_CHECK_GOTO(env_setf(&e, "GROUP_WORLD_SIZE", "%ld", o->nnodes), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "ROLE_RANK", "%d", r->rank), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "ROLE_WORLD_SIZE", "%d", job->world_size), rc, fail);
+	DDP_CHECK_GOTO(env_set(&e, "ROLE_NAME", "default"), rc, fail);
+	DDP_CHECK_GOTO(env_set(&e, "DDP_STORE_SECRET", job->secret), rc, fail);
 	if (job->dev.use_gpu) {
-		DDP_CHECK(env_set(&e, "CUDA_VISIBLE_DEVICES", job->dev.gpu_ids[r->local_rank % job->dev.ngpus]));
+		DDP_CHECK_GOTO(env_set(&e, "CUDA_VISIBLE_DEVICES", job->dev.gpu_ids[r->local_rank % job->dev.ngpus]), rc, fail);
 	} else {
 		v = getenv("LD_LIBRARY_PATH");
 		if (v && *v)
-			DDP_CHECK(env_setf(&e, "LD_LIBRARY_PATH", "%s:%s", job->dev.simcuda_dir, v));
+			DDP_CHECK_GOTO(env_setf(&e, "LD_LIBRARY_PATH", "%s:%s", job->dev.simcuda_dir, v), rc, fail);
 		else
-			DDP_CHECK(env_set(&e, "LD_LIBRARY_PATH", job->dev.simcuda_dir));
+			DDP_CHECK_GOTO(env_set(&e, "LD_LIBRARY_PATH", job->dev.simcuda_dir), rc, fail);
 	}
 	/* LD_PRELOAD: the user's, then libddp, then (CPU device) its cuBLAS and
 	 * cuBLASLt stand-ins.  A program that carries its own cuBLAS (PyTorch's
@@ -144,14 +146,14 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 				 lt, bl);
 	}
 	if (pre[0] && !(v && !strcmp(v, pre)))
-		DDP_CHECK(env_set(&e, "LD_PRELOAD", pre));
+		DDP_CHECK_GOTO(env_set(&e, "LD_PRELOAD", pre), rc, fail);
 	/* PyTorch's caching allocator stays on and PYTORCH_CUDA_ALLOC_CONF is the
 	 * user's: its launches are decoded tensor by tensor (docs/pytorch.md) */
 	if (!getenv("XLA_PYTHON_CLIENT_ALLOCATOR"))
-		DDP_CHECK(env_set(&e, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"));
+		DDP_CHECK_GOTO(env_set(&e, "XLA_PYTHON_CLIENT_ALLOCATOR", "platform"), rc, fail);
 
 	if (o->backend != LAUNCH_BACKEND_AUTO)
-		DDP_CHECK(env_set(&e, "DDP_BACKEND", o->backend == LAUNCH_BACKEND_NCCL ? "nccl" : "host"));
+		DDP_CHECK_GOTO(env_set(&e, "DDP_BACKEND", o->backend == LAUNCH_BACKEND_NCCL ? "nccl" : "host"), rc, fail);
 	/* NCCL asked for on the CPU device: its NCCL stand-in (next to its
 	 * libcuda.so.1, in nccl/; docs/cpu-device.md), unless DDP_NCCL_LIB
 	 * says otherwise.  Never chosen by auto (the host backend). */
@@ -159,62 +161,78 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	if (!job->dev.use_gpu && !getenv("DDP_NCCL_LIB") &&
 	    (o->backend == LAUNCH_BACKEND_NCCL ||
 	     (o->backend == LAUNCH_BACKEND_AUTO && v && !strcmp(v, "nccl"))))
-		DDP_CHECK(env_setf(&e, "DDP_NCCL_LIB", "%s/nccl/libnccl.so.2", job->dev.simcuda_dir));
+		DDP_CHECK_GOTO(env_setf(&e, "DDP_NCCL_LIB", "%s/nccl/libnccl.so.2", job->dev.simcuda_dir), rc, fail);
 	if (o->shard.n) {
 		size_t len = 1;
 		for (int i = 0; i < o->shard.n; i++)
 			len += strlen(o->shard.v[i]) + 1;
-		char *s = calloc(1, len);
-		if (!s)
-			return DDP_ERR_NOMEM;
+		specs = calloc(1, len);
+		if (!specs) {
+			rc = DDP_ERR_NOMEM;
+			goto fail;
+		}
 		for (int i = 0; i < o->shard.n; i++) {
 			if (i)
-				strcat(s, "\n");
-			strcat(s, o->shard.v[i]);
+				strcat(specs, "\n");
+			strcat(specs, o->shard.v[i]);
 		}
-		DDP_CHECK(env_set(&e, "DDP_SHARD", s));
-		free(s);
+		DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD", specs), rc, fail);
+		free(specs);
+		specs = NULL;
 		/* each file's size and mtime, fixed now: every rank splits these
 		 * bytes and refuses a file that changed (runtime/shard/ddp_shard.h) */
 		if (!job->shard_files) {
 			size_t cap = 120000, flen = 0; /* below the kernel's 128 KiB per variable */
 			char err[512] = "";
 			job->shard_files = calloc(1, cap);
-			if (!job->shard_files)
-				return DDP_ERR_NOMEM;
+			if (!job->shard_files) {
+				rc = DDP_ERR_NOMEM;
+				goto fail;
+			}
 			for (int i = 0; i < o->shard.n; i++)
 				if (ddp_shard_snapshot(o->shard.v[i], job->shard_files, cap, &flen, err,
 						       sizeof err) != DDP_OK) {
 					launch_msg("%s", err);
-					return DDP_ERR_INVALID;
+					rc = DDP_ERR_INVALID;
+					goto fail;
 				}
 		}
-		DDP_CHECK(env_set(&e, "DDP_SHARD_FILES", job->shard_files));
+		DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD_FILES", job->shard_files), rc, fail);
 	}
-	DDP_CHECK(env_set(&e, "DDP_WRITE_DIR", job->write_dir));
+	DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_DIR", job->write_dir), rc, fail);
 	if (o->all_ranks_write)
-		DDP_CHECK(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"));
+		DDP_CHECK_GOTO(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"), rc, fail);
+	if (job->write_said) /* ddprun said the shared folders once (notice.c) */
+		DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_SAID", "1"), rc, fail);
 	if (o->trace) {
 		char *abs = realpath(o->trace, NULL);
-		DDP_CHECK(env_set(&e, "DDP_TRACE", abs ? abs : o->trace));
+		DDP_CHECK_GOTO(env_set(&e, "DDP_TRACE", abs ? abs : o->trace), rc, fail);
 		free(abs);
 	}
 	if (o->check)
-		DDP_CHECK(env_setf(&e, "DDP_CHECK", "%ld", o->check));
+		DDP_CHECK_GOTO(env_setf(&e, "DDP_CHECK", "%ld", o->check), rc, fail);
 	if (o->timeout)
-		DDP_CHECK(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout));
+		DDP_CHECK_GOTO(env_setf(&e, "DDP_TIMEOUT", "%ld", o->timeout), rc, fail);
 	if (o->verbose > 0)
-		DDP_CHECK(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]));
+		DDP_CHECK_GOTO(env_set(&e, "DDP_LOG", log_levels[o->verbose > 3 ? 3 : o->verbose]), rc, fail);
 	/* every process of the job carries the marker (guard.c) */
-	DDP_CHECK(env_set(&e, "DDPRUN_JOB_ID", strchr(job->job_marker, '=') + 1));
+	DDP_CHECK_GOTO(env_set(&e, "DDPRUN_JOB_ID", strchr(job->job_marker, '=') + 1), rc, fail);
 	if (job->status_fd >= 0)
-		DDP_CHECK(env_setf(&e, DDP_STATUS_FD_ENV, "%d", job->status_fd));
+		DDP_CHECK_GOTO(env_setf(&e, DDP_STATUS_FD_ENV, "%d", job->status_fd), rc, fail);
 	/* ddprun prefixes every output line with [rank k] itself */
-	DDP_CHECK(env_set(&e, "DDP_LOG_RANK_PREFIX", "0"));
+	DDP_CHECK_GOTO(env_set(&e, "DDP_LOG_RANK_PREFIX", "0"), rc, fail);
 
 	r->envp = e.v;
 	r->env_first_set = e.first_set; /* for --dry-run */
 	return DDP_OK;
+
+fail:
+	/* e.v[0..first_set) point into environ; the rest are ours */
+	for (int i = e.first_set; e.first_set >= 0 && i < e.n; i++)
+		free(e.v[i]);
+	free(e.v);
+	free(specs);
+	return rc;
 }
 
 ddp_result launch_build_env(struct launch_job *job)

@@ -202,6 +202,7 @@ struct sup_state {
 	int broken;     /* ddprun itself failed while supervising    */
 	double term_at; /* after an interrupt: when to send SIGTERM  */
 	int left;       /* local index of a rank that left while needed, -1 */
+	int fewer;      /* ... and it had run fewer steps than a waiter  */
 	int diverged;   /* ranks waited in different collectives     */
 	double next_hb_check;
 	double next_progress; /* when the next progress line is due, 0 off */
@@ -379,6 +380,13 @@ static void check_left(struct launch_job *job, struct sup_state *st)
 		if (!launch_progress_needed(job, i, why, sizeof why))
 			continue;
 		st->left = i;
+		/* every collective paired up, but not the steps: say so */
+		char steps[600];
+		if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0 &&
+		    launch_progress_fewer_steps(job, i, steps, sizeof steps)) {
+			st->fewer = 1;
+			snprintf(why, sizeof why, "%s", steps);
+		}
 		launch_msg("rank %d (pid %d) exited with code %d while the others still need it: %s; "
 			   "stopping the job",
 			   r->rank, (int)r->pid,
@@ -413,13 +421,16 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	const struct launch_opts *o = job->o;
 	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
 		st.next_progress = job->start + job->progress_every;
-	struct pollfd *pfd = calloc((size_t)(2 * job->nranks + 3), sizeof *pfd);
-	int *who = calloc((size_t)(2 * job->nranks + 3), sizeof *who);
+	size_t nfds = 2 * (size_t)job->nranks + 3;
+	struct pollfd *pfd = calloc(nfds, sizeof *pfd);
+	int *who = calloc(nfds, sizeof *who);
 	int code = 0;
 
 	if (!pfd || !who) {
 		launch_msg("out of memory");
 		launch_kill_all(job);
+		free(pfd);
+		free(who);
 		return 1;
 	}
 
@@ -566,6 +577,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		else
 			snprintf(why, sizeof why, "rank %d killed by %s", r->rank,
 				 sig_name(WTERMSIG(r->status), sig, sizeof sig));
+	} else if (st.left >= 0 && st.fewer) {
+		snprintf(why, sizeof why, "rank %d ran fewer optimizer steps than the others",
+			 job->ranks[st.left].rank);
 	} else if (st.left >= 0) {
 		snprintf(why, sizeof why, "rank %d left while the others needed it", job->ranks[st.left].rank);
 	} else if (st.diverged) {

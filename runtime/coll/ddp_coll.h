@@ -110,6 +110,15 @@ struct ddp_coll_config {
 	 * numbered, before any thread can run it (busy then names the same
 	 * seq).  Must not call back into the comm. */
 	void (*enqueued)(uint64_t seq);
+	/* Optional: after asynchronous op seq made no progress for timeout_s
+	 * on this rank, which ranks do not answer: writes their numbers
+	 * ("1" or "1,3") to list, "" when every rank answered or it cannot
+	 * tell.  Each rank whose own watch gives up on op seq answers; one
+	 * that stopped (SIGSTOP, a debugger), died, or never issued the op does
+	 * not.  Runs on the comm's watchdog thread (it may wait a few seconds)
+	 * and must not call back into the comm; libddp asks the rendezvous
+	 * store over a connection of its own. */
+	void (*silent)(uint64_t seq, char *list, size_t len);
 };
 
 /* Statistics per kind of collective (index enum ddp_coll_kind). */

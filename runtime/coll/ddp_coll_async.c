@@ -252,6 +252,10 @@ static void *async_watchdog(void *arg)
 				last = now_ns();
 				if (t >= issued)
 					break;
+				if (c->cfg.busy) { /* the board follows the op watched */
+					c->cfg.busy(0, t);
+					c->cfg.busy(1, t + 1);
+				}
 				t++;
 				continue;
 			}
@@ -262,10 +266,24 @@ static void *async_watchdog(void *arg)
 				break;
 			}
 			if ((double)(now_ns() - last) * 1e-9 > c->cfg.timeout_s) {
-				watchdog_fail(a, DDP_ERR_TIMEOUT,
-					      "async allreduce #%" PRIu64 " made no progress for %.0f s on "
-					      "rank %d (a rank stopped or never issued it?); NCCL aborted",
-					      t, c->cfg.timeout_s, c->rank);
+				/* name the ranks that do not answer (those whose
+				 * own watch gives up on the op too do) */
+				char who[128] = "";
+				if (c->cfg.silent)
+					c->cfg.silent(t, who, sizeof who);
+				if (who[0])
+					watchdog_fail(a, DDP_ERR_TIMEOUT,
+						      "async allreduce #%" PRIu64 " made no progress for %.0f s on "
+						      "rank %d: rank%s %s stopped answering (stopped, dead, or "
+						      "never issued it); NCCL aborted",
+						      t, c->cfg.timeout_s, c->rank, strchr(who, ',') ? "s" : "",
+						      who);
+				else
+					watchdog_fail(a, DDP_ERR_TIMEOUT,
+						      "async allreduce #%" PRIu64 " made no progress for %.0f s on "
+						      "rank %d (every rank answered: all stuck in it, a network or "
+						      "GPU hang?); NCCL aborted",
+						      t, c->cfg.timeout_s, c->rank);
 				break;
 			}
 			if (__atomic_load_n(&a->quit, __ATOMIC_ACQUIRE))

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
  * ddp_overlap.c - early, stream-ordered gradient reductions (ddp_overlap.h;
- * docs/overlap.md).
+ * docs/overlap.md).  This file: the state, init, ranges and their units,
+ * one async op over parts of ranges, the launch path; the consumer and
+ * the figures live in the files ddp_overlap_int.h lists.
  *
  * Units.  What is reduced early is a UNIT: a gradient range, or a slice of
  * one.  The tracker reports every write it sees to a gradient range with
@@ -71,7 +73,7 @@
  * their bytes and the positions of their trigger launches.
  *
  * Contract: called under ddp_sync.c's sync_lock only.  The host function
- * (stamp_pdone) runs on a driver thread and makes one atomic store.  Range
+ * (overlap_stamp_pdone) runs on a driver thread and makes one atomic store.  Range
  * records are the tracker's (stable pointers; a record reset by the tracker
  * has role NONE, and one reused for another range is told apart by its
  * extent); this layer's state of a range is found by the record's address.
@@ -88,123 +90,24 @@
 #include "ddp_slices.h"
 #include "ddp_stats.h"
 #include "ddp_trace.h"
+#include "ddp_overlap_int.h"
 
-#define OV_FIRST_STEP 3 /* the steps the figures speak for     */
-#define OV_RING 1024    /* tickets remembered (step, bytes)    */
-#define OV_PDONE_RING 64
-#define OV_STEP_POS_MAX 256 /* early-op positions kept per step    */
+struct ov_state ov;
 
-/* A unit of early reduction: bytes [lo, hi) of a range. */
-struct ov_unit {
-	uint64_t lo, hi;
-	uint64_t pos;      /* predicted last writer: position in the step */
-	uint32_t kid;      /*   and kernel                            */
-	uint64_t ticket;   /* the early op that reduced it (0: none)   */
-	uint8_t rewritten; /* written after that op was enqueued       */
-	uint8_t miss;      /* mispredictions in a row                  */
-	uint8_t fallback;  /* reduced at the consumer from now on      */
-};
-
-/* This layer's state of one tracker range. */
-struct ov_rng {
-	struct ddp_grad_buf *b;
-	uint64_t base, size, alloc_base; /* the range it was made for        */
-	uint32_t alloc_id;
-	struct ddp_slices w; /* this step's writes, until its consumer   */
-	uint64_t xseq;       /* the last launch that wrote all of it with a
-			      * known extent (0: none yet)               */
-	struct ov_unit *u;   /* this step's units (learned at the last consumer) */
-	size_t nu, ucap;
-};
-
-struct ov_ref { /* a unit of the plan                    */
-	struct ov_rng *r;
-	uint32_t u;
-};
-
-struct ov_part { /* bytes [lo, hi) of b, in one collective */
-	struct ddp_grad_buf *b;
-	uint64_t lo, hi;
-};
-
-struct ov_fly {                      /* a unit reduced early, until the consumer */
-	uint64_t alloc_base, lo, hi; /* absolute addresses                   */
-	uint32_t alloc_id;
-	uint64_t ticket;
-};
-
-struct ov_trig {
-	uint64_t pos;      /* position in the step of the trigger launch */
-	uint32_t kid;      /* its kernel                              */
-	uint32_t first, n; /* members: ov.mem[first .. first+n)       */
-};
-
-struct ov_step {
-	uint64_t colls, first_t, last_t, recs;
-	uint64_t comm_ns, hidden_ns, wait_ns, last_end;
-	uint64_t peer_ns, peer_hidden_ns; /* before every rank had arrived */
-	uint64_t rered, bytes;
-	uint64_t early_colls, early_bytes;
-	uint32_t *epos; /* early ops' trigger positions  */
-	uint32_t nepos, epcap;
-	uint8_t final, sync, stamped, peer_known;
-};
-
-static struct {
-	struct ddp_overlap_env env;
-	int on, split;
-	uint64_t cap;
-	uint64_t base;
-	int have_base;
-	int armed; /* the plan applies from the next base on  */
-	/* ranges, found by record address (open addressing, never shrinks) */
-	struct ov_rng **tab;
-	size_t tabcap, ntab;
-	/* the plan of the current step */
-	struct ov_ref *mem;
-	size_t nmem, memcap;
-	struct ov_trig *trig;
-	size_t ntrig, trigcap, next;
-	/* units reduced early this step (until the consumer) */
-	struct ov_fly *fly;
-	size_t nfly, flycap;
-	/* figures */
-	struct ov_step *st;
-	size_t nst;
-	uint64_t pdone[OV_PDONE_RING]; /* ns (atomic; 0 = not yet), by step */
-	uint64_t tick_step[OV_RING], tick_bytes[OV_RING];
-	struct ddp_coll_time *recs; /* op times not yet given to a step */
-	size_t nrecs, reccap;
-	uint64_t early_ops, early_units, consumer_ops, rereductions, fallbacks, waits;
-	uint64_t sliced_ranges; /* ranges whose last plan has several units */
-	/* scratch */
-	struct ddp_coll_range *rg, *tmp;
-	struct ddp_coll_seg *seg;
-	struct ov_part *parts;
-	struct ov_unit **us;
-	size_t uscap;
-	struct ov_slice_scratch {
-		struct ddp_slice *v;
-		size_t cap;
-	} sl, sl2;
-	size_t scratch, partcap;
-	char sig[8192];
-} ov;
-
-static void die_oom(void)
+void overlap_die_oom(void)
 {
 	ov.env.coll_fail(DDP_ERR_NOMEM, "overlap bookkeeping (out of memory)");
 }
 
-static void *grow(void *p, size_t *cap, size_t need, size_t elem)
+void *overlap_grow(void *p, size_t *cap, size_t need, size_t elem)
 {
 	void *q = ddp_array_grow(p, cap, need, elem, 64);
 	if (!q)
-		die_oom();
+		overlap_die_oom();
 	return q;
 }
 
-static void scratch(size_t n)
+void overlap_scratch(size_t n)
 {
 	if (n <= ov.scratch)
 		return;
@@ -212,19 +115,19 @@ static void scratch(size_t n)
 	while (nc < n)
 		nc *= 2;
 	c1 = c2 = c3 = ov.scratch;
-	ov.rg = grow(ov.rg, &c1, nc, sizeof *ov.rg);
-	ov.tmp = grow(ov.tmp, &c2, nc, sizeof *ov.tmp);
-	ov.seg = grow(ov.seg, &c3, nc, sizeof *ov.seg);
+	ov.rg = overlap_grow(ov.rg, &c1, nc, sizeof *ov.rg);
+	ov.tmp = overlap_grow(ov.tmp, &c2, nc, sizeof *ov.tmp);
+	ov.seg = overlap_grow(ov.seg, &c3, nc, sizeof *ov.seg);
 	ov.scratch = nc;
 }
 
-static struct ddp_slice *slice_scratch(struct ov_slice_scratch *s, size_t n)
+struct ddp_slice *overlap_slice_scratch(struct ov_slice_scratch *s, size_t n)
 {
-	s->v = grow(s->v, &s->cap, n ? n : 1, sizeof *s->v);
+	s->v = overlap_grow(s->v, &s->cap, n ? n : 1, sizeof *s->v);
 	return s->v;
 }
 
-static struct ov_step *step_rec(uint64_t step)
+struct ov_step *overlap_step_rec(uint64_t step)
 {
 	if (!step)
 		step = 1;
@@ -234,7 +137,7 @@ static struct ov_step *step_rec(uint64_t step)
 			nc *= 2;
 		struct ov_step *p = realloc(ov.st, nc * sizeof *p);
 		if (!p)
-			die_oom();
+			overlap_die_oom();
 		memset(p + old, 0, (nc - old) * sizeof *p);
 		ov.st = p;
 		ov.nst = nc;
@@ -242,7 +145,7 @@ static struct ov_step *step_rec(uint64_t step)
 	return &ov.st[step - 1];
 }
 
-static struct ddp_comm *comm(void)
+struct ddp_comm *overlap_comm(void)
 {
 	struct ddp_comm *c = NULL;
 	ddp_result rc = ddp_job_comm(&c);
@@ -298,13 +201,13 @@ static void rng_reset(struct ov_rng *r, struct ddp_grad_buf *b)
 }
 
 /* b's state, made (or reset, when the record now holds another range). */
-static struct ov_rng *rng_get(struct ddp_grad_buf *b)
+struct ov_rng *overlap_rng_get(struct ddp_grad_buf *b)
 {
 	if (2 * (ov.ntab + 1) > ov.tabcap) {
 		size_t oc = ov.tabcap, nc = oc ? oc * 2 : 256;
 		struct ov_rng **old = ov.tab, **nt = calloc(nc, sizeof *nt);
 		if (!nt)
-			die_oom();
+			overlap_die_oom();
 		ov.tab = nt;
 		ov.tabcap = nc;
 		for (size_t i = 0; i < oc; i++)
@@ -322,7 +225,7 @@ static struct ov_rng *rng_get(struct ddp_grad_buf *b)
 	struct ov_rng *r = ov.tab[k];
 	if (!r) {
 		if (!(r = calloc(1, sizeof *r)))
-			die_oom();
+			overlap_die_oom();
 		ov.tab[k] = r;
 		ov.ntab++;
 		rng_reset(r, b);
@@ -363,7 +266,7 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 		return;
 	lo -= b->base;
 	hi -= b->base;
-	struct ov_rng *r = rng_get(b);
+	struct ov_rng *r = overlap_rng_get(b);
 	if (whole)
 		r->xseq = L->seq;
 	DDP_TRACE(GRAD,
@@ -371,7 +274,7 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 		  ov.have_base && L->seq >= ov.base ? L->seq - ov.base : 0, L->kname ? L->kname : "?", lo, hi,
 		  b->label);
 	if (!b->named && ov.split && ddp_slices_write(&r->w, b->size, elem_size(b), lo, hi, L->seq, L->kid))
-		die_oom();
+		overlap_die_oom();
 	for (size_t i = 0; i < r->nu; i++)
 		if (r->u[i].ticket && r->u[i].lo < hi && lo < r->u[i].hi)
 			r->u[i].rewritten = 1;
@@ -424,12 +327,12 @@ static void parts_signature(const struct ov_part *p, size_t n, uint64_t *hash)
 	*hash = h;
 }
 
-static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream,
+uint64_t overlap_reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream,
 			     uint64_t step, uint64_t *bytes_out)
 {
 	uint64_t h, t = 0, bytes = 0;
 	enum ddp_dtype dt = (enum ddp_dtype)p[0].b->dtype;
-	scratch(n);
+	overlap_scratch(n);
 	for (size_t i = 0; i < n; i++) {
 		ov.rg[i].addr = p[i].b->base + p[i].lo;
 		ov.rg[i].bytes = p[i].hi - p[i].lo;
@@ -451,7 +354,7 @@ static uint64_t reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t
 		ddp_rangelog_add(step, 'A', ov.rg[i].addr, ov.rg[i].bytes);
 	ov.tick_step[t % OV_RING] = step;
 	ov.tick_bytes[t % OV_RING] = bytes;
-	struct ov_step *s = step_rec(step);
+	struct ov_step *s = overlap_step_rec(step);
 	if (!s->first_t)
 		s->first_t = t;
 	s->last_t = t;
@@ -487,7 +390,7 @@ int ddp_overlap_before(uint64_t seq, const struct ddp_grad_launch *L)
 				if (ov.fly[j].ticket > t)
 					t = ov.fly[j].ticket;
 		if (t) {
-			struct ddp_comm *c = comm();
+			struct ddp_comm *c = overlap_comm();
 			ddp_result rc = ddp_coll_stream_wait(c, t, (CUstream)L->stream);
 			if (rc != DDP_OK)
 				ov.env.coll_fail(rc, "waiting for an early gradient reduction");
@@ -515,8 +418,8 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 	for (; ov.next < ov.ntrig && ov.trig[ov.next].pos == pos; ov.next++) {
 		const struct ov_trig *tr = &ov.trig[ov.next];
 		size_t n = 0;
-		ov.parts = grow(ov.parts, &ov.partcap, tr->n, sizeof *ov.parts);
-		ov.us = grow(ov.us, &ov.uscap, tr->n, sizeof *ov.us);
+		ov.parts = overlap_grow(ov.parts, &ov.partcap, tr->n, sizeof *ov.parts);
+		ov.us = overlap_grow(ov.us, &ov.uscap, tr->n, sizeof *ov.us);
 		struct ov_unit **us = ov.us;
 		for (uint32_t i = 0; i < tr->n; i++) {
 			const struct ov_ref *m = &ov.mem[tr->first + i];
@@ -546,10 +449,10 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 		if (!n)
 			continue;
 		if (!c)
-			c = comm();
+			c = overlap_comm();
 		uint64_t before = *bytes;
-		uint64_t t = reduce_parts(c, ov.parts, n, stream, step, bytes);
-		ov.fly = grow(ov.fly, &ov.flycap, ov.nfly + n, sizeof *ov.fly);
+		uint64_t t = overlap_reduce_parts(c, ov.parts, n, stream, step, bytes);
+		ov.fly = overlap_grow(ov.fly, &ov.flycap, ov.nfly + n, sizeof *ov.fly);
 		for (size_t i = 0; i < n; i++) {
 			const struct ddp_grad_buf *b = ov.parts[i].b;
 			us[i]->ticket = t;
@@ -557,12 +460,12 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			ov.fly[ov.nfly++] = (struct ov_fly){ b->alloc_base, b->base + ov.parts[i].lo,
 							     b->base + ov.parts[i].hi, b->alloc_id, t };
 		}
-		struct ov_step *s = step_rec(step);
+		struct ov_step *s = overlap_step_rec(step);
 		s->early_colls++;
 		s->early_bytes += *bytes - before;
 		if (s->nepos < OV_STEP_POS_MAX) {
 			size_t cap = s->epcap;
-			s->epos = grow(s->epos, &cap, s->nepos + 1, sizeof *s->epos);
+			s->epos = overlap_grow(s->epos, &cap, s->nepos + 1, sizeof *s->epos);
 			s->epcap = (uint32_t)cap;
 			s->epos[s->nepos++] = (uint32_t)(pos < UINT32_MAX ? pos : UINT32_MAX);
 		}
@@ -574,378 +477,4 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			  " bytes) after launch %" PRIu64 " of the step (ticket %" PRIu64 ")",
 			  step, n, n == 1 ? "" : "s", *bytes - before, pos, t);
 	}
-}
-
-/* ---- figures */
-
-static void CUDA_CB stamp_pdone(void *arg)
-{
-	uint64_t step = (uint64_t)(uintptr_t)arg;
-	uint64_t now = ddp_now_ns();
-	__atomic_store_n(&ov.pdone[step % OV_PDONE_RING], now ? now : 1, __ATOMIC_RELEASE);
-}
-
-static void trace_op(const struct ddp_coll_time *r, uint64_t step)
-{
-	if (!ddp_trace_enabled())
-		return;
-	struct ddp_trace_ev ev = {
-		.name = "allreduce",
-		.cat = "comm",
-		.ts_ns = r->start_ns,
-		.dur_ns = r->end_ns - r->start_ns,
-		.bytes = ov.tick_bytes[r->ticket % OV_RING],
-		.step = step,
-		.track = DDP_TRACE_TRACK_COMM,
-	};
-	ddp_trace_event(&ev);
-}
-
-/* Takes the finished ops' times and closes the steps that have them all. */
-static void collect(struct ddp_comm *c)
-{
-	struct ddp_coll_time buf[64];
-	size_t n;
-	while (c && (n = ddp_coll_async_times(c, buf, 64)) > 0) {
-		ov.recs = grow(ov.recs, &ov.reccap, ov.nrecs + n, sizeof *ov.recs);
-		memcpy(ov.recs + ov.nrecs, buf, n * sizeof *buf);
-		ov.nrecs += n;
-		for (size_t i = 0; i < n; i++)
-			step_rec(ov.tick_step[buf[i].ticket % OV_RING])->recs++;
-	}
-	for (size_t k = 0; k < ov.nst; k++) {
-		struct ov_step *s = &ov.st[k];
-		uint64_t step = k + 1;
-		if (s->final || s->sync || !s->colls || s->recs < s->colls)
-			continue;
-		uint64_t pd = __atomic_load_n(&ov.pdone[step % OV_PDONE_RING], __ATOMIC_ACQUIRE);
-		if (!s->stamped || !pd)
-			continue;
-		size_t w = 0;
-		for (size_t i = 0; i < ov.nrecs; i++) {
-			const struct ddp_coll_time *r = &ov.recs[i];
-			if (ov.tick_step[r->ticket % OV_RING] != step) {
-				ov.recs[w++] = *r;
-				continue;
-			}
-			s->comm_ns += r->end_ns - r->start_ns;
-			uint64_t e = r->end_ns < pd ? r->end_ns : pd;
-			if (e > r->start_ns)
-				s->hidden_ns += e - r->start_ns;
-			if (r->end_ns > s->last_end)
-				s->last_end = r->end_ns;
-			if (r->arrive_ns) {
-				uint64_t a = r->arrive_ns < r->start_ns ? r->start_ns
-					     : r->arrive_ns > r->end_ns ? r->end_ns
-									: r->arrive_ns;
-				uint64_t ah = a < pd ? a : pd;
-				s->peer_known = 1;
-				s->peer_ns += a - r->start_ns;
-				if (ah > r->start_ns)
-					s->peer_hidden_ns += ah - r->start_ns;
-			}
-			trace_op(r, step);
-		}
-		ov.nrecs = w;
-		s->wait_ns = s->last_end > pd ? s->last_end - pd : 0;
-		s->final = 1;
-		__atomic_store_n(&ov.pdone[step % OV_PDONE_RING], 0, __ATOMIC_RELAXED);
-	}
-}
-
-/* ---- the consumer */
-
-static int cmp_ref(const void *a, const void *b)
-{
-	const struct ov_ref *x = a, *y = b;
-	const struct ov_unit *ux = &x->r->u[x->u], *uy = &y->r->u[y->u];
-	if (ux->pos != uy->pos)
-		return ux->pos < uy->pos ? -1 : 1;
-	if (x->r->b->order != y->r->b->order)
-		return x->r->b->order < y->r->b->order ? -1 : 1;
-	return (ux->lo > uy->lo) - (ux->lo < uy->lo);
-}
-
-/* The next step's buckets and triggers, from the units of the ranges just
- * consumed. */
-static void plan(struct ddp_grad_buf *const *bufs, size_t n)
-{
-	ov.nmem = ov.ntrig = ov.next = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (bufs[i]->role != DDP_GR_GRAD)
-			continue;
-		struct ov_rng *r = rng_get(bufs[i]);
-		ov.mem = grow(ov.mem, &ov.memcap, ov.nmem + r->nu, sizeof *ov.mem);
-		for (size_t k = 0; k < r->nu; k++)
-			if (!r->u[k].fallback)
-				ov.mem[ov.nmem++] = (struct ov_ref){ r, (uint32_t)k };
-	}
-	if (!ov.nmem)
-		return;
-	qsort(ov.mem, ov.nmem, sizeof *ov.mem, cmp_ref);
-	uint64_t bytes = 0;
-	for (size_t i = 0; i < ov.nmem; i++) {
-		const struct ov_unit *u = &ov.mem[i].r->u[ov.mem[i].u];
-		const struct ddp_grad_buf *b = ov.mem[i].r->b;
-		uint64_t bb = u->hi - u->lo;
-		struct ov_trig *t = ov.ntrig ? &ov.trig[ov.ntrig - 1] : NULL;
-		if (!t || ov.mem[t->first].r->b->dtype != b->dtype || bytes + bb > ov.cap) {
-			ov.trig = grow(ov.trig, &ov.trigcap, ov.ntrig + 1, sizeof *ov.trig);
-			t = &ov.trig[ov.ntrig++];
-			t->first = (uint32_t)i;
-			t->n = 0;
-			bytes = 0;
-		}
-		t->n++;
-		t->pos = u->pos;
-		t->kid = u->kid;
-		bytes += bb;
-	}
-	DDP_DEBUG(GRAD,
-		  "overlap plan: %zu units of %zu gradient ranges (%" PRIu64
-		  " ranges in slices) in %zu buckets",
-		  ov.nmem, n, ov.sliced_ranges, ov.ntrig);
-}
-
-/* The units of r for the next step, from this step's writes; what an old
- * unit learned of mispredictions goes to the new ones that overlap it. */
-static void learn(struct ov_rng *r)
-{
-	struct ddp_grad_buf *b = r->b;
-	struct ddp_slice *nu = slice_scratch(&ov.sl, r->w.n + 1);
-	size_t n = ddp_slices_units(&r->w, b->size, ov.have_base ? ov.base : UINT64_MAX, b->wseq, b->wkid,
-				    ov.split && !b->named, nu);
-	struct ov_unit *old = r->u;
-	size_t nold = r->nu;
-	struct ov_unit *u = calloc(n ? n : 1, sizeof *u);
-	if (!u)
-		die_oom();
-	for (size_t i = 0; i < n; i++) {
-		u[i].lo = nu[i].lo;
-		u[i].hi = nu[i].hi;
-		u[i].pos = nu[i].seq - ov.base;
-		u[i].kid = nu[i].kid;
-		for (size_t k = 0; k < nold; k++)
-			if (old[k].lo < u[i].hi && u[i].lo < old[k].hi) {
-				if (old[k].miss > u[i].miss)
-					u[i].miss = old[k].miss;
-				u[i].fallback |= old[k].fallback;
-			}
-	}
-	if (n > 1)
-		ov.sliced_ranges++;
-	free(old);
-	r->u = u;
-	r->nu = n;
-	r->ucap = n ? n : 1;
-	ddp_slices_reset(&r->w);
-}
-
-static void unit_label(char *out, size_t cap, const struct ddp_grad_buf *b, const struct ov_unit *u)
-{
-	if (u->lo == 0 && u->hi == b->size)
-		snprintf(out, cap, "%s", b->label);
-	else
-		snprintf(out, cap, "%s[+%" PRIu64 ",+%" PRIu64 ")", b->label, u->lo, u->hi);
-}
-
-ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream, uint64_t step,
-			      uint64_t *colls, uint64_t *bytes)
-{
-	struct ddp_comm *c = comm();
-	uint64_t wait_t = 0;
-	size_t np = 0;
-	CUstream s = (CUstream)stream;
-
-	collect(c);
-	for (size_t i = 0; i < n; i++) {
-		struct ddp_grad_buf *b = bufs[i];
-		struct ov_rng *r = rng_get(b);
-		struct ddp_slice *clean = slice_scratch(&ov.sl, r->nu + 1);
-		size_t nc = 0;
-		for (size_t k = 0; k < r->nu; k++) {
-			struct ov_unit *u = &r->u[k];
-			if (!u->ticket)
-				continue;
-			if (!u->rewritten) {
-				if (u->ticket > wait_t)
-					wait_t = u->ticket;
-				u->miss = 0;
-				clean[nc++] = (struct ddp_slice){ u->lo, u->hi, 0, 0 };
-				continue;
-			}
-			/* written after its early reduction: again, here */
-			char lab[128];
-			unit_label(lab, sizeof lab, b, u);
-			ov.rereductions++;
-			step_rec(step)->rered++;
-			u->miss++;
-			DDP_INFO(GRAD,
-				 "step %" PRIu64 ": gradient %s was written again after its early reduction "
-				 "(last writer: launch %" PRIu64 " of the step, predicted %" PRIu64
-				 "): reduced again",
-				 step, lab, b->wseq - ov.base, u->pos);
-			if (u->miss >= 2 && !u->fallback) {
-				u->fallback = 1;
-				ov.fallbacks++;
-				DDP_INFO(GRAD,
-					 "gradient %s: last writer mispredicted twice in a row; reduced at the "
-					 "consumer from now on",
-					 lab);
-			}
-		}
-		/* every byte not in a clean early unit: here */
-		struct ddp_slice *rest = slice_scratch(&ov.sl2, nc + 1);
-		size_t nr = ddp_slices_complement(b->size, clean, nc, rest);
-		ov.parts = grow(ov.parts, &ov.partcap, np + nr, sizeof *ov.parts);
-		for (size_t k = 0; k < nr; k++)
-			ov.parts[np++] = (struct ov_part){ b, rest[k].lo, rest[k].hi };
-	}
-	/* when the producing stream reached the consumer */
-	__atomic_store_n(&ov.pdone[step % OV_PDONE_RING], 0, __ATOMIC_RELAXED);
-	if (ddp_driver_.launchHostFunc &&
-	    ddp_driver_.launchHostFunc(s, stamp_pdone, (void *)(uintptr_t)step) == CUDA_SUCCESS)
-		step_rec(step)->stamped = 1;
-	/* the rest, in buckets of the tracker's order */
-	if (np) {
-		struct ov_part *need = malloc(np * sizeof *need);
-		struct ddp_coll_bucket *bk = malloc(np * sizeof *bk);
-		if (!need || !bk)
-			return free(need), free(bk), die_oom(), DDP_ERR_NOMEM; /* die_oom stops the rank */
-		memcpy(need, ov.parts, np * sizeof *need);
-		scratch(np);
-		for (size_t i = 0; i < np; i++) {
-			ov.rg[i].addr = need[i].b->base + need[i].lo;
-			ov.rg[i].bytes = need[i].hi - need[i].lo;
-			ov.rg[i].alloc_id = need[i].b->alloc_id;
-			ov.rg[i].dtype = (enum ddp_dtype)need[i].b->dtype;
-		}
-		size_t nb = ddp_coll_bucket_plan(ov.rg, np, ov.cap, bk, np);
-		for (size_t k = 0; k < nb; k++) {
-			uint64_t t = reduce_parts(c, need + bk[k].first, bk[k].n, stream, step, bytes);
-			if (t > wait_t)
-				wait_t = t;
-			ov.consumer_ops++;
-			(*colls)++;
-		}
-		free(need);
-		free(bk);
-	}
-	if (wait_t) {
-		ddp_result rc = ddp_coll_stream_wait(c, wait_t, s);
-		if (rc != DDP_OK)
-			ov.env.coll_fail(rc, "waiting for the gradient reductions");
-	}
-	/* learn the units and their last writers for the next step (not in
-	 * step 1: no base) */
-	if (n)
-		ov.sliced_ranges = 0;
-	for (size_t i = 0; i < n; i++)
-		learn(rng_get(bufs[i]));
-	ov.nfly = 0;
-	ov.armed = 0; /* until the next step's base: the rest of this step
-		       * (the optimizer) is not the next step's backward */
-	if (ov.on)
-		plan(bufs, n);
-	return DDP_OK;
-}
-
-void ddp_overlap_account_sync(uint64_t step, size_t colls, uint64_t ns)
-{
-	struct ov_step *s = step_rec(step);
-	s->sync = 1;
-	s->final = 1;
-	s->colls += colls;
-	s->comm_ns += ns;
-	s->wait_ns += ns;
-}
-
-void ddp_overlap_finish(void)
-{
-	struct ddp_comm *c = NULL;
-	if (!ov.on || ddp_job_comm(&c) != DDP_OK || !c)
-		return;
-	(void)ddp_coll_wait(c, 0);
-	if (ddp_driver_.ctxSynchronize)
-		(void)ddp_driver_.ctxSynchronize(); /* the stamps' host functions ran */
-	collect(c);
-}
-
-/* Figures over steps OV_FIRST_STEP+ (or all steps when there are fewer). */
-static void totals(double *steps, double *colls, double *comm_ms, double *hidden_ms, double *wait_ms,
-		   double *peer_ms, double *peer_hidden_ms, int *peer_known)
-{
-	*steps = *colls = *comm_ms = *hidden_ms = *wait_ms = *peer_ms = *peer_hidden_ms = 0;
-	*peer_known = 0;
-	for (size_t k = 0; k < ov.nst; k++) {
-		const struct ov_step *s = &ov.st[k];
-		if (k + 1 < OV_FIRST_STEP || !s->final)
-			continue;
-		*steps += 1;
-		*colls += (double)s->colls;
-		*comm_ms += s->comm_ns / 1e6;
-		*hidden_ms += s->hidden_ns / 1e6;
-		*wait_ms += s->wait_ns / 1e6;
-		*peer_ms += s->peer_ns / 1e6;
-		*peer_hidden_ms += s->peer_hidden_ns / 1e6;
-		*peer_known |= s->peer_known;
-	}
-}
-
-void ddp_overlap_json(FILE *f)
-{
-	fprintf(f,
-		",\"overlap\":\"%s\",\"slices\":\"%s\",\"early_reductions\":%" PRIu64 ",\"early_ranges\":%" PRIu64
-		",\"sliced_ranges\":%" PRIu64 ",\"consumer_reductions\":%" PRIu64 ",\"rereductions\":%" PRIu64
-		",\"fallbacks\":%" PRIu64 ",\"in_flight_waits\":%" PRIu64 ",\"per_step\":[",
-		ov.on ? "on" : "off", ov.split ? "on" : "off", ov.early_ops, ov.early_units, ov.sliced_ranges,
-		ov.consumer_ops, ov.rereductions, ov.fallbacks, ov.waits);
-	int first = 1;
-	for (size_t k = 0; k < ov.nst; k++) {
-		const struct ov_step *s = &ov.st[k];
-		if (!s->colls && !s->final)
-			continue;
-		fprintf(f,
-			"%s{\"step\":%zu,\"collectives\":%" PRIu64 ",\"bytes\":%" PRIu64
-			",\"rereductions\":%" PRIu64,
-			first ? "" : ",", k + 1, s->colls, s->bytes, s->rered);
-		if (s->early_colls) {
-			fprintf(f,
-				",\"early_collectives\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_at\":[",
-				s->early_colls, s->early_bytes);
-			for (uint32_t i = 0; i < s->nepos; i++)
-				fprintf(f, "%s%" PRIu32, i ? "," : "", s->epos[i]);
-			fputc(']', f);
-		}
-		if (s->final)
-			fprintf(f, ",\"comm_ms\":%.3f,\"comm_hidden_ms\":%.3f,\"grad_wait_ms\":%.3f",
-				s->comm_ns / 1e6, s->hidden_ns / 1e6, s->wait_ns / 1e6);
-		if (s->final && s->peer_known)
-			fprintf(f, ",\"peer_wait_ms\":%.3f,\"peer_wait_hidden_ms\":%.3f", s->peer_ns / 1e6,
-				s->peer_hidden_ns / 1e6);
-		fputc('}', f);
-		first = 0;
-	}
-	fputc(']', f);
-}
-
-void ddp_overlap_summary(char *out, size_t cap)
-{
-	double steps, colls, comm_ms, hidden_ms, wait_ms, peer_ms, peer_hidden_ms;
-	int peer_known;
-	char peer[128] = "";
-	totals(&steps, &colls, &comm_ms, &hidden_ms, &wait_ms, &peer_ms, &peer_hidden_ms, &peer_known);
-	if (!steps) {
-		snprintf(out, cap, "overlap %s", ov.on ? "on" : "off");
-		return;
-	}
-	if (peer_known && comm_ms > peer_ms)
-		snprintf(peer, sizeof peer,
-			 " (%.3f ms waiting for other ranks; after all arrived %.0f%% hidden)",
-			 peer_ms / steps, 100.0 * (hidden_ms - peer_hidden_ms) / (comm_ms - peer_ms));
-	snprintf(out, cap,
-		 "overlap %s: per step (steps %d+) %.1f collectives, comm %.3f ms of which %.0f%% hidden%s, "
-		 "grad wait %.3f ms; %" PRIu64 " re-reductions",
-		 ov.on ? "on" : "off", OV_FIRST_STEP, colls / steps, comm_ms / steps,
-		 comm_ms > 0 ? 100.0 * hidden_ms / comm_ms : 0.0, peer, wait_ms / steps, ov.rereductions);
 }

@@ -5,9 +5,9 @@
  * rank<k>.sync.json at exit by ddp_sync_exit.
  *
  * Filled from the two places where a range meets a collective: the
- * synchronous collectives (ddp_sync.c run_collective: every range of a
+ * synchronous collectives (ddp_sync_coll.c run_collective: every range of a
  * broadcast, every gradient averaged with DDP_OVERLAP=off or NCCL groups)
- * and the stream-ordered buckets (ddp_overlap.c reduce_parts: every slice
+ * and the stream-ordered buckets (ddp_overlap.c overlap_reduce_parts: every slice
  * of a gradient range, at the consumer or early).  A range split into
  * slices appears as its slices; readers merge adjacent records of a step.
  *

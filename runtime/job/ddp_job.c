@@ -38,6 +38,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
@@ -63,6 +64,8 @@
 volatile uint64_t ddp_job_progress_;
 
 static struct ddp_job_info info;
+/* The store's secret, for the watchdog's own connection (job_coll_silent). */
+static char job_secret[DDP_STORE_MAX_KEY + 1];
 static struct ddp_store *store;
 static struct ddp_comm *comm;
 static ddp_result comm_rc = DDP_OK;
@@ -305,6 +308,7 @@ ddp_result ddp_job_init(void)
 		rc = job_ddprun_place(ri);
 	if (rc != DDP_OK)
 		return rc;
+	snprintf(job_secret, sizeof job_secret, "%s", secret ? secret : "");
 	rc = ddp_store_connect(info.master_addr, info.master_port, secret ? secret : "", info.rank,
 			       JOB_CONNECT_TIMEOUT_S, &store);
 	if (rc != DDP_OK) {
@@ -385,6 +389,52 @@ const char *ddp_job_comm_error(void)
 #define JOB_BOARD_RING 256
 static uint64_t job_board_seq[JOB_BOARD_RING];
 
+static double job_now(void);
+
+/* After asynchronous op `ticket` timed out here: post that this rank
+ * answers, and wait up to 2 s for the others' posts (each rank whose own
+ * watch gives up on the op posts too); the ranks that did not post are
+ * listed.  On the comm's watchdog thread, which must not share the job's
+ * store connection with the calling thread: a connection of its own. */
+static void job_coll_silent(uint64_t ticket, char *list, size_t len)
+{
+	struct ddp_store *s = NULL;
+	char key[96];
+	int64_t v = 0;
+	size_t n = 0;
+
+	list[0] = '\0';
+	if (info.world > 4096 ||
+	    ddp_store_connect(info.master_addr, info.master_port, job_secret, info.rank, 2.0, &s) != DDP_OK)
+		return;
+	/* counters, read with ADD 0: an absent one reads 0 without an error */
+	snprintf(key, sizeof key, "ddp/async-answer/%" PRIu64 "/%d", ticket, info.rank);
+	if (ddp_store_add(s, key, 1, NULL) != DDP_OK)
+		goto out;
+	unsigned char answered[4096] = { 0 };
+	int missing = info.world - 1;
+	for (double deadline = job_now() + 2.0; missing > 0 && job_now() < deadline;) {
+		for (int q = 0; q < info.world; q++) {
+			if (q == info.rank || answered[q])
+				continue;
+			snprintf(key, sizeof key, "ddp/async-answer/%" PRIu64 "/%d", ticket, q);
+			if (ddp_store_add(s, key, 0, &v) != DDP_OK)
+				goto out;
+			if (v > 0) {
+				answered[q] = 1;
+				missing--;
+			}
+		}
+		if (missing > 0)
+			usleep(50000);
+	}
+	for (int q = 0; q < info.world; q++)
+		if (q != info.rank && !answered[q] && n + 16 < len)
+			n += (size_t)snprintf(list + n, len - n, "%s%d", n ? "," : "", q);
+out:
+	ddp_store_close(s);
+}
+
 static void job_coll_enqueued(uint64_t ticket)
 {
 	__atomic_store_n(&job_board_seq[ticket % JOB_BOARD_RING], ddp_status_coll_next(), __ATOMIC_RELEASE);
@@ -419,6 +469,7 @@ ddp_result ddp_job_comm(struct ddp_comm **out)
 	cfg.driver = &ddp_driver_;
 	cfg.busy = job_coll_busy;
 	cfg.enqueued = job_coll_enqueued;
+	cfg.silent = job_coll_silent;
 	/* the CPU device (cpudev) is not a real GPU: NCCL cannot use it */
 	cfg.real_gpu = !ddp_driver_.cpu_device;
 	/* asked on the CPU device too: its NCCL stand-in, like NCCL, works in the

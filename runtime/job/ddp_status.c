@@ -5,9 +5,11 @@
  * progress, step and collective state into it.
  *
  * Contract: ddp_status_attach runs once, from ddp_job_init; the writers may
- * run from any thread (relaxed atomic stores, no locks, no allocation).
+ * run from any thread (relaxed atomic stores, no allocation; the collective
+ * ones under a spin lock over the table of collectives in flight).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -75,41 +77,137 @@ void ddp_status_progress(void)
 	__atomic_fetch_add(&s->progress, 1, __ATOMIC_RELAXED);
 }
 
+/* Inside a step's update phase (ddp_status_step .. ddp_status_step_end)? */
+static int phase_open;
+
 void ddp_status_step(uint64_t step)
 {
 	struct ddp_status_slot *s = slot;
+	__atomic_store_n(&phase_open, 1, __ATOMIC_RELAXED);
 	if (s)
 		DDP_STATUS_STORE(s->step, step);
 }
 
+void ddp_status_step_end(void)
+{
+	__atomic_store_n(&phase_open, 0, __ATOMIC_RELAXED);
+}
+
 /* Collectives this process is inside (the injecting thread and the
- * collectives' progress thread may both be): the board says "inside" until
- * the last one leaves. */
-static int coll_depth;
-static uint64_t coll_numbered; /* ddp_status_coll_next */
-static int coll_broken;        /* a collective failed: the board stays "inside" */
+ * collectives' progress or watchdog thread may both be, so may several
+ * ranks' worth of overlapped allreduces): a small table, under a spin lock.
+ * The board shows the lowest-numbered one (the collective that holds the
+ * rank up), and the highest finished below it. */
+#define FLIGHT_MAX 32
+struct flight {
+	uint64_t seq, since, step;
+	char name[32];
+};
+static struct flight flight[FLIGHT_MAX];
+static int nflight;
+static int flight_lock;
+static uint64_t busy_since;      /* when the table last became non-empty  */
+static uint64_t left_max;        /* highest collective left               */
+static uint64_t left_step;       /* and the step it was entered at        */
+static char left_name[32];       /* and its kind                          */
+static uint64_t coll_numbered;   /* ddp_status_coll_next                  */
+static int coll_broken;          /* a collective failed: the board stays "inside" */
+/* What this thread entered and has not left (enter and leave pair up per
+ * thread); deeper nesting than this is not tracked. */
+static __thread uint64_t my_seq[8];
+static __thread int my_depth;
+
+/* The step each collective belongs to, taken when it is numbered (program
+ * order, the same on every rank; an overlapped allreduce is entered later,
+ * on the comm's thread, when the board's step may have moved on): the
+ * board's step inside an update phase, the next one outside (backward's
+ * allreduces, checks after a step). */
+#define STEP_RING 1024
+static uint64_t step_at[STEP_RING];
+
+static void lock(void)
+{
+	while (__atomic_test_and_set(&flight_lock, __ATOMIC_ACQUIRE))
+		;
+}
+
+static void unlock(void)
+{
+	__atomic_clear(&flight_lock, __ATOMIC_RELEASE);
+}
+
+static void put_name(char *dst /* 32 bytes */, const char *src)
+{
+	size_t n = src ? strnlen(src, 31) : 0;
+	for (size_t i = 0; i < 32; i++)
+		__atomic_store_n(&dst[i], i < n ? src[i] : '\0', __ATOMIC_RELAXED);
+}
+
+/* Writes the table's state to the board (under the lock). */
+static void publish(struct ddp_status_slot *s)
+{
+	int low = -1;
+	for (int i = 0; i < nflight; i++)
+		if (low < 0 || flight[i].seq < flight[low].seq)
+			low = i;
+	if (low < 0) {
+		DDP_STATUS_STORE(s->coll_in, 0);
+		DDP_STATUS_STORE(s->done_step, left_step);
+		put_name(s->done_name, left_name);
+		DDP_STATUS_STORE(s->coll_done, left_max);
+		return;
+	}
+	const struct flight *f = &flight[low];
+	uint64_t done = left_max < f->seq ? left_max : f->seq - 1;
+	DDP_STATUS_STORE(s->coll_in, 0); /* a reader sees a whole record or none */
+	put_name(s->coll_name, f->name);
+	DDP_STATUS_STORE(s->coll_since_ns, f->since);
+	DDP_STATUS_STORE(s->coll_in_step, f->step);
+	if (done == left_max) {
+		DDP_STATUS_STORE(s->done_step, left_step);
+		put_name(s->done_name, left_name);
+	} else {
+		DDP_STATUS_STORE(s->done_step, 0);
+		put_name(s->done_name, "");
+	}
+	DDP_STATUS_STORE(s->coll_done, done);
+	DDP_STATUS_STORE(s->coll_in, f->seq);
+}
 
 void ddp_status_coll_enter(uint64_t seq, const char *name)
 {
 	struct ddp_status_slot *s = slot;
 	if (!s)
 		return;
-	__atomic_fetch_add(&coll_depth, 1, __ATOMIC_ACQ_REL);
-	size_t n = strlen(name);
-	if (n >= sizeof s->coll_name)
-		n = sizeof s->coll_name - 1;
-	for (size_t i = 0; i < sizeof s->coll_name; i++)
-		__atomic_store_n(&s->coll_name[i], i < n ? name[i] : '\0', __ATOMIC_RELAXED);
 	uint64_t t = now_ns();
-	DDP_STATUS_STORE(s->coll_since_ns, t);
+	if (my_depth < (int)(sizeof my_seq / sizeof my_seq[0]))
+		my_seq[my_depth] = seq;
+	my_depth++;
+	lock();
+	if (nflight < FLIGHT_MAX) {
+		struct flight *f = &flight[nflight++];
+		f->seq = seq;
+		f->since = t;
+		f->step = __atomic_load_n(&step_at[seq % STEP_RING], __ATOMIC_ACQUIRE);
+		snprintf(f->name, sizeof f->name, "%s", name);
+		if (nflight == 1)
+			busy_since = t;
+	}
+	publish(s);
+	unlock();
 	DDP_STATUS_STORE(s->last_ns, t); /* entering a collective is progress */
 	__atomic_fetch_add(&s->progress, 1, __ATOMIC_RELAXED);
-	DDP_STATUS_STORE(s->coll_in, seq);
 }
 
 uint64_t ddp_status_coll_next(void)
 {
-	return __atomic_add_fetch(&coll_numbered, 1, __ATOMIC_RELAXED);
+	uint64_t seq = __atomic_add_fetch(&coll_numbered, 1, __ATOMIC_RELAXED);
+	struct ddp_status_slot *s = slot;
+	if (s)
+		__atomic_store_n(&step_at[seq % STEP_RING],
+				 DDP_STATUS_LOAD(s->step) + !__atomic_load_n(&phase_open, __ATOMIC_RELAXED),
+				 __ATOMIC_RELEASE);
+	return seq;
 }
 
 void ddp_status_coll_begin(const char *name)
@@ -125,18 +223,29 @@ void ddp_status_coll_failed(void)
 void ddp_status_coll_leave(void)
 {
 	struct ddp_status_slot *s = slot;
-	if (!s)
+	if (!s || my_depth <= 0)
 		return;
-	if (__atomic_sub_fetch(&coll_depth, 1, __ATOMIC_ACQ_REL) > 0)
-		return; /* another one is still inside */
+	my_depth--;
+	if (my_depth >= (int)(sizeof my_seq / sizeof my_seq[0]))
+		return; /* not tracked */
 	if (__atomic_load_n(&coll_broken, __ATOMIC_ACQUIRE))
 		return; /* it never finished: the rank stops inside it */
-	uint64_t seq = DDP_STATUS_LOAD(s->coll_in), t = now_ns();
-	if (seq)
-		DDP_STATUS_STORE(s->coll_ns,
-				 DDP_STATUS_LOAD(s->coll_ns) + (t - DDP_STATUS_LOAD(s->coll_since_ns)));
-	DDP_STATUS_STORE(s->coll_in, 0);
-	if (seq)
-		DDP_STATUS_STORE(s->coll_done, seq);
+	uint64_t seq = my_seq[my_depth], t = now_ns();
+	lock();
+	for (int i = 0; i < nflight; i++) {
+		if (flight[i].seq != seq)
+			continue;
+		if (seq > left_max) {
+			left_max = seq;
+			left_step = flight[i].step;
+			memcpy(left_name, flight[i].name, sizeof left_name);
+		}
+		flight[i] = flight[--nflight];
+		if (nflight == 0)
+			DDP_STATUS_STORE(s->coll_ns, DDP_STATUS_LOAD(s->coll_ns) + (t - busy_since));
+		break;
+	}
+	publish(s);
+	unlock();
 	DDP_STATUS_STORE(s->last_ns, t);
 }

@@ -7,7 +7,7 @@
  * rank left while the others wait for it" from it (launcher/supervise.c).
  *
  * The board is one shared memory file (memfd) made by ddprun before the
- * ranks start, DDP_STATUS_SLOTS slots of 128 bytes, one per local rank; its
+ * ranks start, DDP_STATUS_SLOTS slots of 256 bytes, one per local rank; its
  * descriptor is inherited by the ranks and named by DDP_STATUS_FD.  libddp
  * maps it when it joins the job (ddp_job_init), closes the descriptor, and
  * writes only its own slot (index LOCAL_RANK); a forked child of the
@@ -17,32 +17,42 @@
  * costs at most one poll of precision.
  *
  * Contract: the layout is an ABI between ddprun and libddp of the same
- * build (DDP_STATUS_MAGIC changes with it).  The writer side
- * (ddp_status_*) is async-signal-safe and lock-free; every function is a
- * no-op when no board is attached.
+ * build (DDP_STATUS_MAGIC changes with it).  On the writer side
+ * (ddp_status_*), progress and step are async-signal-safe and lock-free;
+ * the collective calls (enter, begin, leave) take a tiny spin lock over the
+ * process's table of collectives in flight (never called from a signal
+ * handler).  Every function is a no-op when no board is attached.
  */
 #ifndef DDP_STATUS_H
 #define DDP_STATUS_H
 
 #include <stdint.h>
 
-#define DDP_STATUS_MAGIC 0x32545344u /* "DST2" */
+#define DDP_STATUS_MAGIC 0x33545344u /* "DST3" */
 #define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
-#define DDP_STATUS_SLOT_BYTES 128
+#define DDP_STATUS_SLOT_BYTES 256
 
+/* The collective fields describe the LOWEST-numbered collective the rank
+ * is inside (the one that holds it up: with overlap an earlier allreduce
+ * may still be in flight on the comm's thread while the main thread has
+ * entered a later one), and the highest one it finished with every lower
+ * one it entered finished too. */
 struct ddp_status_slot {
 	uint32_t magic;         /* DDP_STATUS_MAGIC once the rank attached     */
 	int32_t pid;            /* the attached process                        */
 	uint64_t last_ns;       /* last training progress (CLOCK_MONOTONIC)    */
 	uint64_t progress;      /* progress events so far                      */
 	uint64_t step;          /* optimizer step in progress (0: none yet)    */
-	uint64_t coll_done;     /* collectives finished                        */
-	uint64_t coll_in;       /* number of the collective it is inside, 0    */
+	uint64_t coll_done;     /* last collective finished (see above)        */
+	uint64_t coll_in;       /* lowest collective it is inside, 0: none     */
 	uint64_t coll_since_ns; /* when it entered that collective             */
-	char coll_name[32];     /* "allreduce", "broadcast", "hash check"      */
+	char coll_name[32];     /* its kind: "allreduce", "broadcast", ...     */
 	uint64_t coll_ns;       /* time spent inside finished collectives      */
 	uint64_t attach_ns;     /* when the rank attached                      */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 104];
+	uint64_t coll_in_step;  /* the step coll_in belongs to (see .c)        */
+	uint64_t done_step;     /* the step coll_done belonged to              */
+	char done_name[32];     /* coll_done's kind                            */
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 152];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 
@@ -58,13 +68,16 @@ void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
 void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
 /* Training progress happened now. */
 void ddp_status_progress(void) __attribute__((visibility("hidden")));
+/* A step's update phase begins (the optimizer's first launch), ends. */
 void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
+void ddp_status_step_end(void) __attribute__((visibility("hidden")));
 /* The next collective's number on the board (from 1): one sequence for
  * every collective this process runs, synchronous or not, taken in program
  * order, so that the same collective has the same number on every rank. */
 uint64_t ddp_status_coll_next(void) __attribute__((visibility("hidden")));
 /* Entering collective number seq (ddp_status_coll_next) named name;
- * leaving it.  begin: entering the next one (enter(next(), name)), for a
+ * leaving it (the last one this thread entered: enter and leave pair up
+ * per thread).  begin: entering the next one (enter(next(), name)), for a
  * collective numbered when it starts. */
 void ddp_status_coll_enter(uint64_t seq, const char *name) __attribute__((visibility("hidden")));
 void ddp_status_coll_begin(const char *name) __attribute__((visibility("hidden")));

@@ -699,6 +699,8 @@ static void say_unprotected(const char *abs)
 {
 	int expect = 0;
 
+	if (ddp_param_write_said() && wr_rank != 1)
+		return; /* under ddprun rank 1 says it for the job (every rank runs the same program) */
 	if (__atomic_compare_exchange_n(&wr_said_unprotected, &expect, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		DDP_WARN("libddp: rank %d writes %.200s in place: %s is shared by every rank "
 			 "(docs/write-safety.md); this is said once",
@@ -900,11 +902,13 @@ void ddp_write_setup(void)
 			  ri->rank, wr_base, strerror(errno));
 		wr_root[0] = '\0';
 	}
-	if (!wr_tmp && wr_ntemp > 0)
+	/* under ddprun (DDP_WRITE_SAID) these were said once, by ddprun */
+	if (!wr_tmp && wr_ntemp > 0 && !ddp_param_write_said())
 		DDP_WARN("libddp: DDP_REDIRECT_TMP=0: rank %d writes files under the temporary folders "
 			 "(%s%s%s) in place, shared with every rank",
 			 ri->rank, wr_temp[0], wr_ntemp > 1 ? ", " : "", wr_ntemp > 1 ? wr_temp[1] : "");
-	if (getcwd(cwd, sizeof cwd) && excluded(cwd) && !(wr_base[0] && under(cwd, wr_base)))
+	if (!ddp_param_write_said() && getcwd(cwd, sizeof cwd) && excluded(cwd) &&
+	    !(wr_base[0] && under(cwd, wr_base)))
 		DDP_WARN("libddp: rank %d's working folder %s is shared (/dev, /proc, /sys, /run%s): "
 			 "files written there are not protected (docs/write-safety.md)",
 			 ri->rank, cwd, wr_tmp ? "" : ", temporary folders");

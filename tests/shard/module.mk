@@ -4,7 +4,7 @@
 # "shard" fuzz target (tests/fuzz/shard).  Owner: sharding helper.
 
 SHARD_PRELOAD := $(LIBDDP)
-SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay)
+SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay spawn_read)
 SHARD_CHECK := $(BUILD)/bin/ddp-shard-check
 
 $(BUILD)/tests/shard/%: tests/shard/progs/%.c
@@ -18,7 +18,7 @@ $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 BINS += $(SHARD_PROGS) $(SHARD_CHECK)
 TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
 	tests/shard/test_write_safety.sh tests/shard/test_write_failclosed.sh tests/shard/test_errno.sh \
-	tests/shard/test_write_overlay.sh
+	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh
 
 $(eval $(call fuzz_target,shard,))
 $(eval $(call fuzz_target,write_path,))

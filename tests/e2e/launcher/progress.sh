@@ -65,7 +65,7 @@ wait $pid
 rc=$? t=$(($(now_ms) - t0))
 check "exit 0 mid-training: the job fails (exit 1, got $rc)" [ $rc = 1 ]
 check "exit 0 mid-training: the rank that left is named" \
-	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)\); stopping the job$'
+	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
 check "exit 0 mid-training: stopped within 2 s (${t} ms)" [ $t -lt 2000 ]
 check "exit 0 mid-training: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
 
@@ -91,7 +91,7 @@ wait $pid
 rc=$?
 check "held ddprun: the job fails (exit 1, got $rc)" [ $rc = 1 ]
 check "held ddprun: the rank that left is named" \
-	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)\); stopping the job$'
+	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
 check "held ddprun: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
 
 # a rank that exits 0 before the first rendezvous

@@ -8,6 +8,8 @@
  * rank, at one step, from the environment:
  *   STEP_FAULT=skip   that step is skipped (no kernels: one optimizer step
  *                     fewer on that rank)
+ *   STEP_FAULT=noopt  that step runs its gradient kernel but not its SGD
+ *                     kernel (the optimizer step alone is skipped)
  *   STEP_FAULT=spin   the rank busy-loops forever in that step, before its
  *                     kernels (no progress, not inside a collective)
  *   STEP_FAULT=slow   that step launches its gradient kernel every 0.25 s
@@ -92,7 +94,8 @@ int main(int argc, char **argv)
 			}
 		}
 		ck(cuLaunchKernel(fgrad, N / 256, 1, 1, 256, 1, 1, 0, NULL, ga, NULL), "cuLaunchKernel grad");
-		ck(cuLaunchKernel(fsgd, N / 256, 1, 1, 256, 1, 1, 0, NULL, sa, NULL), "cuLaunchKernel sgd");
+		if (!(rank == fault_rank && s == fault_at && !strcmp(fault, "noopt")))
+			ck(cuLaunchKernel(fsgd, N / 256, 1, 1, 256, 1, 1, 0, NULL, sa, NULL), "cuLaunchKernel sgd");
 		ck(cuCtxSynchronize(), "cuCtxSynchronize");
 		printf("step %d\n", s);
 		fflush(stdout);

@@ -9,7 +9,9 @@
 #   - frozen (SIMNCCL_FAULT=stop:1:N: rank 1 raises SIGSTOP inside its N-th
 #     collective, after its data went out; alive, so ddprun sees nothing):
 #     rank 0's watchdog aborts NCCL after DDP_COLL_TIMEOUT=3 s without
-#     progress, one line from the watchdog (the rank's stop line then quotes
+#     progress and 2 s for the other ranks to answer through the store
+#     (those whose own watch gives up answer; a stopped one cannot), one
+#     line from the watchdog naming rank 1 (the rank's stop line then quotes
 #     it with the step and the bucket), and the job stops non-zero well
 #     before `timeout`;
 #   - killed, on another "node" (two ddprun processes, --nnodes 2, so no
@@ -35,7 +37,8 @@ SIMNCCL_FAULT=stop:1:50 DDP_COLL_TIMEOUT=3 timeout 60 "$DDPRUN" -n 2 --shard "$C
 	"$BUILD/samples/charlm" --data "$C" --steps 30 --batch 4 >"$TMP/stop.out" 2>"$TMP/stop.err"
 rc=$?
 t=$(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)")
-n=$(grep -c '^\[rank 0\] libddp ERROR ddp_coll_async.c:[0-9]* async allreduce #[0-9]* made no progress for 3 s on rank 0 (a rank stopped or never issued it?); NCCL aborted' "$TMP/stop.err")
+# the line names the rank that stopped answering (rank 1), never rank 0
+n=$(grep -c '^\[rank 0\] libddp ERROR ddp_coll_async.c:[0-9]* async allreduce #[0-9]* made no progress for 3 s on rank 0: rank 1 stopped answering (stopped, dead, or never issued it); NCCL aborted' "$TMP/stop.err")
 if [ $rc -ne 0 ] && [ $rc -ne 124 ] && [ "$n" = 1 ] && grep -q 'fault injected: rank 1 raises signal 19' "$TMP/stop.err"; then
 	ok "a rank frozen inside a collective: rank 0's watchdog stops the job in $t s (rc $rc): $(grep -m1 -o 'async allreduce #.*made no progress.*' "$TMP/stop.err" | cut -c1-110)"
 else not_ok "frozen rank: rc $rc after $t s, $n watchdog line(s): $(grep -m2 -E 'libddp|ddprun:' "$TMP/stop.err" | tr '\n' ' ')"; fi

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_grad_dflow.c - the update found from the data flow (ddp_flow.h keeps the
+ * evidence, this file decides): flow cuts for launches that name no
+ * optimizer.
+ * Split from ddp_grad.c (moves only); ddp_grad_int.h lists the tracker's
+ * files, ddp_grad.h the rules.
+ *
+ * Contract: the caller serialises every call (ddp_sync.c holds a mutex).
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "ddp_array.h"
+#include "ddp_flow.h"
+#include "ddp_grad.h"
+#include "ddp_log.h"
+#include "ddp_grad_int.h"
+
+/* ---- the update found from the data flow (ddp_flow.h)
+ *
+ * For launches that name no optimizer (generic kernels shared by forward,
+ * backward and the update).  Per step:
+ * - a PARAMETER is a whole allocation the launches read and none wrote
+ *   before the update (its bytes came from the host), which the update
+ *   then rewrites;
+ * - the update's first launch for a tensor (the CUT) is an elementwise
+ *   launch (every argument one bounded range of one byte extent) that
+ *   touches a parameter and a same-sized whole allocation a launch of this
+ *   step wrote: that one is the GRADIENT (darknet's
+ *   axpy(-decay*batch, w, dw) before axpy(lr/batch, dw, w));
+ * - at the cut, every dirty gradient is averaged and a step begins; the
+ *   launches that follow until a launch reads a parameter the update wrote
+ *   (the next forward) are the update: their writes of the gradients it
+ *   averaged (scal(momentum, dw), fill(0, dw)) leave them clean, and the
+ *   ranges they write are optimizer state when the optimizer kernel reads
+ *   them (m, v formed by scal/axpy/mul before adam_kernel);
+ * - from step 2 on, a launch of a flow update phase that is not one of the
+ *   update's launches learned in step 1 ends the phase. */
+
+/* Flow cuts are looked for while no update is known, and in programs whose
+ * update the flow found: an update already found by the other rules (a
+ * named optimizer, PyTorch's kernels) keeps them. */
+int grad_flow_applies(const struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	return !L->explicit_ranges && !L->truncated && L->kclass == DDP_GK_OTHER && L->nargs > 0 &&
+	       (g->steps == 0 || ddp_flow_ncuts(g->flow) > 0);
+}
+
+static uint64_t flow_key(const struct ddp_grad_launch *L)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ L->kid;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		uint64_t lo, hi;
+		grad_arg_range(&L->args[i], &lo, &hi);
+		uint64_t v[3] = { L->args[i].alloc_id, lo, hi };
+		for (int k = 0; k < 3; k++) {
+			h ^= v[k];
+			h *= 0x100000001b3ULL;
+			h ^= h >> 29;
+		}
+	}
+	return h;
+}
+
+/* Every argument a bounded range of one byte extent, none inside a struct. */
+static int flow_elementwise(const struct ddp_grad_launch *L)
+{
+	uint64_t e = 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (a->in_struct || a->bounded == DDP_GB_NONE)
+			return 0;
+		grad_arg_range(a, &lo, &hi);
+		if (e && hi - lo != e)
+			return 0;
+		e = hi - lo;
+	}
+	return e != 0;
+}
+
+static int flow_whole(const struct ddp_grad_arg *a, uint64_t *lo, uint64_t *hi)
+{
+	grad_arg_range(a, lo, hi);
+	return *lo == a->base && *hi == a->base + a->size;
+}
+
+/* Is L a cut?  *pi: the parameter's argument, *qi: the gradient's. */
+static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t *pi, uint32_t *qi)
+{
+	if (!flow_elementwise(L))
+		return 0;
+	for (uint32_t p = 0; p < L->nargs; p++) {
+		const struct ddp_grad_arg *a = &L->args[p];
+		uint64_t plo, phi;
+		if (!flow_whole(a, &plo, &phi))
+			continue;
+		struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
+		int is_p = grad_rec_exact(g, x, plo, phi, M(DDP_GR_PARAM)) != NULL;
+		uint64_t pread = ddp_flow_first_read(g->flow, a->alloc_id, plo, phi);
+		if (!is_p && g->steps_done == 0)
+			is_p = !grad_rec_overlap(g, x, plo, phi, M(DDP_GR_GRAD) | M(DDP_GR_CAND) | M(DDP_GR_DERIVED),
+					    &(uint32_t){ 0 }) &&
+			       pread && !ddp_flow_last_write(g->flow, a->alloc_id, plo, phi);
+		if (!is_p)
+			continue;
+		for (uint32_t q = 0; q < L->nargs; q++) {
+			const struct ddp_grad_arg *b = &L->args[q];
+			uint64_t qlo, qhi;
+			if (q == p || b->alloc_id == a->alloc_id || !flow_whole(b, &qlo, &qhi) ||
+			    qhi - qlo != phi - plo)
+				continue;
+			struct alloc_ix *y = grad_ix_find(g, b->base, b->alloc_id);
+			int is_g = grad_rec_exact(g, y, qlo, qhi, M(DDP_GR_GRAD)) != NULL;
+			if (!is_g && g->steps_done == 0)
+				is_g = !grad_rec_overlap(g, y, qlo, qhi,
+						    M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
+						    &(uint32_t){ 0 }) &&
+				       !grad_integer_arg(b) && ddp_dtype_size(grad_dtype(g, L, b)) &&
+				       /* written by a launch AFTER the parameter was first
+					* read (backward after forward), never by the
+					* launch that read it (a forward's output) */
+				       ddp_flow_last_write(g->flow, b->alloc_id, qlo, qhi) > pread && pread;
+			if (is_g) {
+				*pi = p;
+				*qi = q;
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Does L touch a parameter the open update phase wrote (the next forward)? */
+static int flow_reads_updated(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		grad_arg_range(a, &lo, &hi);
+		struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
+		struct ddp_grad_buf *b;
+		for (uint32_t pos = 0; (b = grad_rec_overlap(g, x, lo, hi, M(DDP_GR_PARAM), &pos));)
+			if (b->evidence != DDP_GE_FLOW_STATE &&
+			    ddp_flow_upd_written(g->flow, b->alloc_id, b->base, b->base + b->size))
+				return 1;
+	}
+	return 0;
+}
+
+/* L is a cut: learn its parameter and gradient, begin the step, broadcast
+ * the parameter before its first update, average every dirty gradient. */
+static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t pi, uint32_t qi,
+			   uint64_t key)
+{
+	const struct ddp_grad_arg *pa = &L->args[pi], *qa = &L->args[qi];
+	uint64_t plo, phi, qlo, qhi;
+	grad_arg_range(pa, &plo, &phi);
+	grad_arg_range(qa, &qlo, &qhi);
+	struct ddp_grad_buf *p = grad_rec_exact(g, grad_ix_find(g, pa->base, pa->alloc_id), plo, phi, M(DDP_GR_PARAM));
+	if (!p) {
+		if (!(p = grad_rec_new(g, pa, plo, phi)))
+			return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		grad_absorb(g, p, DDP_GR_PARAM);
+		grad_make_param(g, L, pa, p, DDP_GE_FLOW_PARAM);
+	}
+	struct ddp_grad_buf *q = grad_rec_exact(g, grad_ix_find(g, qa->base, qa->alloc_id), qlo, qhi, M(DDP_GR_GRAD));
+	if (!q) {
+		if (!(q = grad_rec_new(g, qa, qlo, qhi)))
+			return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		grad_absorb(g, q, DDP_GR_GRAD);
+		DDP_CHECK(grad_make_grad(g, L, qa, q, DDP_GR_GRAD, DDP_GE_FLOW_GRAD, p->label));
+	}
+	DDP_CHECK(grad_begin_update(g, L));
+	g->flow_update = 1;
+	if (!p->bcast_done) {
+		struct ddp_grad_buf *one[1] = { p };
+		ddp_result rc = g->ops.broadcast(g->ops.ctx, one, 1, L->stream);
+		if (rc != DDP_OK)
+			return g->err[0] ? rc : grad_fail(g, rc, "parameter broadcast failed");
+		p->bcast_done = 1;
+	}
+	for (size_t i = 0; i < g->nbufs; i++) {
+		struct ddp_grad_buf *b = g->bufs[i];
+		if (b->role == DDP_GR_GRAD && b->dirty && !b->named)
+			b->flow_red = g->steps;
+	}
+	q->flow_red = g->steps;
+	DDP_CHECK(grad_reduce_dirty(g, L->stream));
+	if (g->steps_done == 0)
+		DDP_CHECK(ddp_flow_learn(g->flow, key, DDP_FLOW_CUT));
+	if (!g->ops.opt_reads)
+		return DDP_OK;
+	/* the data-parallel invariant: what the cut reads */
+	struct ddp_grad_read rd[2] = {
+		{ plo, phi - plo, pa->param, pa->word, DDP_GR_PARAM, p->label },
+		{ qlo, qhi - qlo, qa->param, qa->word, DDP_GR_GRAD, q->label },
+	};
+	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, 2);
+}
+
+/* The data-flow part of a launch that names no optimizer: *upd = 1 when it
+ * is one of the update's launches (a cut or one that follows it). */
+ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, int *upd)
+{
+	uint32_t pi, qi;
+	uint64_t key = flow_key(L);
+	*upd = 0;
+	if (flow_find_cut(g, L, &pi, &qi)) {
+		DDP_CHECK(flow_cut(g, L, pi, qi, key));
+		*upd = 1;
+	} else if (g->in_update && g->flow_update) {
+		if (g->steps_done == 0)
+			*upd = !flow_reads_updated(g, L);
+		else
+			*upd = ddp_flow_lookup(g->flow, key) != DDP_FLOW_NONE;
+		if (!*upd)
+			DDP_CHECK(grad_end_update(g));
+		else if (g->steps_done == 0)
+			DDP_CHECK(ddp_flow_learn(g->flow, key, DDP_FLOW_UPDATE));
+	}
+	return DDP_OK;
+}
+
+/* After L: its writes, when it is an update launch; its accesses, in step 1. */
+ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
+{
+	g->flow_seq++;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		grad_arg_range(a, &lo, &hi);
+		int wrote = a->access != DDP_GA_READ;
+		if (upd && wrote)
+			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
+		if (g->steps_done == 0)
+			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq));
+	}
+	return DDP_OK;
+}

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync_coll.c - the tracker's callbacks (struct ddp_grad_ops): the injected
+ * collectives (allreduce-average, broadcast), copies, the calibration
+ * relaunch, and what the overlap layer needs.
+ * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
+ * files, ddp_sync.c's header tells the story.
+ *
+ * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ddp_array.h"
+#include "ddp_coll.h"
+#include "ddp_extent.h"
+#include "ddp_port.h"
+#include "ddp_grad.h"
+#include "ddp_job.h"
+#include "ddp_kreg.h"
+#include "ddp_launch.h"
+#include "ddp_log.h"
+#include "ddp_stats.h"
+#include "ddp_params.h"
+#include "ddp_store.h"
+#include "ddp_sync.h"
+#include "ddp_alloc.h"
+#include "ddp_inspect.h"
+#include "ddp_overlap.h"
+#include "ddp_rangelog.h"
+#include "ddp_sig.h"
+#include "ddp_trace.h"
+#include "ddp_torch_launch.h"
+#include "ddp_sync_int.h"
+
+/* ---- tracker callbacks */
+
+/* One injected collective over bufs: the gradients' allreduce-average or the
+ * parameters' broadcast from rank 0.  Checks the signature the first time,
+ * counts bytes and time, traces and logs it; a failure ends the process. */
+struct coll_kind {
+	const char *name; /* "allreduce" / "broadcast" (trace, signature) */
+	const char *what; /* what one buffer is, for messages            */
+	int is_allreduce;
+	uint64_t *calls, *bytes, *ns;
+};
+
+/* Bytes averaged at step st (a reduction before a step's first optimizer
+ * launch, at a reader or early, belongs to that step). */
+void sync_account_step_bytes(uint64_t st, uint64_t bytes)
+{
+	if (st > sync_stats.nstep_bytes) {
+		size_t nn = sync_stats.nstep_bytes ? sync_stats.nstep_bytes : 64;
+		while (nn < st)
+			nn *= 2;
+		uint64_t *p = realloc(sync_stats.step_bytes, nn * sizeof *p);
+		if (p) {
+			memset(p + sync_stats.nstep_bytes, 0, (nn - sync_stats.nstep_bytes) * sizeof *p);
+			sync_stats.step_bytes = p;
+			sync_stats.nstep_bytes = nn;
+		}
+	}
+	if (st && st <= sync_stats.nstep_bytes)
+		sync_stats.step_bytes[st - 1] += bytes;
+}
+
+/* The step the gradients being reduced now belong to. */
+uint64_t sync_reduce_step(void)
+{
+	return sync_phase_open ? sync_cur_step : sync_cur_step + 1;
+}
+
+#define GROUP_MAX 256 /* ncclAllReduce calls in one NCCL group */
+
+/* bufs[0..n) averaged as NCCL groups: runs of one dtype, at most GROUP_MAX
+ * each; *bytes and *colls (groups) are set. */
+static ddp_result grouped_allreduce(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n,
+				    void *stream, uint64_t *bytes, size_t *colls)
+{
+	struct ddp_coll_seg seg[GROUP_MAX];
+	*bytes = 0;
+	*colls = 0;
+	for (size_t i = 0; i < n;) {
+		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
+		size_t m = 0;
+		for (; i < n && m < GROUP_MAX && bufs[i]->dtype == dt; i++, m++) {
+			seg[m].addr = bufs[i]->base;
+			seg[m].bytes = bufs[i]->count * ddp_dtype_size(dt);
+			*bytes += seg[m].bytes;
+		}
+		DDP_CHECK(ddp_allreduce_avg_segs(c, seg, m, dt, 1, sync_the_stream(stream)));
+		(*colls)++;
+	}
+	return DDP_OK;
+}
+
+static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
+				 void *stream)
+{
+	struct ddp_comm *c = NULL;
+	static char sig[8192]; /* well below ddp_check_signature's 16 KiB */
+	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
+	ddp_result rc;
+
+	if (!sync_dry) {
+		ddp_status_coll_begin(k->name); /* ddprun sees who waits where */
+		if ((rc = ddp_job_comm(&c)) != DDP_OK)
+			sync_coll_fail(rc, "creating the communicator");
+		ddp_grad_signature(sig, sizeof sig, bufs, n, k->is_allreduce, &h);
+		sync_check_sig(c, k->name, sig, h);
+	}
+	size_t colls = n;
+	if (k->is_allreduce && !sync_dry && sync_skip_avg < 0 && n > 1 && ddp_comm_backend(c) == DDP_COLL_NCCL) {
+		/* NCCL: runs of one dtype as groups (one launch each, not one per
+		 * tensor: PyTorch's caching allocator leaves gaps between its
+		 * tensors, so they do not merge into spans) */
+		rc = grouped_allreduce(c, bufs, n, stream, &bytes, &colls);
+		if (rc != DDP_OK)
+			sync_coll_fail(rc, "grouped allreduce of gradients");
+		for (size_t i = 0; i < n; i++)
+			ddp_rangelog_add(sync_reduce_step(), 'A', bufs[i]->base,
+					 bufs[i]->count * ddp_dtype_size((enum ddp_dtype)bufs[i]->dtype));
+		goto done;
+	}
+	for (size_t i = 0; i < n; i++) {
+		void *base = (void *)(uintptr_t)bufs[i]->base;
+		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
+		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
+		if (k->is_allreduce && sync_skip_avg >= 0 && (size_t)sync_skip_avg == i) {
+			/* DDP_DEBUG_SKIP_AVG: the negative control of the invariant check */
+			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)",
+				 sync_skip_avg, bufs[i]->label);
+			continue;
+		}
+		if (sync_dry) {
+			bytes += b;
+			continue;
+		}
+		rc = k->is_allreduce
+			     ? ddp_allreduce_avg(c, base, (size_t)bufs[i]->count, dt, 1, sync_the_stream(stream))
+			     : ddp_broadcast(c, base, (size_t)bufs[i]->size, 0, 1, sync_the_stream(stream));
+		if (rc != DDP_OK) {
+			char what[128];
+			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
+			sync_coll_fail(rc, what);
+		}
+		ddp_rangelog_add(k->is_allreduce ? sync_reduce_step() : (sync_cur_step ? sync_cur_step : 1),
+				 k->is_allreduce ? 'A' : 'B', bufs[i]->base, b);
+		bytes += b;
+	}
+done:
+	if (!sync_dry)
+		ddp_status_coll_leave();
+	uint64_t dt = ddp_now_ns() - t0;
+	*k->calls += n;
+	*k->bytes += bytes;
+	if (k->is_allreduce) {
+		sync_account_step_bytes(sync_reduce_step(), bytes);
+		if (!sync_dry)
+			ddp_overlap_account_sync(sync_reduce_step(), colls, dt);
+	}
+	*k->ns += dt;
+	sync_trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
+	DDP_INFO(COLL, "step %" PRIu64 ": %s of %zu %s buffer%s%s, %" PRIu64 " bytes, %.3f ms",
+		 sync_cur_step ? sync_cur_step : 1, k->is_allreduce ? "allreduce-avg" : "broadcast", n, k->what,
+		 n == 1 ? "" : "s", k->is_allreduce ? "" : " from rank 0", bytes, dt / 1e6);
+	return DDP_OK;
+}
+
+ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	static const struct coll_kind k = {
+		"allreduce",        "gradient", 1, &sync_stats.allreduce_calls, &sync_stats.allreduce_bytes,
+		&sync_stats.allreduce_ns
+	};
+	(void)ctx;
+	return run_collective(&k, bufs, n, stream);
+}
+
+/* DDP_OVERLAP=auto is the stream-ordered path with either backend, where
+ * it can run (decided once, when the communicator exists): otherwise the
+ * synchronous reductions, with one line saying why.  DDP_OVERLAP=on asks for
+ * it regardless (it then fails at its first collective, naming the cause). */
+int sync_op_reduce_on(void *ctx)
+{
+	static int decided;
+	struct ddp_comm *c = NULL;
+	char why[160];
+	(void)ctx;
+	if (!decided && sync_overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
+		decided = 1;
+		if (!ddp_coll_async_usable(c, why, sizeof why)) {
+			ddp_overlap_turn_off();
+			DDP_WARN("DDP_OVERLAP=auto: synchronous %s reductions at the consumer, not overlapped with "
+				 "backward: %s",
+				 ddp_comm_backend_name(c), why);
+		}
+	}
+	return ddp_overlap_on();
+}
+
+/* DDP_OVERLAP=on: the tracker's consumer hands over the ranges themselves. */
+ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns(), st = sync_reduce_step();
+	(void)ctx;
+	ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
+	ddp_result rc = ddp_overlap_reduce(bufs, n, stream, st, &colls, &bytes);
+	if (rc != DDP_OK)
+		ddp_status_coll_failed(); /* the tracker stops the rank on it */
+	ddp_status_coll_leave();
+	sync_stats.allreduce_calls += colls;
+	sync_stats.allreduce_bytes += bytes;
+	sync_stats.allreduce_ns += ddp_now_ns() - t0;
+	sync_account_step_bytes(st, bytes);
+	DDP_INFO(COLL,
+		 "step %" PRIu64 ": %zu gradient range%s at the consumer: %" PRIu64
+		 " collective%s enqueued (%" PRIu64 " bytes), the others reduced early",
+		 st, n, n == 1 ? "" : "s", colls, colls == 1 ? "" : "s", bytes);
+	return rc;
+}
+
+ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+{
+	static const struct coll_kind k = { "broadcast",        "parameter/state",  0,
+					    &sync_stats.bcast_calls, &sync_stats.bcast_bytes, &sync_stats.bcast_ns };
+	(void)ctx;
+	return run_collective(&k, bufs, n, stream);
+}
+
+ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	DDP_CUCHECK(ddp_driver_.memcpyDtoHAsync(host, (CUdeviceptr)dev, bytes, sync_the_stream(stream)),
+		    "cuMemcpyDtoHAsync (libddp)");
+	return ddp_cu_result(sync_real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
+}
+
+ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
+{
+	(void)ctx;
+	if (!ddp_driver_.memcpyDtoDAsync)
+		return DDP_ERR_UNSUPPORTED;
+	return ddp_cu_result(
+		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
+		"cuMemcpyDtoDAsync (libddp)");
+}
+
+ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
+{
+	(void)ctx;
+	DDP_CUCHECK(ddp_driver_.memcpyHtoDAsync((CUdeviceptr)dev, host, bytes, sync_the_stream(stream)),
+		    "cuMemcpyHtoDAsync (libddp)");
+	return ddp_cu_result(sync_real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
+}
+
+ddp_result sync_op_relaunch(void *ctx, void *launch_ctx)
+{
+	const struct ddp_launch_call *c = launch_ctx;
+	CUresult r;
+	(void)ctx;
+	sync_stats.calibrations++;
+	r = ddp_port_relaunch(c);
+	DDP_CUCHECK(r, "calibration launch");
+	return ddp_cu_result(sync_real_sync(sync_the_stream(sync_check_stream)), "cuStreamSynchronize (libddp)");
+}
+
+/* Everything in flight, stream-ordered reductions included (a measurement
+ * must see only its own launch's writes). */
+ddp_result sync_op_drain(void *ctx)
+{
+	(void)ctx;
+	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS)
+		return DDP_ERR_CUDA;
+	return DDP_OK;
+}
+
+/* Is b's allocation still the one the tracker learned?  (A freed buffer's
+ * address may be free, or belong to another allocation by now.) */
+int sync_op_alive(void *ctx, const struct ddp_grad_buf *b)
+{
+	struct ddp_alloc_ent e;
+	(void)ctx;
+	return ddp_alloc_find(b->alloc_base, &e) && e.base == b->alloc_base && e.id == b->alloc_id;
+}
+
+/* ---- what the overlap layer needs */
+
+void sync_ov_coll_fail(ddp_result rc, const char *what)
+{
+	sync_coll_fail(rc, what);
+}
+
+int sync_ov_alive(const struct ddp_grad_buf *b)
+{
+	return sync_op_alive(NULL, b);
+}
+
+void sync_op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
+		       uint64_t hi, uint8_t bound)
+{
+	(void)ctx;
+	ddp_overlap_written(b, L, lo, hi, bound);
+}

@@ -1,0 +1,205 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ddp_sync_exit.c - stepping aside, the exit report (summary, checks,
+ * figures), ddprun inspect's roles (ddp_sync_explain).
+ * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
+ * files, ddp_sync.c's header tells the story.
+ *
+ * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ddp_array.h"
+#include "ddp_coll.h"
+#include "ddp_extent.h"
+#include "ddp_port.h"
+#include "ddp_grad.h"
+#include "ddp_job.h"
+#include "ddp_kreg.h"
+#include "ddp_launch.h"
+#include "ddp_log.h"
+#include "ddp_stats.h"
+#include "ddp_params.h"
+#include "ddp_store.h"
+#include "ddp_sync.h"
+#include "ddp_alloc.h"
+#include "ddp_inspect.h"
+#include "ddp_overlap.h"
+#include "ddp_rangelog.h"
+#include "ddp_sig.h"
+#include "ddp_trace.h"
+#include "ddp_torch_launch.h"
+#include "ddp_sync_int.h"
+
+static int stepped_aside; /* ddp_sync_step_aside: the job stays until exit */
+
+void ddp_sync_step_aside(const char *why)
+{
+	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
+		return;
+	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
+	if (sync_my_rank == 0)
+		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
+			 "synchronisation steps aside: each rank's program synchronises itself",
+			 why);
+	else
+		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_my_rank, why);
+}
+
+int ddp_sync_exit(const char *trace_dir, int rank)
+{
+	int failed = 0;
+	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
+		ddp_job_fini();
+		return 0;
+	}
+	if (!ddp_sync_on_)
+		return 0;
+	pthread_mutex_lock(&sync_lock);
+	/* an open update phase ends here (its invariant check, if due, runs) */
+	sync_at_exit = 1;
+	if (ddp_grad_finish(sync_tracker) != DDP_OK) {
+		const char *e = ddp_grad_last_error(sync_tracker);
+		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
+		failed = 1;
+	}
+	uint64_t steps = ddp_grad_steps(sync_tracker);
+	uint64_t red = ddp_grad_reductions(sync_tracker);
+	double per = steps ? 1.0 / (double)steps : 0.0;
+	char ovs[256];
+	if (!sync_dry)
+		ddp_overlap_finish();
+	ddp_overlap_summary(ovs, sizeof ovs);
+	if (!sync_dry && !failed && (red == 0 || steps == 0) && sync_stats.launches > 0) {
+		/* nothing is silent: a rank of a multi-rank job that launched kernels
+		 * and averaged nothing did not train as one model with the others;
+		 * one whose optimizer was never recognised cannot be known to have
+		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
+		DDP_ERROR("libddp: this rank launched %" PRIu64
+			  " kernels and %s; it is not known to have trained as "
+			  "one model with the other ranks: %sname the optimizer kernel with DDP_OPT_KERNELS=+NAME (the "
+			  "last kernel launched: %.100s), or set DDP_SYNC=off to train unsynchronised",
+			  sync_stats.launches,
+			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
+			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
+				: "averaged no gradient (no kernel was recognised as an optimizer)",
+			  sync_torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+				       "or fused=True; else "
+				     : "",
+			  sync_cur_k && sync_cur_k->demangled ? sync_cur_k->demangled : "?");
+		failed = 1;
+	}
+	DDP_INFO(GRAD,
+		 "sync summary: %" PRIu64 " optimizer steps, %" PRIu64 " gradient reductions "
+		 "(%" PRIu64 " buffer allreduces, %" PRIu64 " bytes, %.3f ms; per step %.0f bytes, %.3f ms), "
+		 "%" PRIu64 " parameter broadcasts (%" PRIu64 " bytes, %.3f ms), %" PRIu64 " signature checks, "
+		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64
+		 " launches on "
+		 "the cheap path; %s",
+		 steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes, sync_stats.allreduce_ns / 1e6,
+		 sync_stats.allreduce_bytes * per, sync_stats.allreduce_ns / 1e6 * per, sync_stats.bcast_calls,
+		 sync_stats.bcast_bytes, sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
+		 sync_stats.calibrations, __atomic_load_n(&sync_fastcount.n, __ATOMIC_RELAXED), ovs);
+	if (trace_dir && *trace_dir) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
+		FILE *f = DDP_SYS(fopen64)(path, "w");
+		if (f) {
+			fprintf(f,
+				"{\"rank\":%d,\"world\":%d,\"steps\":%" PRIu64 ",\"reductions\":%" PRIu64
+				",\"allreduce_calls\":%" PRIu64 ",\"allreduce_bytes\":%" PRIu64
+				",\"allreduce_ms\":%.3f,\"broadcast_calls\":%" PRIu64
+				",\"broadcast_bytes\":%" PRIu64
+				",\"broadcast_ms\":%.3f,\"signature_checks\":%" PRIu64 ",\"hash_checks\":%" PRIu64
+				",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
+				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
+				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
+				",\"bytes_reduced_by_step\":[",
+				rank, sync_my_world, steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes,
+				sync_stats.allreduce_ns / 1e6, sync_stats.bcast_calls, sync_stats.bcast_bytes,
+				sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
+				sync_stats.allreduce_bytes * per, (sync_stats.allreduce_ns + sync_stats.bcast_ns) / 1e6 * per,
+				ddp_grad_grad_bytes(sync_tracker), sync_stats.inv_checks, sync_stats.inv_bytes,
+				sync_stats.inv_ns / 1e6, sync_stats.calibrations);
+			for (uint64_t i = 0; i < steps; i++)
+				fprintf(f, "%s%" PRIu64, i ? "," : "",
+					i < sync_stats.nstep_bytes ? sync_stats.step_bytes[i] : 0);
+			fputc(']', f);
+			ddp_overlap_json(f);
+			ddp_rangelog_json(f);
+			fprintf(f, ",\"buffers\":[");
+			int first = 1;
+			for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
+				const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+				if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM) ||
+				    !ddp_grad_buf_current(sync_tracker, b))
+					continue;
+				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
+					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
+				ddp_json_escape(f, b->label);
+				fprintf(f,
+					"\",\"bytes\":%" PRIu64 ",\"offset\":%" PRIu64
+					",\"allocation_bytes\":%" PRIu64
+					",\"dtype\":\"%s\",\"evidence\":\"%s\"}",
+					b->size, b->base - b->alloc_base, b->alloc_size,
+					b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "",
+					ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
+				first = 0;
+			}
+			fprintf(f, "]}\n");
+			fclose(f);
+		}
+	}
+	/* The job goes away below; launches the program still makes after this
+	 * (its own atexit handlers run after ours) pass straight to the driver. */
+	__atomic_store_n(&ddp_sync_on_, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&sync_lock);
+	if (!sync_dry)
+		ddp_job_fini();
+	return failed;
+}
+
+void ddp_sync_explain(const char *path)
+{
+	FILE *f;
+	if (!sync_dry || !sync_tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
+		return;
+	pthread_mutex_lock(&sync_lock);
+	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
+	fprintf(f,
+		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
+		"\n",
+		ddp_grad_steps(sync_tracker), sync_stats.calibrations, ddp_grad_grad_bytes(sync_tracker));
+	fprintf(f, "%-10s %-40s %10s %10s %6s  %s\n", "role", "range", "offset", "bytes", "dtype", "evidence");
+	size_t shown = 0;
+	for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(sync_tracker, b))
+			continue;
+		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s",
+			ddp_grad_role_name((enum ddp_grad_role)b->role), b->label, b->base - b->alloc_base,
+			b->size, b->role == DDP_GR_GRAD ? ddp_dtype_name((enum ddp_dtype)b->dtype) : "-",
+			ddp_grad_evidence_name((enum ddp_grad_evidence)b->evidence));
+		if (b->role == DDP_GR_GRAD && b->named)
+			fprintf(f, "; named by its consumer, whatever its address (PyTorch: docs/pytorch.md)");
+		else if (b->role == DDP_GR_GRAD)
+			fprintf(f, "; written by %s%s%s; pairs with %s", b->writer,
+				b->reader[0] ? "; revealed by " : "", b->reader,
+				b->paired[0] ? b->paired : "?");
+		fprintf(f, " (allocation #%u, %" PRIu64 " bytes%s)\n", b->alloc_id, b->alloc_size,
+			b->bounded == DDP_GB_COUNT      ? ", range bounded by a count argument"
+			: b->bounded == DDP_GB_EXACT    ? ", range exact (its tensor's extent)"
+			: b->bounded == DDP_GB_MEASURED ? ", range measured (a rule of its launch's arguments)"
+							: "");
+		shown++;
+	}
+	if (!shown)
+		fprintf(f,
+			"  none: no optimizer step was recognised (set DDP_OPT_KERNELS to name the optimizer)\n");
+	pthread_mutex_unlock(&sync_lock);
+	fclose(f);
+}
