@@ -9,6 +9,7 @@
  */
 #include "hook_acct.h"
 #include "ddp_alloc.h"
+#include "ddp_sync.h"
 
 static int is_device(CUmemorytype t, CUdeviceptr dev)
 {
@@ -24,6 +25,13 @@ static enum ddp_copy_dir dir_of(int dst_dev, int src_dev)
 	if (dst_dev)
 		return src_dev ? DDP_COPY_DTOD : DDP_COPY_HTOD;
 	return src_dev ? DDP_COPY_DTOH : DDP_COPY_HTOH;
+}
+
+void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
+{
+	hook_acct_copy(f, DDP_COPY_DTOD, n);
+	if (__builtin_expect(ddp_sync_on_, 0))
+		ddp_sync_copied((uint64_t)dst, (uint64_t)src, n);
 }
 
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)

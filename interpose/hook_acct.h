@@ -24,6 +24,9 @@ static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uin
 /* cuMemcpy/cuMemcpyAsync (unified addressing): direction from the
  * allocation table (an address no allocation holds counts as host). */
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;
+/* cuMemcpyDtoD(Async): the counters, and the copy told to gradient
+ * synchronisation (ddp_sync_copied) when it is on. */
+void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;
 void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p) HOOK_HIDDEN;
 void hook_acct_3d(struct hook_frame *f, const CUDA_MEMCPY3D *p) HOOK_HIDDEN;
 void hook_acct_3d_peer(struct hook_frame *f, const CUDA_MEMCPY3D_PEER *p) HOOK_HIDDEN;

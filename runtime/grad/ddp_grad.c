@@ -311,6 +311,8 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->allocs);
 	free(g->hash);
 	free(g->wlog);
+	free(g->clog);
+	free(g->xcp);
 	free(g->xrec);
 	free(g->xlist);
 	free(g->xrd);

@@ -64,7 +64,10 @@
  * role of a consumer's list, whatever their address this step:
  * - a reader's or fused optimizer's gradient list (L->grad_list), and a
  *   generic foreach optimizer op's read-only list none of whose ranges an
- *   optimizer launch of this update phase wrote, are named gradients: each
+ *   optimizer launch of this update phase wrote (and that is not the
+ *   parameters read beside the gradients, as Adam's weight decay does: a
+ *   list no launch of step 1 wrote while another list of the launch was
+ *   written; learned as (kernel, list) for later steps), are named gradients: each
  *   is averaged before the launch unless it was averaged in this epoch and
  *   no bounded write touched it since;
  * - the epoch advances when an update phase ends (also when the launch
@@ -76,7 +79,12 @@
  * - ranges an optimizer launch reads and writes are parameters or state
  *   (broadcast before their first update); write-only ones are outputs;
  * - a neutral consumer averages the gradients it reads that need it, and
- *   its writes leave them averaged; it neither begins nor ends a step.
+ *   its writes leave them averaged; it neither begins nor ends a step;
+ * - a gradient-list tensor that is a first-step device copy of a range the
+ *   step wrote (ddp_grad_copied) stands for its source: the source is
+ *   averaged, the copy made again (ops.copy) and taken as state;
+ * - an update phase also ends at the next forward: a launch pointing at a
+ *   parameter or state range the open update rewrote.
  *
  * Contract: one tracker per process; the caller serialises calls (one lock
  * in ddp_sync.c).  Callbacks are made from inside ddp_grad_launch.  Memory:
@@ -289,6 +297,10 @@ struct ddp_grad_ops {
 	 * were updated (the overlap layer's slices). */
 	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
 			uint64_t hi, uint8_t bound);
+	/* Optional: copies `bytes` of device memory from src to dst in
+	 * `stream`'s order (the replay of a copy the program made of a
+	 * gradient, after the gradient was averaged: ddp_grad_copied). */
+	ddp_result (*copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 };
 
 struct ddp_grad;
@@ -332,6 +344,16 @@ uint64_t ddp_grad_gen(const struct ddp_grad *g);
 
 /* An allocation is gone (free): forget it. */
 void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
+
+/* The program copied `bytes` of device memory from src to dst (each inside
+ * one tracked allocation: base, size, id).  Kept during the first step
+ * only: an update that reads a copy of a gradient the program made in that
+ * step (PyTorch's SGD momentum: buf = torch.clone(grad), a device-to-device
+ * copy, in step 1 only) has the gradient averaged at its source, the copy
+ * made again from the average (ops.copy), and the copy taken as optimizer
+ * state (equal on every rank: no broadcast). */
+void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
+		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

@@ -86,6 +86,70 @@ static int x_needs(const struct ddp_grad *g, const struct ddp_grad_buf *b)
 	return b->dirty || b->red_ep != g->epoch + 1;
 }
 
+static int x_par_learned(const struct ddp_grad *g, uint32_t kid, uint32_t list)
+{
+	for (uint32_t i = 0; i < g->nxpar; i++)
+		if (g->xpar[i] == ((uint64_t)kid << 8 | list))
+			return 1;
+	return 0;
+}
+
+/* Of the candidate gradient lists cand (two or more) of generic foreach
+ * optimizer op L, those that hold parameters, not gradients (bit mask).
+ * A gradient is what this step's backward wrote; Adam's weight decay,
+ * _foreach_add(grads, params, alpha=wd), reads the parameters read-only
+ * beside them before any launch of the update wrote either.
+ * - Step 1: a list none of whose tensors any launch of this step wrote
+ *   (the step's write log), while another candidate list's tensors were
+ *   written, holds bytes from before the step: parameters.  Learned as
+ *   (kernel, list).  No evidence (no list written: the writers may be
+ *   invisible, e.g. GEMM outputs inside TMA descriptors; or the log is
+ *   full) excludes nothing.
+ * - Later steps: a learned (kernel, list) whose tensors are all the
+ *   parameter records the update rewrote. */
+static uint32_t x_param_lists(struct ddp_grad *g, const struct ddp_grad_launch *L, uint32_t cand)
+{
+	uint32_t seen = 0, par = 0, miss = 0;
+	if (g->steps_done == 0) {
+		if (!g->wlog || g->nwlog >= WLOG_MAX)
+			return 0;
+		for (uint32_t i = 0; i < L->nargs; i++) {
+			const struct ddp_grad_arg *a = &L->args[i];
+			uint64_t lo, hi;
+			if (a->tlist >= 32 || !(cand >> a->tlist & 1))
+				continue;
+			grad_arg_range(a, &lo, &hi);
+			if (grad_wlog_writer(g, a->alloc_id, lo, hi))
+				seen |= 1u << a->tlist;
+		}
+		if (!seen || seen == cand)
+			return 0;
+		par = cand & ~seen;
+		for (uint32_t l = 0; l < 32; l++) {
+			if (!(par >> l & 1) || x_par_learned(g, L->kid, l))
+				continue;
+			if (g->nxpar < sizeof g->xpar / sizeof g->xpar[0])
+				g->xpar[g->nxpar++] = (uint64_t)L->kid << 8 | l;
+			DDP_INFO(GRAD,
+				 "%s: read-only list %u was written by no launch of step 1, while the launch's "
+				 "other read-only lists were: parameters, not gradients",
+				 L->kname ? L->kname : "?", l);
+		}
+		return par;
+	}
+	for (uint32_t l = 0; l < 32; l++)
+		if ((cand >> l & 1) && x_par_learned(g, L->kid, l))
+			par |= 1u << l;
+	if (!par)
+		return 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		if (a->tlist < 32 && (par >> a->tlist & 1) && !x_find(g, a, M(DDP_GR_PARAM)))
+			miss |= 1u << a->tlist;
+	}
+	return par & ~miss;
+}
+
 /* The lists of L that hold gradients, as a bit mask (lists 0..31). */
 static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
@@ -110,7 +174,12 @@ static uint32_t x_grad_lists(struct ddp_grad *g, const struct ddp_grad_launch *L
 		if (b && b->opt_phase == g->steps)
 			opt_wrote |= bit;
 	}
-	return present & ~written & ~opt_wrote & ~untyped;
+	uint32_t cand = present & ~written & ~opt_wrote & ~untyped;
+	/* DDP_DEBUG_AVG_STATE: the rules before the data flow (make
+	 * test-torch's negative control: the parameters are averaged too) */
+	if ((cand & (cand - 1)) && !g->debug_avg_state)
+		cand &= ~x_param_lists(g, L, cand);
+	return cand;
 }
 
 /* b (G named or not, or another role) becomes this update phase's
@@ -162,14 +231,58 @@ static int x_reader_again(struct ddp_grad *g, const struct ddp_grad_launch *L, u
 	return 0;
 }
 
+void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
+		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes)
+{
+	if (g->steps_done || !bytes || g->nclog >= CLOG_MAX)
+		return;
+	if (!g->clog && !(g->clog = malloc(CLOG_MAX * sizeof *g->clog)))
+		return; /* no record: the copy is averaged as the gradient, as before */
+	g->clog[g->nclog++] = (struct copy_ent){ dst, dst_base, dst_size, src, src_base, src_size, bytes, dst_id,
+						 src_id };
+}
+
+/* Is a (a tensor of a gradient list, first step) exactly a copy the program
+ * made in this step of a range a launch of this step wrote (torch.clone of
+ * a gradient)?  Then *src is that range as an argument.  The last such
+ * copy wins (a later one overwrote the bytes). */
+static int x_copy_of(const struct ddp_grad *g, const struct ddp_grad_arg *a, struct ddp_grad_arg *src,
+		     const struct copy_ent **ce)
+{
+	uint64_t lo, hi;
+	grad_arg_range(a, &lo, &hi);
+	for (size_t i = g->nclog; i-- > 0;) {
+		const struct copy_ent *c = &g->clog[i];
+		if (c->dst_id != a->alloc_id || c->dst != lo || c->bytes != hi - lo)
+			continue;
+		if (!g->wlog || !grad_wlog_writer(g, c->src_id, c->src, c->src + c->bytes))
+			return 0;
+		*src = *a;
+		src->base = c->src_base;
+		src->size = c->src_size;
+		src->alloc_id = c->src_id;
+		src->ptr = c->src;
+		src->ext = c->bytes;
+		*ce = c;
+		return 1;
+	}
+	return 0;
+}
+
 ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	uint32_t n = L->nargs;
-	size_t nl = 0, nbc = 0, nrd = 0;
+	size_t nl = 0, nbc = 0, nrd = 0, ncp = 0;
 	uint64_t stamp = ++g->xstamp_seq;
 	ddp_result rc;
 
 	DDP_CHECK(x_scratch(g, n ? n : 1));
+	if (g->nclog) {
+		struct copy_ent *cp = ddp_array_grow(g->xcp, &g->xcap_cp, n ? n : 1, sizeof *cp, 256);
+		if (!cp)
+			return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+		g->xcp = cp;
+	}
 	if (L->kclass == DDP_GK_READER)
 		DDP_CHECK(grad_end_update(g));
 	if (L->kclass == DDP_GK_OPT) {
@@ -187,6 +300,28 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		int in_glist = a->tlist < 32 && (glists >> a->tlist & 1);
 		struct ddp_grad_buf *b = NULL;
 		g->xrec[i] = NULL;
+		struct ddp_grad_arg src;
+		const struct copy_ent *ce = NULL;
+		if (in_glist && L->kclass == DDP_GK_OPT && g->ops.copy && g->nclog && x_copy_of(g, a, &src, &ce)) {
+			/* the update reads a copy of a gradient made in this step
+			 * (SGD momentum's torch.clone(grad)): the gradient is the
+			 * copy's source, averaged there; the copy is made again
+			 * from the average below, and is optimizer state, equal on
+			 * every rank */
+			struct ddp_grad_buf *cb = x_record(g, a, stamp);
+			if (!cb)
+				return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+			x_make_param(g, L, a, cb);
+			cb->bcast_done = 1;
+			cb->xstamp = stamp;
+			g->xcp[ncp++] = *ce;
+			DDP_INFO(GRAD,
+				 "%s reads a copy (%llu bytes at 0x%llx) the program made in step 1 of 0x%llx: the "
+				 "gradient is the source, averaged there; the copy is made again from the average",
+				 L->kname ? L->kname : "?", (unsigned long long)ce->bytes, (unsigned long long)ce->dst,
+				 (unsigned long long)ce->src);
+			a = &src;
+		}
 		if (in_glist) {
 			if (!(b = x_record(g, a, stamp)))
 				return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
@@ -241,6 +376,11 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			bc[j]->bcast_done = 1;
 	}
 	DDP_CHECK(grad_reduce_bufs(g, g->xlist, nl, L->stream));
+	for (size_t i = 0; i < ncp; i++) {
+		rc = g->ops.copy(g->ops.ctx, g->xcp[i].dst, g->xcp[i].src, g->xcp[i].bytes, L->stream);
+		if (rc != DDP_OK)
+			return g->err[0] ? rc : grad_fail(g, rc, "copying an averaged gradient again failed");
+	}
 	if (L->kclass != DDP_GK_OPT || !g->ops.opt_reads)
 		return DDP_OK;
 	/* what this launch reads, for the data-parallel invariant */

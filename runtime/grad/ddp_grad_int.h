@@ -46,6 +46,13 @@ struct wlog_ent {
 };
 #define WLOG_MAX 4096
 
+/* a device-to-device copy of the first step (ddp_grad_copied) */
+struct copy_ent {
+	uint64_t dst, dst_base, dst_size, src, src_base, src_size, bytes;
+	uint32_t dst_id, src_id;
+};
+#define CLOG_MAX 4096
+
 struct ddp_grad {
 	struct ddp_grad_ops ops;
 	enum ddp_dtype override; /* DDP_GRAD_DTYPE, or UNKNOWN           */
@@ -66,6 +73,10 @@ struct ddp_grad {
 	uint64_t gen; /* G/candidate set changes              */
 	struct wlog_ent *wlog;
 	size_t nwlog;
+	struct copy_ent *clog; /* the first step's device copies       */
+	size_t nclog;
+	struct copy_ent *xcp; /* copies to make again (scratch)        */
+	size_t xcap_cp;
 	/* explicit launches */
 	uint64_t epoch;      /* see ddp_grad.h "Explicit launches"   */
 	uint32_t opener_kid; /* the launch that opened the update    */
@@ -78,6 +89,10 @@ struct ddp_grad {
 	struct ddp_grad_buf **xrec;           /* per argument: its record (scratch)   */
 	struct ddp_grad_buf **xlist;          /* gradients to average (scratch)       */
 	struct ddp_grad_read *xrd;            /* ranges an optimizer reads (scratch)  */
+	/* lists of generic foreach optimizer ops found to hold parameters in
+	 * step 1 (x_param_lists): kernel id << 8 | list */
+	uint64_t xpar[32];
+	uint32_t nxpar;
 	/* the update found from the data flow (ddp_flow.h) */
 	struct ddp_flow *flow;
 	int flow_update;     /* the open update phase is a flow one  */
@@ -116,6 +131,7 @@ ddp_result grad_reduce_dirty(struct ddp_grad *g, void *stream);
 void grad_absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role);
 ddp_result grad_begin_update(struct ddp_grad *g, const struct ddp_grad_launch *L);
 int grad_integer_arg(const struct ddp_grad_arg *a);
+const char *grad_wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi);
 ddp_result grad_make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
 			    struct ddp_grad_buf *b, int role, int evidence, const char *paired);
 void grad_make_param(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,

@@ -48,7 +48,7 @@ enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad_launch
 }
 
 /* The last non-optimizer kernel that wrote into [lo, hi) in step 1. */
-static const char *wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+const char *grad_wlog_writer(const struct ddp_grad *g, uint32_t alloc_id, uint64_t lo, uint64_t hi)
 {
 	for (size_t i = g->nwlog; i-- > 0;) {
 		const struct wlog_ent *w = &g->wlog[i];
@@ -94,7 +94,7 @@ ddp_result grad_make_grad(struct ddp_grad *g, const struct ddp_grad_launch *L, c
 			    "libddp: cannot tell the element type of the gradient passed as parameter %u of kernel %s "
 			    "(%llu bytes); set DDP_GRAD_DTYPE=f32|f16|bf16 (never reduced as guessed bytes)",
 			    a->param, L->kname ? L->kname : "?", (unsigned long long)b->size);
-	const char *w = wlog_writer(g, b->alloc_id, b->base, b->base + b->size);
+	const char *w = grad_wlog_writer(g, b->alloc_id, b->base, b->base + b->size);
 	b->role = (uint8_t)role;
 	g->gen++;
 	b->dtype = (uint8_t)t;
@@ -252,8 +252,41 @@ static void mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struc
 }
 
 
+/* Does L point at a parameter or state range that the open update phase of
+ * PyTorch's explicit launches rewrote?  Then it is the next forward (or
+ * what follows the update), and the update phase is over.  A gradient
+ * written by the backward marks the end too, but under cudaMallocAsync (or
+ * set_to_none with the caching allocator's addresses moving) the next
+ * step's gradients are new ranges no rule knows yet, and an update whose
+ * first launch differs between step 1 and the next (SGD's momentum: clone
+ * in step 1, mul_ after) never meets its opener again.  Only a bounded
+ * extent or the pointer itself counts: an undecoded pointer taken to its
+ * allocation's end would cover every tensor after it. */
+static int x_next_forward(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	if (!g->in_update || g->flow_update)
+		return 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
+		if (!x)
+			continue;
+		grad_arg_range(a, &lo, &hi);
+		if (a->bounded != DDP_GB_EXACT && a->bounded != DDP_GB_MEASURED)
+			hi = lo + 1;
+		struct ddp_grad_buf *b;
+		for (uint32_t pos = 0; (b = grad_rec_overlap(g, x, lo, hi, M(DDP_GR_PARAM), &pos));)
+			if (b->xsrc && b->opt_phase == g->steps)
+				return 1;
+	}
+	return 0;
+}
+
 ddp_result grad_on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
+	if (x_next_forward(g, L))
+		DDP_CHECK(grad_end_update(g));
 	int wrote_g = 0, upd = 0, flow = grad_flow_applies(g, L) && !g->debug_avg_state;
 	if (flow)
 		DDP_CHECK(grad_flow_other(g, L, &upd));

@@ -164,6 +164,9 @@ ddp_result grad_end_update(struct ddp_grad *g)
 		free(g->wlog);
 		g->wlog = NULL;
 		g->nwlog = 0;
+		free(g->clog);
+		g->clog = NULL;
+		g->nclog = 0;
 	}
 	if (g->strict && g->steps_done == 1 && g->grads_found == 0)
 		return grad_fail(

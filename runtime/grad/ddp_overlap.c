@@ -195,6 +195,7 @@ static void rng_reset(struct ov_rng *r, struct ddp_grad_buf *b)
 	r->alloc_id = b->alloc_id;
 	ddp_slices_reset(&r->w);
 	r->nu = 0;
+	r->xseq = 0;
 }
 
 /* b's state, made (or reset, when the record now holds another range). */
@@ -254,6 +255,7 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 	if (!ov.on || (b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND))
 		return;
 	uint64_t end = b->base + b->size;
+	int whole = (bound == DDP_GB_EXACT || bound == DDP_GB_MEASURED) && lo <= b->base && hi >= end;
 	if (bound != DDP_GB_EXACT && hi < end)
 		hi = end;
 	lo = lo > b->base ? lo : b->base;
@@ -263,6 +265,8 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 	lo -= b->base;
 	hi -= b->base;
 	struct ov_rng *r = overlap_rng_get(b);
+	if (whole)
+		r->xseq = L->seq;
 	DDP_TRACE(GRAD,
 		  "launch %" PRIu64 " of the step (%s) may write [+%" PRIu64 ",+%" PRIu64 ") of gradient %s",
 		  ov.have_base && L->seq >= ov.base ? L->seq - ov.base : 0, L->kname ? L->kname : "?", lo, hi,
@@ -416,10 +420,17 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			/* no longer predicted, or already in flight */
 			if (u->fallback || u->ticket)
 				continue;
-			/* a named gradient (PyTorch) only when this very launch wrote
-			 * it: the caching allocator may have given its bytes to
-			 * another tensor since the prediction was learned */
-			if (r->b->named && r->b->wseq != seq)
+			/* a named gradient (PyTorch) only when this very launch, the
+			 * predicted last writer, wrote all of its bytes with a known
+			 * extent (a tensor's own, a declared output): the caching
+			 * allocator may have given the bytes to another tensor since
+			 * the prediction was learned.  A write taken to its
+			 * allocation's end (an undecoded kernel's pointer) covers
+			 * every range after it, and an exact write earlier in the
+			 * step may be another tensor's (a forward activation that
+			 * held these bytes before this step's gradient): neither
+			 * says what the bytes hold now */
+			if (r->b->named && (r->b->wseq != seq || r->xseq != seq))
 				continue;
 			ov.parts[n] = (struct ov_part){ r->b, u->lo, u->hi };
 			us[n++] = u;

@@ -45,6 +45,8 @@ struct ov_rng {
 	uint64_t base, size, alloc_base; /* the range it was made for        */
 	uint32_t alloc_id;
 	struct ddp_slices w; /* this step's writes, until its consumer   */
+	uint64_t xseq;       /* the last launch that wrote all of it with a
+			      * known extent (0: none yet)               */
 	struct ov_unit *u;   /* this step's units (learned at the last consumer) */
 	size_t nu, ucap;
 };

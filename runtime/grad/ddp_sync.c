@@ -188,6 +188,7 @@ void ddp_sync_init(int rank, int world)
 		.step_end = sync_op_step_end,
 		.alive = sync_op_alive,
 		.opt_reads = sync_op_opt_reads,
+		.copy = sync_op_copy,
 	};
 	static const struct ddp_overlap_env env = {
 		.coll_fail = sync_ov_coll_fail,
@@ -258,8 +259,9 @@ void ddp_sync_init(int rank, int world)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {
 		ddp_grad_set_debug_avg_state(sync_tracker, 1);
-		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel is averaged as a "
-			 "gradient (a debug setting: training is wrong)");
+		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel, and parameters "
+			 "a foreach optimizer op reads beside the gradients, are averaged as gradients (a debug "
+			 "setting: training is wrong)");
 	}
 	if (!sync_dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_cycles) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");

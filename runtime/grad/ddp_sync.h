@@ -54,6 +54,12 @@ void ddp_sync_libcall_enter(const char *fn, uint64_t lo, uint64_t hi, struct ddp
 	__attribute__((visibility("hidden")));
 void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__((visibility("hidden")));
 
+/* The program copied `bytes` from device address src to dst (a
+ * device-to-device copy that reached the driver).  Recorded for the first
+ * step only (ddp_grad_copied: a copy of a gradient the update reads).  Any
+ * thread; takes the sync lock. */
+void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
+
 /* The program is already data-parallel (it runs collectives of its own,
  * e.g. it launched NCCL kernels libddp did not make): gradient
  * synchronisation stops for good, with one line naming why (rank 0 at

@@ -236,6 +236,16 @@ ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void 
 	return ddp_cu_result(sync_real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
+ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
+{
+	(void)ctx;
+	if (!ddp_driver_.memcpyDtoDAsync)
+		return DDP_ERR_UNSUPPORTED;
+	return ddp_cu_result(
+		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
+		"cuMemcpyDtoDAsync (libddp)");
+}
+
 ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
 {
 	(void)ctx;

@@ -51,6 +51,7 @@ void sync_account_step_bytes(uint64_t st, uint64_t bytes);
 int sync_op_alive(void *ctx, const struct ddp_grad_buf *b);
 ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
 ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 ddp_result sync_op_drain(void *ctx);
 ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream);
 ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);

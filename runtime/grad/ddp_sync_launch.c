@@ -230,6 +230,23 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 	libcall = *saved;
 }
 
+/* ---- device-to-device copies (the first step's: ddp_grad_copied) */
+
+void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes)
+{
+	struct ddp_alloc_ent d, s;
+	if (!ddp_sync_on_ || !sync_tracker || !bytes)
+		return;
+	if (!ddp_alloc_covers(dst, bytes, &d) || !ddp_alloc_covers(src, bytes, &s))
+		return;
+	/* a range straddling mapped pages (expandable segments) spans them */
+	uint64_t dsz = dst + bytes - d.base > d.size ? dst + bytes - d.base : d.size;
+	uint64_t ssz = src + bytes - s.base > s.size ? src + bytes - s.base : s.size;
+	pthread_mutex_lock(&sync_lock);
+	ddp_grad_copied(sync_tracker, dst, d.base, dsz, d.id, src, s.base, ssz, s.id, bytes);
+	pthread_mutex_unlock(&sync_lock);
+}
+
 /* Inside a library call that declared its output: an argument pointing
  * into it (one allocation holds it all) covers exactly that output. */
 static void libcall_bound(const struct ddp_kfunc *k, uint32_t n)

@@ -80,7 +80,7 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL,
+	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL, NULL,
 };
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)
@@ -943,6 +943,125 @@ TEST(explicit_state_written_this_step_is_no_gradient)
 	CHECK_EQ_INT(XL(g, "sqrt", DDP_GK_OPT, NL, 0, 7, sq, 4), DDP_OK);
 	CHECK(!strstr(evlog, "AR[") && !strstr(evlog, "BC["));
 	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+}
+
+
+/* foreach Adam with weight decay: grads = _foreach_add(grads, params,
+ * alpha=wd) reads the parameters read-only beside the gradients, before
+ * any op of the update wrote either; then lerp_(exp_avgs, grads) and the
+ * parameters' addcdiv_.  Params at 0 and 64, exp_avgs at 128 and 192,
+ * gradients at 256 and 320, the sums at 448 and 512. */
+static void x_adam_wd(struct ddp_grad *g)
+{
+	struct ddp_grad_arg add[] = { X(256, 16, 0, 0, R), X(320, 16, 0, 1, R), X(0, 16, 1, 0, R),
+				      X(64, 16, 1, 1, R),  X(448, 16, 2, 0, W), X(512, 16, 2, 1, W) };
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 11, add, 6), DDP_OK);
+	struct ddp_grad_arg lerp[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW), X(448, 16, 1, 0, R),
+				       X(512, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "lerp", DDP_GK_OPT, NL, 0, 2, lerp, 4), DDP_OK);
+	struct ddp_grad_arg upd[] = { X(0, 16, 0, 0, RW), X(64, 16, 0, 1, RW), X(128, 16, 1, 0, R),
+				      X(192, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "addcdiv", DDP_GK_OPT, NL, 0, 12, upd, 4), DDP_OK);
+}
+
+TEST(explicit_parameters_read_beside_gradients_are_no_gradients)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	for (int step = 1; step <= 3; step++) {
+	evlog[0] = '\0';
+		x_write(g, 256); /* backward: the gradients */
+		x_write(g, 320);
+		x_adam_wd(g);
+		/* only the gradients are averaged, every step */
+		CHECK_STR_CONTAINS(evlog, "AR[add:0.0+1024,add:0.1+1280]");
+		CHECK(!strstr(evlog, "add:1."));
+		/* parameters and state broadcast once, before their first update */
+		if (step == 1)
+			CHECK_STR_CONTAINS(evlog, "BC[addcdiv:0.0+0,addcdiv:0.1+256]");
+		else
+			CHECK(!strstr(evlog, "BC["));
+	}
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 2 * 16 * 4);
+	ddp_grad_free(g);
+	/* no list written in step 1 (the gradients' writers unseen): no
+	 * evidence, both lists averaged as before (extra bytes, never fewer) */
+	g = fresh(DDP_DT_UNKNOWN);
+	evlog[0] = '\0';
+	x_adam_wd(g);
+	CHECK_STR_CONTAINS(evlog, "add:1.0+0");
+	CHECK_STR_CONTAINS(evlog, "add:0.0+1024");
+	ddp_grad_free(g);
+}
+
+
+static ddp_result m_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *st)
+{
+	char b[64];
+	(void)ctx, (void)st;
+	snprintf(b, sizeof b, "CP[+%llu<-+%llu:%llu]", (unsigned long long)(dst - (uint64_t)(uintptr_t)seg),
+		 (unsigned long long)(src - (uint64_t)(uintptr_t)seg), (unsigned long long)bytes);
+	logf_(b);
+	return DDP_OK;
+}
+
+/* foreach SGD with momentum: step 1 is bufs = clone(grads) (device copies),
+ * add_(params, bufs); later steps mul_(bufs), add_(bufs, grads),
+ * add_(params, bufs).  Params at 0 and 64, momentum at 128 and 192,
+ * gradients at 256 and 320 (floats). */
+static void x_sgd_momentum(struct ddp_grad *g, int step, int copies_known)
+{
+	x_write(g, 256); /* backward */
+	x_write(g, 320);
+	struct ddp_grad_arg upd[] = { X(0, 16, 0, 0, RW), X(64, 16, 0, 1, RW), X(128, 16, 1, 0, R),
+				      X(192, 16, 1, 1, R) };
+	if (step == 1) {
+		uint64_t b = (uint64_t)(uintptr_t)seg;
+		if (copies_known) {
+			ddp_grad_copied(g, b + 128 * 4, b, sizeof seg, SEG_ID, b + 256 * 4, b, sizeof seg, SEG_ID, 64);
+			ddp_grad_copied(g, b + 192 * 4, b, sizeof seg, SEG_ID, b + 320 * 4, b, sizeof seg, SEG_ID, 64);
+		}
+		CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 21, upd, 4), DDP_OK);
+		return;
+	}
+	struct ddp_grad_arg mul[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW) };
+	CHECK_EQ_INT(XL(g, "mul", DDP_GK_OPT, NL, 0, 22, mul, 2), DDP_OK);
+	struct ddp_grad_arg mom[] = { X(128, 16, 0, 0, RW), X(192, 16, 0, 1, RW), X(256, 16, 1, 0, R),
+				      X(320, 16, 1, 1, R) };
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 23, mom, 4), DDP_OK);
+	CHECK_EQ_INT(XL(g, "add", DDP_GK_OPT, NL, 0, 21, upd, 4), DDP_OK);
+}
+
+TEST(explicit_clone_of_gradients_is_averaged_at_its_source)
+{
+	struct ddp_grad_ops o = ops;
+	o.copy = m_copy;
+	struct ddp_grad *g = NULL;
+	evlog[0] = '\0';
+	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);
+	x_sgd_momentum(g, 1, 1);
+	/* the gradients averaged, then the clones made again from them; the
+	 * parameters broadcast, the clones (momentum) not */
+	CHECK_STR_CONTAINS(evlog, "AR[add:1.0+1024,add:1.1+1280]CP[+512<-+1024:64]CP[+768<-+1280:64]");
+	CHECK_STR_CONTAINS(evlog, "BC[add:0.0+0,add:0.1+256]");
+	CHECK(!strstr(evlog, "+512,") && !strstr(evlog, "BC[add:1."));
+	for (int step = 2; step <= 3; step++) {
+		evlog[0] = '\0';
+		x_sgd_momentum(g, step, 1);
+		CHECK_STR_CONTAINS(evlog, "AR[add:1.0+1024,add:1.1+1280]");
+		CHECK(!strstr(evlog, "BC[") && !strstr(evlog, "CP["));
+	}
+	CHECK_EQ_INT(ddp_grad_steps(g), 3);
+	ddp_grad_free(g);
+	/* control: the copies unknown (as before): the clones are averaged in
+	 * step 1 instead of the gradients, and broadcast again in step 2 */
+	g = fresh(DDP_DT_UNKNOWN);
+	x_sgd_momentum(g, 1, 0);
+	CHECK_STR_CONTAINS(evlog, "AR[add:1.0+512,add:1.1+768]");
+	evlog[0] = '\0';
+	x_sgd_momentum(g, 2, 0);
+	CHECK_STR_CONTAINS(evlog, "BC[mul:0.0+512,mul:0.1+768]");
 	ddp_grad_free(g);
 }
 

@@ -79,7 +79,25 @@ if want adamw_clip_n3; then
 	caseN 3 adamw_clip_n3 --optim adamw --clip 1.0
 	bytes_ok adamw_clip_n3 3 "$GB"
 fi
-want sgd_async_n3 && caseN 3 sgd_async_n3 --optim sgd --lr 0.05 --alloc async
+# SGD momentum under cudaMallocAsync: every step's gradients are new ranges
+# and the update's first launch differs between step 1 (clone) and the
+# next (mul_): the step must still end at the next forward, so momentum is
+# never averaged (bytes = gradient bytes, steps = steps; before: 340608
+# bytes a step, 1824 broadcasts).  Step 1's momentum is clone(grad), a
+# device copy: the gradients are averaged at the source (step 1's bytes are
+# the gradient bytes too) and the copies made again from them, so only the
+# 304 parameters are broadcast (before: 608, the clones broadcast at step 2).
+if want sgd_async_n3; then
+	caseN 3 sgd_async_n3 --optim sgd --lr 0.05 --alloc async
+	bytes_ok sgd_async_n3 3 "$GB"
+	by1=$(sync_field sgd_async_n3 0 bytes_reduced_by_step | tr -d '[] ' | cut -d, -f1)
+	bc=$(sync_field sgd_async_n3 0 broadcast_calls)
+	if [ "$bc" = 304 ] && [ "$by1" = "$GB" ]; then
+		ok "sgd_async_n3: step 1 averaged the $GB gradient bytes, 304 broadcasts (the parameters, once)"
+	else
+		not_ok "sgd_async_n3: step 1 averaged $by1 bytes (want $GB), $bc broadcasts (want 304: the parameters)"
+	fi
+fi
 # GradScaler (skips steps 5, 6 and 19 of 20: --inf-steps), fused and
 # for-loop optimizers, autocast bf16 (8 steps, tolerance 1e-2: bf16 runs
 # drift apart at the bf16 rounding level each step, see docs/pytorch.md),
