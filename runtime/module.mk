@@ -11,7 +11,8 @@
 #
 # Archives are linked once each, in the declared order, top first (no
 # --start-group): a module may use only the modules below it, so a call
-# from a lower module into an upper one (a back-edge) fails the link.
+# from a lower module into an upper one (a back-edge) fails the link unless
+# an upper object already pulled the symbol in; tests/arch catches each one.
 # tests/arch/check_deps.py reads RUNTIME_MODULES from here and checks every
 # archive's undefined symbols against this order.
 #

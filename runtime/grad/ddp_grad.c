@@ -239,12 +239,17 @@ struct ddp_grad_buf *grad_rec_new(struct ddp_grad *g, const struct ddp_grad_arg 
 			goto fill;
 		}
 	}
-	size_t rcap = x->cap;
-	uint32_t *nr = ddp_array_grow(x->rec, &rcap, (size_t)x->n + 1, sizeof *nr, 4);
-	if (!nr)
-		return NULL;
-	x->rec = nr;
-	x->cap = (uint32_t)rcap;
+	/* not ddp_array_grow: its size_t capacity through a temporary makes
+	 * clang-tidy's analyzer lose x->n <= x->cap (a false "undefined
+	 * subscript" in grad_ix_place, make lint) */
+	if (x->n == x->cap) {
+		uint32_t nc = x->cap ? x->cap * 2 : 4;
+		uint32_t *nr = realloc(x->rec, nc * sizeof *nr);
+		if (!nr)
+			return NULL;
+		x->rec = nr;
+		x->cap = nc;
+	}
 	struct ddp_grad_buf **nb = ddp_array_grow(g->bufs, &g->cap, g->nbufs + 1, sizeof *nb, 64);
 	if (!nb)
 		return NULL;
