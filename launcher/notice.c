@@ -26,18 +26,8 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+#include "ddp_path.h"
 #include "launch.h"
-
-/* Is abs dir itself or under it? */
-static int under(const char *abs, const char *dir)
-{
-	size_t n = strlen(dir);
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 0 || strncmp(abs, dir, n) != 0)
-		return 0;
-	return abs[n] == '\0' || abs[n] == '/' || n == 1;
-}
 
 /* The temporary folders, absolute, ", "-separated into list; whether abs
  * is under one of them. */
@@ -52,10 +42,10 @@ static int temp_folders(const char *cwd, const char *abs, char *list, size_t cap
 	snprintf(buf, sizeof buf, "%s:%s", dirs && *dirs ? dirs : "/tmp:/var/tmp", tmpdir ? tmpdir : "");
 	for (char *d = strtok_r(buf, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		char a[PATH_MAX];
-		if (!*d || snprintf(a, sizeof a, "%s%s%s", d[0] == '/' ? "" : cwd, d[0] == '/' ? "" : "/", d) >=
-				   (int)sizeof a)
+		if (!*d || snprintf(a, sizeof a, "%s%s%s", d[0] == '/' ? "" : cwd, d[0] == '/' ? "" : "/",
+				    d) >= (int)sizeof a)
 			continue;
-		in |= abs && under(abs, a);
+		in |= abs && ddp_path_under(abs, a);
 		if (o < cap)
 			o += (size_t)snprintf(list + o, cap - o, "%s%s", o ? ", " : "", a);
 	}
@@ -64,7 +54,6 @@ static int temp_folders(const char *cwd, const char *abs, char *list, size_t cap
 
 void launch_write_notice(struct launch_job *job)
 {
-	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
 	const struct launch_opts *o = job->o;
 	char cwd[PATH_MAX], temps[1024];
 	int others = 0;
@@ -85,11 +74,9 @@ void launch_write_notice(struct launch_job *job)
 		launch_msg("DDP_REDIRECT_TMP=0: ranks other than 0 write files under the temporary folders "
 			   "(%s) in place, shared with every rank",
 			   temps);
-	int shared = tmp_shared && cwd_in_temp;
-	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
-		shared |= under(cwd, always[i]);
-	if (shared && !(job->write_dir && under(cwd, job->write_dir)))
-		launch_msg("the working folder %s is shared (/dev, /proc, /sys, /run%s): files the ranks "
+	int shared = (tmp_shared && cwd_in_temp) || ddp_path_in_shared_folder(cwd);
+	if (shared && !(job->write_dir && ddp_path_under(cwd, job->write_dir)))
+		launch_msg("the working folder %s is shared (" DDP_SHARED_FOLDERS_TEXT "%s): files the ranks "
 			   "other than 0 write there are not protected (docs/write-safety.md)",
 			   cwd, tmp_shared ? ", temporary folders" : "");
 }

@@ -66,6 +66,7 @@
 #include "ddp_params.h"
 #include "ddp_port.h"
 #include "ddp_rank.h"
+#include "ddp_path.h"
 #include "ddp_write.h"
 
 #define WHITEOUT "/\001ddprun-deleted"
@@ -153,22 +154,10 @@ static int abs_path(int dirfd, const char *path, char *out, size_t len)
 	return 0;
 }
 
-/* Whether abs is dir or inside it. */
-static int under(const char *abs, const char *dir)
-{
-	size_t n = strlen(dir);
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	if (n == 0 || strncmp(abs, dir, n) != 0)
-		return 0;
-	return abs[n] == '\0' || abs[n] == '/' || n == 1;
-}
-
 static int in_temp(const char *abs)
 {
 	for (int i = 0; i < wr_ntemp; i++)
-		if (under(abs, wr_temp[i]))
+		if (ddp_path_under(abs, wr_temp[i]))
 			return 1;
 	return 0;
 }
@@ -176,14 +165,11 @@ static int in_temp(const char *abs)
 /* Whether abs is shared: never redirected. */
 static int excluded(const char *abs)
 {
-	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
-
-	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
-		if (under(abs, always[i]))
-			return 1;
+	if (ddp_path_in_shared_folder(abs))
+		return 1;
 	if (!wr_tmp && in_temp(abs))
 		return 1;
-	return wr_base[0] && under(abs, wr_base);
+	return wr_base[0] && ddp_path_under(abs, wr_base);
 }
 
 /* wr_root + abs into out; -1 with errno when too long (ENAMETOOLONG) or
@@ -254,7 +240,7 @@ static int resolve_walk(char *abs, size_t len, int follow, enum where *where, st
 		return errno = ENAMETOOLONG, -1;
 	/* a name inside the rank's run folder (its working folder may be
 	 * there, after a chdir into a folder only it has) is its overlay name */
-	if (wr_root[0] && under(abs, wr_root) && strcmp(abs, wr_root) != 0)
+	if (wr_root[0] && ddp_path_under(abs, wr_root) && strcmp(abs, wr_root) != 0)
 		memmove(abs, abs + strlen(wr_root), strlen(abs + strlen(wr_root)) + 1);
 	strcpy(rest, abs);
 	cur[0] = '\0';
@@ -300,7 +286,7 @@ static int resolve_walk(char *abs, size_t len, int follow, enum where *where, st
 		cur[cl] = '/';
 		memcpy(cur + cl + 1, c, n);
 		cur[cl + 1 + n] = '\0';
-		magic = under(cur, "/proc") || under(cur, "/dev");
+		magic = ddp_path_under(cur, "/proc") || ddp_path_under(cur, "/dev");
 		if (!excluded(cur) && side_path(cur, side, sizeof side) == 0 && exists(side, st)) {
 			if (is_whiteout(side, st)) {
 				*where = W_WHITEOUT;
@@ -375,7 +361,7 @@ append:
 	if (cl == 0)
 		strcpy(cur, "/");
 	/* a magic link into the rank's own run folder names the overlay path */
-	if (wr_root[0] && under(cur, wr_root) && strcmp(cur, wr_root) != 0) {
+	if (wr_root[0] && ddp_path_under(cur, wr_root) && strcmp(cur, wr_root) != 0) {
 		memmove(cur, cur + strlen(wr_root), strlen(cur + strlen(wr_root)) + 1);
 		if (side_path(cur, side, sizeof side) == 0 && exists(side, st))
 			*where = W_SIDE;
@@ -426,7 +412,7 @@ static int resolve(char *abs, size_t len, int follow, enum where *where, struct 
 	ssize_t n;
 	int fd;
 
-	if (wr_root[0] && under(abs, wr_root))
+	if (wr_root[0] && ddp_path_under(abs, wr_root))
 		return resolve_walk(abs, len, follow, where, st);
 	if (!side_free(abs))
 		return resolve_walk(abs, len, follow, where, st);
@@ -447,7 +433,7 @@ static int resolve(char *abs, size_t len, int follow, enum where *where, struct 
 		if ((size_t)n > dn && strcmp(c + n - dn, del) == 0)
 			return resolve_walk(abs, len, follow, where, st);
 	}
-	if ((size_t)n >= len || (strcmp(c, abs) != 0 && !side_free(c)) || under(c, wr_root))
+	if ((size_t)n >= len || (strcmp(c, abs) != 0 && !side_free(c)) || ddp_path_under(c, wr_root))
 		return resolve_walk(abs, len, follow, where, st);
 	strcpy(abs, c);
 	*where = W_REAL;
@@ -908,8 +894,8 @@ void ddp_write_setup(void)
 			 "(%s%s%s) in place, shared with every rank",
 			 ri->rank, wr_temp[0], wr_ntemp > 1 ? ", " : "", wr_ntemp > 1 ? wr_temp[1] : "");
 	if (!ddp_param_write_said() && getcwd(cwd, sizeof cwd) && excluded(cwd) &&
-	    !(wr_base[0] && under(cwd, wr_base)))
-		DDP_WARN("libddp: rank %d's working folder %s is shared (/dev, /proc, /sys, /run%s): "
+	    !(wr_base[0] && ddp_path_under(cwd, wr_base)))
+		DDP_WARN("libddp: rank %d's working folder %s is shared (" DDP_SHARED_FOLDERS_TEXT "%s): "
 			 "files written there are not protected (docs/write-safety.md)",
 			 ri->rank, cwd, wr_tmp ? "" : ", temporary folders");
 	__atomic_store_n(&wr_active, 1, __ATOMIC_RELEASE);
@@ -918,7 +904,6 @@ void ddp_write_setup(void)
 
 int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, size_t len)
 {
-	static const char *const always[] = { "/dev", "/proc", "/sys", "/run" };
 	const char *wd = ddp_param_write_dir();
 	char dir[PATH_MAX];
 	int saved = errno, rc = 0;
@@ -932,19 +917,18 @@ int ddp_write_output_path(int dirfd, const char *path, int flags, char *abs, siz
 
 	if (abs_path(dirfd, path, abs, len) != 0)
 		goto out;
-	for (size_t i = 0; i < sizeof always / sizeof always[0]; i++)
-		if (under(abs, always[i]))
-			goto out;
+	if (ddp_path_in_shared_folder(abs))
+		goto out;
 	/* a working folder under a temporary folder (a CI checkout in /tmp)
 	 * holds outputs like any other: only the rest of /tmp is scratch */
-	in_cwd = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") != 0 && under(abs, cwd);
+	in_cwd = getcwd(cwd, sizeof cwd) && strcmp(cwd, "/") != 0 && ddp_path_under(abs, cwd);
 	if (in_cwd)
 		rel = abs + strlen(cwd);
 	else if (in_temp(abs))
 		goto out;
 	if (strstr(rel, "/.")) /* dot-folders: caches, and the side folders (.ddprun) */
 		goto out;
-	if (abs_path(AT_FDCWD, wd && *wd ? wd : ".ddprun", dir, sizeof dir) == 0 && under(abs, dir))
+	if (abs_path(AT_FDCWD, wd && *wd ? wd : ".ddprun", dir, sizeof dir) == 0 && ddp_path_under(abs, dir))
 		goto out;
 	rc = 1;
 out:
@@ -1038,7 +1022,8 @@ static int map_write(int dirfd, const char *path, int follow, int flags, char *a
 	}
 	if (excluded(abs)) {
 		/* a data file in a shared folder; kernel files are not data */
-		if ((w != W_REAL || S_ISREG(st.st_mode)) && !under(abs, "/proc") && !under(abs, "/sys"))
+		if ((w != W_REAL || S_ISREG(st.st_mode)) && !ddp_path_under(abs, "/proc") &&
+		    !ddp_path_under(abs, "/sys"))
 			say_unprotected(abs);
 		return 0;
 	}
