@@ -3,15 +3,21 @@
 # check.py OUT TRACE_DIR STEPS - holds a run of train.py under ddprun against
 # what libddp recorded (tests/torch/run.sh; docs/pytorch.md "make test-torch").
 #
-# OUT: ddprun's merged output ("[rank k] TRUTH step=S ptr=P bytes=B" lines
-# and "[rank k] DONE steps=N"); TRACE_DIR: the ranks' rank<k>.sync.json, whose
+# OUT: ddprun's merged output ("[rank k] TRUTH step=S ptr=P bytes=B" lines,
+# "[rank k] OPT step=S ran=N" and "[rank k] DONE steps=N opt_steps=M");
+# TRACE_DIR: the ranks' rank<k>.sync.json, whose
 # "ranges" are [step, "A"|"B", address, bytes] records (runtime/grad/
 # ddp_rangelog.h).  Per rank and step:
 #   - the averaged ranges ("A"), merged where adjacent, are exactly the
 #     gradients the script printed, merged the same way;
 #   - the bytes averaged equal the gradient bytes (nothing averaged twice);
 #   - broadcasts ("B") happen only at step 1;
-#   - the steps counted equal the script's.
+#   - the steps counted equal the optimizer steps the script really ran.
+# libddp numbers reductions by optimizer step: an iteration whose
+# optimizer.step() was skipped (GradScaler's found_inf, which in trace mode
+# holds leftover bytes) has its gradients averaged again in the next
+# iteration under the same step number, so iteration S's gradients belong
+# to libddp's step (optimizer steps run before S) + 1.
 # Prints one line per failure and exits 1 on any.
 import json
 import re
@@ -32,16 +38,23 @@ def merge(iv):
 def main():
     out_path, trace_dir, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
     truth = defaultdict(lambda: defaultdict(list))
-    done = {}
+    done, opt_done, ran_after = {}, {}, defaultdict(dict)
     for line in open(out_path, errors="replace"):
         m = re.match(r"\[rank (\d+)\] TRUTH step=(\d+) ptr=(\d+) bytes=(\d+)", line)
         if m:
             r, s, p, b = map(int, m.groups())
             truth[r][s].append((p, p + b))
             continue
-        m = re.match(r"\[rank (\d+)\] DONE steps=(\d+)", line)
+        m = re.match(r"\[rank (\d+)\] OPT step=(\d+) ran=(\d+)", line)
+        if m:
+            r, s, n = map(int, m.groups())
+            ran_after[r][s] = n
+            continue
+        m = re.match(r"\[rank (\d+)\] DONE steps=(\d+)(?: opt_steps=(\d+))?", line)
         if m:
             done[int(m.group(1))] = int(m.group(2))
+            if m.group(3) is not None:
+                opt_done[int(m.group(1))] = int(m.group(3))
     bad = []
     if not truth:
         bad.append("no TRUTH lines in the output: the script did not run")
@@ -53,8 +66,14 @@ def main():
         except (OSError, ValueError) as e:
             bad.append(f"rank {r}: no usable rank{r}.sync.json ({e})")
             continue
-        if sj.get("steps") != steps:
-            bad.append(f"rank {r}: libddp counted {sj.get('steps')} optimizer steps, the script ran {steps}")
+        ran = opt_done.get(r, steps)
+        if sj.get("steps") != ran:
+            bad.append(f"rank {r}: libddp counted {sj.get('steps')} optimizer steps, the script ran {ran}"
+                       f"{'' if ran == steps else f' (of {steps} iterations)'}")
+        # the gradients each libddp step must have averaged
+        want_by = defaultdict(list)
+        for it in range(1, steps + 1):
+            want_by[ran_after[r].get(it - 1, it - 1) + 1 if ran_after[r] else it] += truth[r][it]
         if sj.get("ranges_dropped", 0):
             bad.append(f"rank {r}: {sj['ranges_dropped']} range records dropped")
         red = defaultdict(list)
@@ -63,9 +82,10 @@ def main():
                 red[s].append((addr, addr + nbytes))
             elif s != 1:
                 bad.append(f"rank {r}: parameter/state broadcast at step {s} ({nbytes} bytes at {addr:#x}); only step 1 may broadcast")
-        for s in range(1, steps + 1):
-            want, got = merge(truth[r][s]), merge(red.get(s, []))
-            wb = sum(h - l for l, h in truth[r][s])
+        last = max(want_by) if want_by else steps
+        for s in range(1, last + 1):
+            want, got = merge(want_by[s]), merge(red.get(s, []))
+            wb = sum(h - l for l, h in want_by[s])
             gb = sum(h - l for l, h in red.get(s, []))
             if want != got:
                 missing = [f"{l:#x}+{h - l}" for l, h in want if (l, h) not in got]
@@ -75,8 +95,8 @@ def main():
             elif gb != wb:
                 bad.append(f"rank {r} step {s}: {gb} bytes averaged for {wb} gradient bytes (some averaged twice)")
         for s in red:
-            if s > steps:
-                bad.append(f"rank {r}: ranges averaged at step {s}, after the last step {steps}")
+            if s > last:
+                bad.append(f"rank {r}: ranges averaged at step {s}, after the last step {last}")
     for b in bad:
         print(b)
     return 1 if bad else 0

@@ -55,12 +55,6 @@ VARIANTS=(
 	"zero-grad-zeros|--opt adamw --zero zeros|"
 	"transformer-tied|--model transformer --opt adamw --clip|"
 )
-# Intermittent known failures: VARIANT/ALLOCATOR | the failure's signature
-# (an extended regex on the reason) | why.  A run that fails with that
-# signature is a known failure (never a pass); any other failure fails.
-INTERMITTENT=(
-	"gradscaler-fp16/cudaMallocAsync|libddp counted [0-9]+ optimizer steps, the script ran|in about one run in five (2 of 5 under load, 1 of 9 alone), rank 1 only: its step counter misses one boundary of GradScaler's step (3 steps counted for 4, or two reductions in one step) while every reduction averages the right ranges; the boundary rules meet cudaMallocAsync's run-to-run addresses (open: issue 19/20 closing note)"
-)
 ALLOCS=("caching|" "expandable|expandable_segments:True" "cudaMallocAsync|backend:cudaMallocAsync")
 
 pass=0 fail=0 known=0
@@ -100,15 +94,7 @@ for v in "${VARIANTS[@]}"; do
 			"$TMP/$vname-$aname/err")"
 		res=$(python3 tests/torch/check.py "$TMP/$vname-$aname/out" "$TMP/$vname-$aname/trace" "$STEPS" 2>&1)
 		[ $? = 0 ] || why="${why:+$why; }$(echo "$res" | head -3 | tr '\n' ';')"
-		flaky=""
-		for i in "${INTERMITTENT[@]}"; do
-			IFS='|' read -r iname isig iwhy <<<"$i"
-			[ "$iname" = "$name" ] && [ -n "$why" ] && echo "$why" | grep -q -E "$isig" && flaky=$iwhy
-		done
-		if [ -n "$flaky" ]; then
-			echo "known failure - $name (${secs%.*} s): intermittent: $flaky [$why]"
-			known=$((known + 1))
-		elif [ -n "$vknown" ]; then
+		if [ -n "$vknown" ]; then
 			if [ -n "$why" ]; then
 				echo "known failure - $name (${secs%.*} s): ${vknown#KNOWN: } [$why]"
 				known=$((known + 1))

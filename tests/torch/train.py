@@ -16,8 +16,13 @@
 # It prints its own truth for the test: after each optimizer step's
 # backward, one line per parameter gradient,
 #   TRUTH step=<k> ptr=<grad data_ptr> bytes=<numel * element size>
-# and at the end `DONE steps=<k>`.  Values are not printed: under the CPU
-# device's trace mode kernels do not run (docs/pytorch.md).
+# then `OPT step=<k> ran=<n>`: how many optimizer steps have really run
+# (a step post-hook counts them: GradScaler skips optimizer.step() when its
+# found_inf is set, and in trace mode the kernel that computes found_inf
+# does not run, so the flag holds whatever bytes the allocator handed out
+# and a rank may skip a step), and at the end `DONE steps=<k> opt_steps=<n>`.
+# Values are not printed: under the CPU device's trace mode kernels do not
+# run (docs/pytorch.md).
 import argparse
 
 import torch
@@ -120,6 +125,15 @@ def loss_of(x, y):
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
 
 
+opt_ran = 0
+
+
+def count_opt_step(optimizer, args, kwargs):
+    global opt_ran
+    opt_ran += 1
+
+
+opt.register_step_post_hook(count_opt_step)
 step = 0
 for it in range(args.steps):
     for micro in range(args.accum):
@@ -136,7 +150,8 @@ for it in range(args.steps):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     scaler.step(opt)
     scaler.update()
+    print(f"OPT step={step} ran={opt_ran}", flush=True)
     opt.zero_grad(set_to_none=args.zero != "zeros")
 
 torch.cuda.synchronize()
-print(f"DONE steps={step}", flush=True)
+print(f"DONE steps={step} opt_steps={opt_ran}", flush=True)
