@@ -68,7 +68,16 @@ fi
 want adamw_caching && case_ adamw_caching --optim adamw --alloc caching
 want adamw_clip_expandable && case_ adamw_clip_expandable --optim adamw --clip 1.0 --alloc expandable
 want adamw_clip_async && case_ adamw_clip_async --optim adamw --clip 1.0 --alloc async
-want sgd_momentum && case_ sgd_momentum --optim sgd --lr 0.05
+# SGD momentum under each allocator (issue 19): bytes averaged per step =
+# the gradient bytes, steps = steps (cudaMallocAsync: sgd_async_n3 below)
+if want sgd_momentum; then
+	case_ sgd_momentum --optim sgd --lr 0.05 --alloc caching
+	bytes_ok sgd_momentum 2 "$GB"
+fi
+if want sgd_expandable; then
+	case_ sgd_expandable --optim sgd --lr 0.05 --alloc expandable
+	bytes_ok sgd_expandable 2 "$GB"
+fi
 want adam_no_set_to_none && case_ adam_no_set_to_none --optim adam --set-to-none 0 --clip 1.0
 want adamw_accum2 && case_ adamw_accum2 --optim adamw --clip 1.0 --accum 2
 want adamw_accum4 && case_ adamw_accum4 --optim adamw --accum 4
