@@ -256,8 +256,10 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 static void check_left(struct launch_job *job, struct sup_state *st);
 
 /* Every rank that has exited, the clean exits (code 0) first: a rank that
- * left while the others needed it makes them fail soon after, and when both
- * exits are seen in one pass the one that left is the cause to name. */
+ * left while the others needed it makes them fail soon after, so before a
+ * failure is named, a rank that left (in this pass or an earlier one whose
+ * check_left found nobody waiting yet: the others had not reached the
+ * collective) is the cause to name when a failing rank waits for it. */
 static void reap(struct launch_job *job, struct sup_state *st)
 {
 	int status, n = 0, clean = 0;
@@ -278,7 +280,7 @@ static void reap(struct launch_job *job, struct sup_state *st)
 			rank_exited(job, st, ex[k].i, ex[k].status);
 			clean++;
 		}
-	if (clean && clean < n)
+	if (clean < n)
 		check_left(job, st);
 	for (int k = 0; k < n; k++)
 		if (!(WIFEXITED(ex[k].status) && WEXITSTATUS(ex[k].status) == 0))
