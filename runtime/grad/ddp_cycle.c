@@ -350,8 +350,8 @@ static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 static int track(struct ddp_cycle *c, size_t t)
 {
 	uint64_t id = c->ln[t].id;
-	if ((c->mn + 1) * 2 > (c->mkey ? c->mmask + 1 : 0) && map_grow(c))
-		return -1;
+	if (((c->mn + 1) * 2 > (c->mkey ? c->mmask + 1 : 0) && map_grow(c)) || !c->mkey)
+		return -1; /* (map_grow made the table, or failed) */
 	size_t slot = map_slot(c, id);
 	int known = c->mkey[slot] != 0;
 	for (int k = 0; k < 2; k++) {
