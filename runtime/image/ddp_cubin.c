@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "ddp_array.h"
+#include "ddp_bytes.h"
 #include "ddp_fatbin.h"
 
 #ifndef EM_CUDA
@@ -50,19 +51,6 @@
 #define EIATTR_KPARAM_INFO_V2 0x45
 #define KPARAM_SPACE_POINTER 5u
 #define KPARAM_MAX_ORDINAL 0xffffu
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
 
 /* ---- size from the headers --------------------------------------------- */
 
@@ -197,7 +185,7 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 			goto out_free_slots;
 		}
 		uint8_t fmt = d[pos], attr = d[pos + 1];
-		uint16_t val = rd16(d + pos + 2);
+		uint16_t val = ddp_rd16(d + pos + 2);
 		const uint8_t *pl = d + pos + 4;
 		size_t at = pos;
 		pos += 4;
@@ -228,8 +216,8 @@ static ddp_result nvinfo_parse(const char *kname, const uint8_t *d, size_t n, st
 					kname, at, val);
 				goto out_free_slots;
 			}
-			uint16_t ord = rd16(pl + 4), off = rd16(pl + 6);
-			uint32_t w = rd32(pl + 8), size, space;
+			uint16_t ord = ddp_rd16(pl + 4), off = ddp_rd16(pl + 6);
+			uint32_t w = ddp_rd32(pl + 8), size, space;
 			if (attr == EIATTR_KPARAM_INFO) {
 				size = w >> 18;
 				space = (w >> 8) & 0xf;

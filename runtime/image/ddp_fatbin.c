@@ -32,6 +32,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include "ddp_bytes.h"
 #include "ddp_fatbin.h"
 #include "ddp_log.h"
 
@@ -43,25 +44,6 @@
 #define FB_FLAG_LZ4 0x2000u
 #define FB_FLAG_ZSTD 0x8000u
 #define WRAPPER_MIN_BYTES 16u /* magic, version, data pointer          */
-
-static uint16_t rd16(const uint8_t *p)
-{
-	uint16_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint32_t rd32(const uint8_t *p)
-{
-	uint32_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
 
 ddp_result ddp_fatbin_fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -133,7 +115,7 @@ enum ddp_image_kind ddp_image_kind(const void *image, size_t len)
 		n++;
 	}
 	if (n == 4) {
-		uint32_t magic = rd32(b);
+		uint32_t magic = ddp_rd32(b);
 		if (magic == DDP_FATBIN_MAGIC)
 			return DDP_IMAGE_FATBIN;
 		if (magic == DDP_FATBIN_WRAPPER_MAGIC)
@@ -166,11 +148,11 @@ static ddp_result fb_container_at(const uint8_t *img, size_t off, size_t avail, 
 			err, errlen,
 			"fatbin container at byte %zu is truncated: %zu of its 16 header bytes present", off,
 			avail);
-	if (rd32(p) != DDP_FATBIN_MAGIC)
+	if (ddp_rd32(p) != DDP_FATBIN_MAGIC)
 		return ddp_fatbin_fail(err, errlen, "fatbin container at byte %zu has magic 0x%08x, not 0x%08x",
-				       off, rd32(p), DDP_FATBIN_MAGIC);
-	uint16_t hs = rd16(p + 6);
-	uint64_t size = rd64(p + 8);
+				       off, ddp_rd32(p), DDP_FATBIN_MAGIC);
+	uint16_t hs = ddp_rd16(p + 6);
+	uint64_t size = ddp_rd64(p + 8);
 	if (hs < FB_CONTAINER_HDR || hs > FB_CONTAINER_HDR_MAX)
 		return ddp_fatbin_fail(
 			err, errlen,
@@ -204,11 +186,11 @@ static ddp_result fb_entry_at(const struct fb_container *c, size_t pos, struct d
 		return ddp_fatbin_fail(
 			err, errlen,
 			"fatbin entry at byte %zu is truncated: %zu of its 64 header bytes present", at, avail);
-	uint32_t hs = rd32(p + 4);
-	uint64_t psize = rd64(p + 8);
-	uint32_t csize = rd32(p + 16);
-	uint64_t flags = rd64(p + 40);
-	uint64_t dsize = rd64(p + 56);
+	uint32_t hs = ddp_rd32(p + 4);
+	uint64_t psize = ddp_rd64(p + 8);
+	uint32_t csize = ddp_rd32(p + 16);
+	uint64_t flags = ddp_rd64(p + 40);
+	uint64_t dsize = ddp_rd64(p + 56);
 	if (hs < FB_ENTRY_HDR || hs > avail)
 		return ddp_fatbin_fail(
 			err, errlen,
@@ -220,8 +202,8 @@ static ddp_result fb_entry_at(const struct fb_container *c, size_t pos, struct d
 			"fatbin entry at byte %zu declares a %llu-byte payload but only %zu bytes remain in its container",
 			at, (unsigned long long)psize, avail - hs);
 	memset(e, 0, sizeof *e);
-	e->kind = rd16(p);
-	e->arch = rd32(p + 28);
+	e->kind = ddp_rd16(p);
+	e->arch = ddp_rd32(p + 28);
 	e->flags = flags;
 	e->payload = p + hs;
 	if (flags & (FB_FLAG_LZ4 | FB_FLAG_ZSTD)) {
@@ -260,7 +242,7 @@ static ddp_result fb_container_entries(const struct fb_container *c, struct ddp_
  * bytes are the magic, and anything else (padding, a NUL) ends the image. */
 static bool fb_more(const uint8_t *img, size_t len, size_t off)
 {
-	return len && len - off >= FB_CONTAINER_HDR && rd32(img + off) == DDP_FATBIN_MAGIC;
+	return len && len - off >= FB_CONTAINER_HDR && ddp_rd32(img + off) == DDP_FATBIN_MAGIC;
 }
 
 ddp_result ddp_fatbin_entries(const void *image, size_t len, struct ddp_fatbin_entry *entries, size_t max,
@@ -624,7 +606,7 @@ static ddp_result parse_wrapper(const uint8_t *img, size_t len, uint32_t want, s
 	if (len && len < WRAPPER_MIN_BYTES)
 		return ddp_fatbin_fail(err, errlen, "fatbin wrapper is truncated: %zu of its 16 bytes given",
 				       len);
-	uint32_t version = rd32(img + 4);
+	uint32_t version = ddp_rd32(img + 4);
 	const uint8_t *data;
 	memcpy(&data, img + 8, sizeof data);
 	if (version != 1 && version != 2)

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "ddp_sig.h"
 #include "ddp_array.h"
+#include "ddp_bytes.h"
 #include "ddp_torch_args.h"
 
 /* ---- layouts */
@@ -506,13 +507,6 @@ ddp_result ddp_torch_kernel_info(const char *demangled, const uint32_t *param_si
 
 /* ---- decoding a launch */
 
-static uint64_t rd64(const uint8_t *b, uint32_t off)
-{
-	uint64_t v;
-	memcpy(&v, b + off, 8);
-	return v;
-}
-
 static int emit(struct ddp_trange *out, size_t cap, size_t *n, uint64_t addr, uint64_t numel, int esize,
 		int dtype, uint32_t tensor, int list, int role)
 {
@@ -563,7 +557,7 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 		if (cnt == 0)
 			return DDP_OK;
 		for (int l = 0; l < tk->depth; l++)
-			if (emit(out, cap, &n, rd64(b, 8u * (uint32_t)l), (uint64_t)cnt, tk->esize[l],
+			if (emit(out, cap, &n, ddp_rd64(b + 8u * (uint32_t)l), (uint64_t)cnt, tk->esize[l],
 				 tk->dtype[l], 0, l, tk->role[l]))
 				return DDP_ERR_INVALID;
 		*n_out = n;
@@ -574,7 +568,8 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 		if (grid_x == 0 || grid_x > tk->max_tensors)
 			return DDP_ERR_INVALID;
 		for (uint32_t t = 0; t < grid_x; t++)
-			if (emit(out, cap, &n, rd64(b, 8 * t), 1, tk->esize[0], tk->dtype[0], t, 0, tk->role[0]))
+			if (emit(out, cap, &n, ddp_rd64(b + 8 * t), 1, tk->esize[0], tk->dtype[0], t, 0,
+				 tk->role[0]))
 				return DDP_ERR_INVALID;
 		*n_out = n;
 		return DDP_OK;
@@ -613,13 +608,13 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 		for (uint32_t l = 0; l < tk->depth; l++) {
 			if (!role[l])
 				continue;
-			uint64_t a = rd64(b, 8 * (l * tk->max_tensors + t));
+			uint64_t a = ddp_rd64(b + 8 * (l * tk->max_tensors + t));
 			if (emit(out, cap, &n, a, (uint64_t)numel, tk->esize[l], tk->dtype[l], t, (int)l,
 				 role[l]))
 				return DDP_ERR_INVALID;
 		}
 		if (tk->kind == DDP_TK_FUSED) {
-			uint64_t a = rd64(b, tk->off_steps + 8 * t);
+			uint64_t a = ddp_rd64(b + tk->off_steps + 8 * t);
 			if (emit(out, cap, &n, a, 1, 4, DDP_DT_F32, t, DDP_TLIST_STEPS, DDP_TROLE_READ))
 				return DDP_ERR_INVALID;
 		}
