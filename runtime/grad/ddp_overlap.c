@@ -72,7 +72,7 @@
  * go to the trace's communication track.  Per step also: the early ops,
  * their bytes and the positions of their trigger launches.
  *
- * Contract: called under ddp_sync.c's sync_lock only.  The host function
+ * Contract: called under ddp_sync.c's sync_st.lock only.  The host function
  * (overlap_stamp_pdone) runs on a driver thread and makes one atomic store.  Range
  * records are the tracker's (stable pointers; a record reset by the tracker
  * has role NONE, and one reused for another range is told apart by its

@@ -4,7 +4,7 @@
  * layer of gradient synchronisation; internal to runtime/grad, used by
  * ddp_sync.c only).  docs/overlap.md tells the story.
  *
- * Contract: every call is made under ddp_sync.c's sync_lock (one thread at
+ * Contract: every call is made under ddp_sync.c's sync_st.lock (one thread at
  * a time); the only other thread that touches this state is the driver's
  * host-function thread, through one atomic store per step.
  */

@@ -13,7 +13,7 @@
  * state is the one struct ov.  Nothing here is exported from libddp.so
  * (hidden visibility).
  *
- * Contract: as ddp_overlap.c's: called under ddp_sync.c's sync_lock only.
+ * Contract: as ddp_overlap.c's: called under ddp_sync.c's sync_st.lock only.
  */
 #ifndef DDP_OVERLAP_INT_H
 #define DDP_OVERLAP_INT_H

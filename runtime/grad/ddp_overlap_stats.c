@@ -6,7 +6,7 @@
  * Split from ddp_overlap.c (moves only); ddp_overlap_int.h lists the
  * layer's files, ddp_overlap.c's header tells the story.
  *
- * Contract: called under ddp_sync.c's sync_lock only.
+ * Contract: called under ddp_sync.c's sync_st.lock only.
  */
 #include <inttypes.h>
 #include <stdlib.h>

@@ -40,7 +40,7 @@
  * Launch positions (ddp_overlap.c) count slow-path launches only, the same
  * ones every step.
  *
- * Contract: sync_lock serialises everything below the launch hooks but the
+ * Contract: sync_st.lock serialises everything below the launch hooks but the
  * cheap path (atomic loads of hot.ok, hot.snap and the kernel's scan list;
  * snapshots are never freed before exit); the
  * library's own driver calls go straight to the real driver (the port's
@@ -79,38 +79,17 @@
 
 int ddp_sync_on_;
 
-pthread_mutex_t sync_lock = PTHREAD_MUTEX_INITIALIZER;
-struct ddp_grad *sync_tracker;
-struct sync_stats sync_stats;
-const char *sync_opt_setting, *sync_reader_setting;
-long sync_check_every;
-int sync_my_rank, sync_my_world;
-uint64_t sync_cur_step;
-int sync_phase_open;     /* between step_begin and step_end     */
-int sync_dry;            /* ddprun inspect: no collectives      */
-int sync_at_exit;        /* ddp_sync_exit / the final compare end the run */
-struct ddp_cycle *sync_cycles; /* the steps while no update is known  */
-int sync_check_inv;      /* DDP_CHECK_INVARIANT                 */
-long sync_skip_avg = -1; /* DDP_DEBUG_SKIP_AVG                  */
-int sync_no_measure;     /* DDP_DEBUG_NO_MEASURE                */
-long sync_opt_wait_s;    /* DDP_OPT_WAIT                        */
-int sync_torch_seen;     /* a PyTorch kernel was decoded        */
-struct ddp_kfunc *sync_cur_k; /* the launch being processed          */
-const struct ddp_launch_call *sync_cur_call;
-static uint64_t *sigs_seen;
-static size_t nsigs, sigcap;
-uint64_t sync_launch_seq; /* launches handed to the tracker      */
-CUresult (*sync_real_sync)(CUstream);
-CUresult (*sync_real_ctx_sync)(void);
-int sync_overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off */
-void *sync_check_stream; /* the current launch's stream (per-thread default resolved) */
+struct sync_state sync_st = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.skip_avg = -1,
+};
 
 /* ---- fatal path */
 
 void sync_die(const char *msg)
 {
 	DDP_ERROR("%s", msg);
-	DDP_ERROR("libddp: rank %d stops (gradient synchronisation cannot continue safely)", sync_my_rank);
+	DDP_ERROR("libddp: rank %d stops (gradient synchronisation cannot continue safely)", sync_st.my_rank);
 	fflush(stdout);
 	_exit(1);
 }
@@ -124,7 +103,7 @@ ddp_result sync_coll_fail(ddp_result rc, const char *what)
 		detail = ddp_coll_last_error(c);
 	else
 		detail = ddp_job_comm_error();
-	snprintf(msg, sizeof msg, "libddp: %s failed at step %" PRIu64 ": %s%s", what, sync_cur_step,
+	snprintf(msg, sizeof msg, "libddp: %s failed at step %" PRIu64 ": %s%s", what, sync_st.cur_step,
 		 detail && *detail ? detail : ddp_strerror(rc),
 		 rc == DDP_ERR_TIMEOUT ? " (DDP_COLL_TIMEOUT)" : "");
 	sync_die(msg);
@@ -148,7 +127,7 @@ void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *
 		.ts_ns = t0,
 		.dur_ns = ddp_now_ns() - t0,
 		.bytes = bytes,
-		.step = sync_cur_step,
+		.step = sync_st.cur_step,
 	};
 	ddp_trace_event(&ev);
 }
@@ -159,18 +138,18 @@ void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *
 void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint64_t h)
 {
 	h = ddp_fnv1a(h, kind, strlen(kind));
-	for (size_t i = 0; i < nsigs; i++)
-		if (sigs_seen[i] == h)
+	for (size_t i = 0; i < sync_st.nsigs; i++)
+		if (sync_st.sigs_seen[i] == h)
 			return;
 	ddp_result rc = ddp_check_signature(c, kind, sig);
 	if (rc != DDP_OK)
 		sync_coll_fail(rc, "collective signature check");
-	sync_stats.sig_checks++;
-	uint64_t *p = ddp_array_grow(sigs_seen, &sigcap, nsigs + 1, sizeof *p, 64);
+	sync_st.stats.sig_checks++;
+	uint64_t *p = ddp_array_grow(sync_st.sigs_seen, &sync_st.sigcap, sync_st.nsigs + 1, sizeof *p, 64);
 	if (!p) /* forgetting it here alone would make this rank check again, alone */
 		sync_die("libddp: out of memory (collective signature cache)");
-	sigs_seen = p;
-	sigs_seen[nsigs++] = h;
+	sync_st.sigs_seen = p;
+	sync_st.sigs_seen[sync_st.nsigs++] = h;
 }
 
 /* ---- init and the launch path */
@@ -199,18 +178,18 @@ void ddp_sync_init(int rank, int world)
 	enum ddp_dtype ov = DDP_DT_UNKNOWN;
 	const char *dt = ddp_param_grad_dtype();
 
-	sync_my_rank = rank;
-	sync_my_world = world;
+	sync_st.my_rank = rank;
+	sync_st.my_world = world;
 	if (world <= 1 && mode != 2 && ddp_inspect_enabled()) {
 		/* ddprun inspect: the tracker runs dry (no job, no collectives)
 		 * so that the report can show every range's role and evidence */
-		sync_dry = 1;
+		sync_st.dry = 1;
 	} else if (mode == 2 || world <= 1) {
 		if (mode == 1 && world <= 1)
 			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");
 		return;
 	}
-	if (!sync_dry && mode == 0 && !ddp_job_launched()) {
+	if (!sync_st.dry && mode == 0 && !ddp_job_launched()) {
 		/* auto, but no launcher whose job we can join (RANK/WORLD_SIZE by hand) */
 		DDP_WARN("libddp: WORLD_SIZE=%d but no launcher (ddprun, torchrun, Slurm, MPI) started this rank: "
 			 "gradient synchronisation is off and this rank trains alone (DDP_SYNC=on makes this an error)",
@@ -222,20 +201,20 @@ void ddp_sync_init(int rank, int world)
 		if (!ddp_dtype_reducible(ov))
 			sync_die("libddp: DDP_GRAD_DTYPE must be f32, f16 or bf16");
 	}
-	sync_opt_setting = ddp_param_opt_kernels();
-	sync_reader_setting = ddp_param_grad_reader_kernels();
-	sync_check_every = ddp_param_check();
-	sync_check_inv = ddp_param_check_invariant();
-	sync_skip_avg = ddp_param_debug_skip_avg();
-	sync_no_measure = ddp_param_debug_no_measure();
-	sync_opt_wait_s = ddp_param_opt_wait();
-	sync_real_sync = ddp_driver_.streamSynchronize;
-	sync_real_ctx_sync = ddp_driver_.ctxSynchronize;
-	if (!sync_real_sync)
+	sync_st.opt_setting = ddp_param_opt_kernels();
+	sync_st.reader_setting = ddp_param_grad_reader_kernels();
+	sync_st.check_every = ddp_param_check();
+	sync_st.check_inv = ddp_param_check_invariant();
+	sync_st.skip_avg = ddp_param_debug_skip_avg();
+	sync_st.no_measure = ddp_param_debug_no_measure();
+	sync_st.opt_wait_s = ddp_param_opt_wait();
+	sync_st.real_sync = ddp_driver_.streamSynchronize;
+	sync_st.real_ctx_sync = ddp_driver_.ctxSynchronize;
+	if (!sync_st.real_sync)
 		sync_die("libddp: the driver has no cuStreamSynchronize");
-	sync_overlap_mode = ddp_param_overlap();
-	int overlap = sync_overlap_mode != 2 && !sync_dry && sync_skip_avg < 0;
-	if (sync_overlap_mode != 2 && sync_skip_avg >= 0)
+	sync_st.overlap_mode = ddp_param_overlap();
+	int overlap = sync_st.overlap_mode != 2 && !sync_st.dry && sync_st.skip_avg < 0;
+	if (sync_st.overlap_mode != 2 && sync_st.skip_avg >= 0)
 		DDP_WARN("DDP_DEBUG_SKIP_AVG is set: gradient reductions are synchronous (DDP_OVERLAP=off)");
 	const char *bmb = ddp_param_bucket_mb();
 	char *bend = NULL;
@@ -255,28 +234,28 @@ void ddp_sync_init(int rank, int world)
 		ops.reduce_on = sync_op_reduce_on;
 		ops.written = sync_op_written;
 	}
-	if (ddp_grad_new(&ops, ov, &sync_tracker) != DDP_OK)
+	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {
-		ddp_grad_set_debug_avg_state(sync_tracker, 1);
+		ddp_grad_set_debug_avg_state(sync_st.tracker, 1);
 		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel, and parameters "
 			 "a foreach optimizer op reads beside the gradients, are averaged as gradients (a debug "
 			 "setting: training is wrong)");
 	}
-	if (!sync_dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_cycles) != DDP_OK)
+	if (!sync_st.dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_st.cycles) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
-	if (sync_dry) {
-		ddp_grad_set_strict(sync_tracker, 0);
+	if (sync_st.dry) {
+		ddp_grad_set_strict(sync_st.tracker, 0);
 		ddp_sync_on_ = 1;
 		return;
 	}
-	if (sync_skip_avg >= 0)
+	if (sync_st.skip_avg >= 0)
 		DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: one gradient range of every reduction is left unaveraged (a debug "
 			 "setting: the invariant check must stop this job)",
-			 sync_skip_avg);
+			 sync_st.skip_avg);
 	if (ddp_job_init() != DDP_OK)
 		sync_die("libddp: cannot join the job; see the line above");
 	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
-		 sync_check_every ? ", --check every " : "", sync_check_every ? "N steps" : "");
+		 sync_st.check_every ? ", --check every " : "", sync_st.check_every ? "N steps" : "");
 	ddp_sync_on_ = 1;
 }

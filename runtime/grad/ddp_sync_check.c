@@ -6,7 +6,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ * Contract: sync_st.lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -38,20 +38,6 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
-/* One range the optimizer read at a checked step (the invariant check). */
-struct inv_item {
-	uint64_t hash, bytes, off;
-	uint32_t alloc_id;
-	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
-	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
-	char kname[48];
-	char label[112];
-};
-
-static struct inv_item *inv;
-static size_t ninv, invcap;
-static uint64_t inv_step; /* the step inv[] belongs to           */
-
 /* ---- the cross-rank compare: one function for the parameter check, the
  * invariant check and the exit compare.  This rank posts its hashes
  * h[0..n) under ddp/<kind>/<tag>/<rank> and reads every other rank's,
@@ -75,13 +61,13 @@ static enum xr_result xrank_compare(const char *kind, const char *tag, const uin
 	memset(d, 0, sizeof *d);
 	if (!st)
 		sync_die("libddp: cross-rank check: no store connection");
-	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_st.my_rank);
 	if (ddp_store_set(st, key, h, n * sizeof *h) != DDP_OK)
 		sync_die("libddp: cross-rank check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_my_world; r++) {
+	for (int r = 0; r < sync_st.my_world; r++) {
 		void *val = NULL;
 		size_t len = 0;
-		if (r == sync_my_rank)
+		if (r == sync_st.my_rank)
 			continue;
 		snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, r);
 		ddp_result rc = ddp_store_get(st, key, &val, &len, wait_s);
@@ -118,7 +104,7 @@ static void xrank_forget(const char *kind, const char *tag)
 {
 	char key[128];
 	struct ddp_store *st = ddp_job_store();
-	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_my_rank);
+	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_st.my_rank);
 	if (st)
 		ddp_store_delete(st, key);
 }
@@ -127,24 +113,24 @@ static void xrank_forget(const char *kind, const char *tag)
  * the gradients they read: clipping scales them in place)? */
 static int is_gradient_too(const struct ddp_grad_buf *b)
 {
-	for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
-		const struct ddp_grad_buf *g = ddp_grad_buf_at(sync_tracker, i);
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
+		const struct ddp_grad_buf *g = ddp_grad_buf_at(sync_st.tracker, i);
 		if (g->role == DDP_GR_GRAD && g->alloc_id == b->alloc_id && g->base < b->base + b->size &&
-		    b->base < g->base + g->size && ddp_grad_buf_current(sync_tracker, g))
+		    b->base < g->base + g->size && ddp_grad_buf_current(sync_st.tracker, g))
 			return 1;
 	}
 	return 0;
 }
 
 /* Hashes of every current parameter and optimizer-state range (the
- * sync_tracker's P records; with no_grads, those that are no gradient range
- * too), in the sync_tracker's order, after the context is idle: *out (malloc'd,
+ * sync_st.tracker's P records; with no_grads, those that are no gradient range
+ * too), in the sync_st.tracker's order, after the context is idle: *out (malloc'd,
  * with the ranges in *bufs) and its length.  A range the program freed is
  * forgotten. */
 static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs, const char *who,
 			  int no_grads)
 {
-	size_t nb = ddp_grad_nbufs(sync_tracker), np = 0;
+	size_t nb = ddp_grad_nbufs(sync_st.tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
 	const struct ddp_grad_buf **pb = calloc(nb ? nb : 1, sizeof *pb);
 	void *host = NULL;
@@ -155,17 +141,17 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 		snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
 		sync_die(msg);
 	}
-	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS) {
+	if (sync_st.real_ctx_sync && sync_st.real_ctx_sync() != CUDA_SUCCESS) {
 		snprintf(msg, sizeof msg, "libddp: %s: cuCtxSynchronize failed before hashing the parameters", who);
 		sync_die(msg);
 	}
 	for (size_t i = 0; i < nb; i++) {
-		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+		struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
 		if (b->role != DDP_GR_PARAM)
 			continue;
 		if (!sync_op_alive(NULL, b)) {
 			/* freed by the program (on every rank alike): not a parameter any more */
-			ddp_grad_forget(sync_tracker, b->alloc_base);
+			ddp_grad_forget(sync_st.tracker, b->alloc_base);
 			continue;
 		}
 		/* the final compare: persistent ranges only (an optimizer list's
@@ -200,7 +186,7 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 static ddp_result check_hashes(uint64_t step, void *stream)
 {
 	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
-	const char *who = sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 ? "--check" : "parameter check";
+	const char *who = sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0 ? "--check" : "parameter check";
 	const struct ddp_grad_buf **pb;
 	uint64_t *h;
 	char tag[32], msg[800];
@@ -218,7 +204,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 		snprintf(msg, sizeof msg,
 			 "libddp: %s at step %" PRIu64 ": rank %d has %zu parameter buffers, rank %d has %zu: the "
 			 "ranks run different programs",
-			 who, step, d.rank, d.their_n, sync_my_rank, np);
+			 who, step, d.rank, d.their_n, sync_st.my_rank, np);
 		sync_die(msg);
 	case XR_DIFF:
 		snprintf(msg, sizeof msg,
@@ -226,7 +212,7 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 			 "state, %" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d (hash "
 			 "%016" PRIx64 ") and rank %d (hash %016" PRIx64 ")",
 			 who, step, pb[d.index]->label, pb[d.index]->size, pb[d.index]->base - pb[d.index]->alloc_base,
-			 pb[d.index]->alloc_id, sync_my_rank, d.mine, d.rank, d.theirs);
+			 pb[d.index]->alloc_id, sync_st.my_rank, d.mine, d.rank, d.theirs);
 		sync_die(msg);
 	case XR_SAME:
 		break;
@@ -239,9 +225,9 @@ static ddp_result check_hashes(uint64_t step, void *stream)
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
-	sync_stats.hash_checks++;
+	sync_st.stats.hash_checks++;
 	DDP_INFO(GRAD, "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", who, step, np,
-		 sync_my_world);
+		 sync_st.my_world);
 	free(h);
 	free(pb);
 	return DDP_OK;
@@ -253,11 +239,10 @@ static ddp_result check_hashes(uint64_t step, void *stream)
  * before the program frees the first of them (ddp_sync_freeing), else at
  * exit while the context lives.  1 on a difference (one line, the exit is
  * non-zero), else 0. */
-int sync_final_done;
 
 int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 {
-	sync_final_done = 1;
+	sync_st.final_done = 1;
 	const struct ddp_grad_buf **pb;
 	uint64_t *h;
 	size_t np = hash_params(NULL, &h, &pb, "the final check", 1);
@@ -265,18 +250,18 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 	struct xr_diff d;
 	int failed = 0;
 
-	if (perturb == sync_my_rank && np) {
+	if (perturb == sync_st.my_rank && np) {
 		/* negative control: one byte of the last range, after the last step */
 		const struct ddp_grad_buf *b = pb[np - 1];
 		unsigned char byte;
 		if (sync_op_read(NULL, b->base, &byte, 1, NULL) == DDP_OK) {
 			byte ^= 1;
-			if (sync_op_write(NULL, b->base, &byte, 1, NULL) == DDP_OK && sync_real_ctx_sync)
-				sync_real_ctx_sync();
+			if (sync_op_write(NULL, b->base, &byte, 1, NULL) == DDP_OK && sync_st.real_ctx_sync)
+				sync_st.real_ctx_sync();
 		}
 		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s after the last step (a debug "
 			 "setting: the final check must fail)",
-			 perturb, sync_my_rank, b->label);
+			 perturb, sync_st.my_rank, b->label);
 		free(h);
 		free(pb);
 		np = hash_params(NULL, &h, &pb, "the final check", 1);
@@ -291,7 +276,7 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 		snprintf(msg, cap,
 			 "libddp: at the end of training rank %d holds %zu parameter and state ranges and rank %d "
 			 "holds %zu: the ranks did not train one model",
-			 d.rank, d.their_n ? d.their_n - 1 : 0, sync_my_rank, np);
+			 d.rank, d.their_n ? d.their_n - 1 : 0, sync_st.my_rank, np);
 		failed = 1;
 		break;
 	case XR_DIFF:
@@ -299,14 +284,14 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 			snprintf(msg, cap,
 				 "libddp: at the end of training rank %d counted %" PRIu64 " steps and rank %d "
 				 "counted %" PRIu64 ": the ranks did not train one model",
-				 d.rank, d.theirs, sync_my_rank, d.mine);
+				 d.rank, d.theirs, sync_st.my_rank, d.mine);
 		else
 			snprintf(msg, cap,
 				 "libddp: the ranks diverged: at the end of training, after step %" PRIu64
 				 ", %s (parameter or optimizer state, %" PRIu64 " bytes at +%" PRIu64
 				  " of allocation #%u) differs between rank %d and rank %d",
 				  steps, pb[d.index - 1]->label, pb[d.index - 1]->size,
-				  pb[d.index - 1]->base - pb[d.index - 1]->alloc_base, pb[d.index - 1]->alloc_id, sync_my_rank,
+				  pb[d.index - 1]->base - pb[d.index - 1]->alloc_base, pb[d.index - 1]->alloc_id, sync_st.my_rank,
 				  d.rank);
 		failed = 1;
 		break;
@@ -317,7 +302,7 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 			 steps, np, d.compared);
 		break;
 	}
-	sync_stats.hash_checks++;
+	sync_st.stats.hash_checks++;
 	free(hv);
 	free(h);
 	free(pb);
@@ -339,8 +324,8 @@ static int step_checked(uint64_t step)
 	uint64_t p = step;
 	while (p >= 10 && p % 10 == 0)
 		p /= 10;
-	return sync_check_inv && ((step >= 1 && step <= 3) ||
-			     (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0) || (step >= 10 && p == 1));
+	return sync_st.check_inv && ((step >= 1 && step <= 3) ||
+			     (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0) || (step >= 10 && p == 1));
 }
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
@@ -361,21 +346,20 @@ static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 
 static struct inv_item *inv_add(void)
 {
-	struct inv_item *p = ddp_array_grow(inv, &invcap, ninv + 1, sizeof *p, 64);
+	struct inv_item *p = ddp_array_grow(sync_st.inv, &sync_st.invcap, sync_st.ninv + 1, sizeof *p, 64);
 	if (!p)
 		sync_die("libddp: out of memory (invariant check)");
-	inv = p;
-	struct inv_item *it = &inv[ninv++];
+	sync_st.inv = p;
+	struct inv_item *it = &sync_st.inv[sync_st.ninv++];
 	memset(it, 0, sizeof *it);
 	return it;
 }
 
 #define INV_GAP (64u << 10) /* ranges this close are copied to the host in one go */
 
-static const struct ddp_grad_read *sort_reads;
 static int cmp_read(const void *a, const void *b)
 {
-	uint64_t x = sort_reads[*(const size_t *)a].ptr, y = sort_reads[*(const size_t *)b].ptr;
+	uint64_t x = sync_st.sort_reads[*(const size_t *)a].ptr, y = sync_st.sort_reads[*(const size_t *)b].ptr;
 	return (x > y) - (x < y);
 }
 
@@ -386,15 +370,15 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	static size_t hostcap, *ord, ordcap;
 	uint64_t t0 = ddp_now_ns();
 	(void)ctx;
-	if (sync_dry || !step_checked(step))
+	if (sync_st.dry || !step_checked(step))
 		return DDP_OK;
-	if (inv_step != step) {
-		ninv = 0;
-		inv_step = step;
+	if (sync_st.inv_step != step) {
+		sync_st.ninv = 0;
+		sync_st.inv_step = step;
 	}
 	/* one item per range, in the launch's order (the ranks compare them
 	 * item by item) */
-	size_t first = ninv;
+	size_t first = sync_st.ninv;
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_alloc_ent e;
 		struct inv_item *it = inv_add();
@@ -411,7 +395,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			 r[i].label ? ", " : "",
 			 r[i].role == DDP_GR_NONE ? "read by the optimizer"
 						  : ddp_grad_role_name((enum ddp_grad_role)r[i].role));
-		sync_stats.inv_bytes += r[i].bytes;
+		sync_st.stats.inv_bytes += r[i].bytes;
 	}
 	/* copied to the host by address: ranges a short gap apart in tracked
 	 * memory in one copy (a PyTorch optimizer launch reads hundreds of
@@ -422,7 +406,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	ord = o;
 	for (size_t i = 0; i < n; i++)
 		ord[i] = i;
-	sort_reads = r;
+	sync_st.sort_reads = r;
 	qsort(ord, n, sizeof *ord, cmp_read);
 	for (size_t a = 0; a < n;) {
 		uint64_t lo = r[ord[a]].ptr, hi = lo + r[ord[a]].bytes;
@@ -445,23 +429,23 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
+			sync_st.inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
 							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step): typed
 	 * scalars only (an untyped 8-byte value may be an address, which
 	 * differs between ranks) */
-	if (sync_cur_k && sync_cur_k->types_known && sync_cur_call) {
-		struct ddp_launch_params p = { sync_cur_call->params, sync_cur_call->extra };
+	if (sync_st.cur_k && sync_st.cur_k->types_known && sync_st.cur_call) {
+		struct ddp_launch_params p = { sync_st.cur_call->params, sync_st.cur_call->extra };
 		uint64_t h = DDP_FNV1A_INIT;
 		int any = 0;
-		for (uint32_t i = 0; i < sync_cur_k->nparams; i++) {
-			if (sync_cur_k->params[i].ptype != DDP_PT_SCALAR)
+		for (uint32_t i = 0; i < sync_st.cur_k->nparams; i++) {
+			if (sync_st.cur_k->params[i].ptype != DDP_PT_SCALAR)
 				continue;
-			const void *v = ddp_launch_param_ptr(sync_cur_k, &p, i);
+			const void *v = ddp_launch_param_ptr(sync_st.cur_k, &p, i);
 			if (!v)
 				continue;
-			h = hash_bytes(h, v, sync_cur_k->params[i].size);
+			h = hash_bytes(h, v, sync_st.cur_k->params[i].size);
 			any = 1;
 		}
 		if (any) {
@@ -472,11 +456,11 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			snprintf(it->label, sizeof it->label, "scalar arguments");
 		}
 	}
-	sync_stats.inv_ns += ddp_now_ns() - t0;
+	sync_st.stats.inv_ns += ddp_now_ns() - t0;
 	return DDP_OK;
 }
 
-/* At the end of a checked step: compare inv[] with every other rank's. */
+/* At the end of a checked step: compare sync_st.inv[] with every other rank's. */
 static void inv_compare(uint64_t step)
 {
 	static uint64_t prev_step[2];
@@ -484,21 +468,21 @@ static void inv_compare(uint64_t step)
 	uint64_t t0 = ddp_now_ns(), bytes = 0;
 	char key[96], msg[900];
 
-	if (sync_dry || inv_step != step || !step_checked(step))
+	if (sync_st.dry || sync_st.inv_step != step || !step_checked(step))
 		return;
 	if (!st)
 		sync_die("libddp: invariant check: no store connection");
-	uint64_t *h = calloc(ninv ? ninv : 1, sizeof *h);
+	uint64_t *h = calloc(sync_st.ninv ? sync_st.ninv : 1, sizeof *h);
 	if (!h)
 		sync_die("libddp: out of memory (invariant check)");
-	for (size_t i = 0; i < ninv; i++) {
-		h[i] = inv[i].hash;
-		bytes += inv[i].bytes;
+	for (size_t i = 0; i < sync_st.ninv; i++) {
+		h[i] = sync_st.inv[i].hash;
+		bytes += sync_st.inv[i].bytes;
 	}
 	ddp_status_coll_begin("invariant hash exchange");
 	snprintf(key, sizeof key, "%" PRIu64, step);
 	struct xr_diff d;
-	enum xr_result xr = xrank_compare("inv", key, h, ninv, (double)ddp_param_coll_timeout(), &d);
+	enum xr_result xr = xrank_compare("inv", key, h, sync_st.ninv, (double)ddp_param_coll_timeout(), &d);
 	if (xr == XR_MISSING) {
 		snprintf(msg, sizeof msg,
 			 "libddp: invariant check at step %" PRIu64 ": rank %d never posted its hashes (%s)", step,
@@ -509,18 +493,18 @@ static void inv_compare(uint64_t step)
 		snprintf(msg, sizeof msg,
 			 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu ranges on rank %d and "
 			 "%zu on rank %d: the ranks run different programs",
-			 step, d.their_n, d.rank, ninv, sync_my_rank);
+			 step, d.their_n, d.rank, sync_st.ninv, sync_st.my_rank);
 		sync_die(msg);
 	}
 	if (xr == XR_DIFF) {
-		const struct inv_item *it = &inv[d.index];
+		const struct inv_item *it = &sync_st.inv[d.index];
 		int r = d.rank;
 		if (it->word == 0xffff)
 			snprintf(msg, sizeof msg,
 				 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
 				 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
 				 "unaveraged gradients?) differ between rank %d and rank %d",
-				 step, it->kname, sync_my_rank, r);
+				 step, it->kname, sync_st.my_rank, r);
 		else
 			snprintf(msg, sizeof msg,
 				 "libddp: %s at step %" PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64
@@ -533,7 +517,7 @@ static void inv_compare(uint64_t step)
 					 : "the update reads a range that is no parameter, state or gradient libddp "
 					   "found (a tensor it missed, or a temporary of each rank)",
 				 step, it->kname, it->param, it->word ? "." : "", it->word, it->label, it->bytes,
-				 it->off, it->alloc_id, sync_my_rank, r);
+				 it->off, it->alloc_id, sync_st.my_rank, r);
 		sync_die(msg);
 	}
 	ddp_status_coll_leave();
@@ -543,24 +527,24 @@ static void inv_compare(uint64_t step)
 	}
 	prev_step[1] = prev_step[0];
 	prev_step[0] = step;
-	sync_stats.inv_checks++;
-	sync_stats.inv_ns += ddp_now_ns() - t0;
+	sync_st.stats.inv_checks++;
+	sync_st.stats.inv_ns += ddp_now_ns() - t0;
 	DDP_INFO(GRAD,
 		 "invariant check at step %" PRIu64 ": the %zu ranges the optimizer read (%" PRIu64
 		 " bytes hashed) are identical on all %d ranks",
-		 step, ninv, bytes, sync_my_world);
+		 step, sync_st.ninv, bytes, sync_st.my_world);
 	free(h);
-	ninv = 0;
+	sync_st.ninv = 0;
 }
 
 ddp_result sync_op_step_begin(void *ctx, uint64_t step)
 {
 	(void)ctx;
-	sync_cur_step = step;
-	sync_phase_open = 1;
+	sync_st.cur_step = step;
+	sync_st.phase_open = 1;
 	uint64_t now = ddp_now_ns();
-	if (!sync_stats.step_first_ns)
-		sync_stats.step_first_ns = now;
+	if (!sync_st.stats.step_first_ns)
+		sync_st.stats.step_first_ns = now;
 	ddp_status_step(step);
 	ddp_job_progress();
 	DDP_DEBUG(GRAD, "step %" PRIu64 ": update phase begins", step);
@@ -571,21 +555,21 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 {
 	(void)ctx;
 	uint64_t now = ddp_now_ns();
-	sync_phase_open = 0;
+	sync_st.phase_open = 0;
 	ddp_status_step_end(); /* what is numbered next belongs to the next step */
-	ddp_overlap_step_base(sync_launch_seq);
+	ddp_overlap_step_base(sync_st.launch_seq);
 	inv_compare(step);
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
 			.name = "optimizer step",
 			.cat = "step",
-			.ts_ns = sync_stats.step_last_ns ? sync_stats.step_last_ns : sync_stats.step_first_ns,
+			.ts_ns = sync_st.stats.step_last_ns ? sync_st.stats.step_last_ns : sync_st.stats.step_first_ns,
 			.step = step,
 		};
 		ev.dur_ns = now - ev.ts_ns;
 		ddp_trace_event(&ev);
 	}
-	sync_stats.step_last_ns = now;
+	sync_st.stats.step_last_ns = now;
 	/* the allocation table's per-step counters: log them, start the next step */
 	struct ddp_alloc_stats as;
 	ddp_alloc_stats(&as);
@@ -596,9 +580,9 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 		  as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
 	/* (the parameter check compares steps that another step follows) */
-	if (sync_check_every > 0 && step % (uint64_t)sync_check_every == 0 && !sync_dry && !sync_at_exit) {
+	if (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0 && !sync_st.dry && !sync_st.at_exit) {
 		ddp_status_coll_begin("--check hash exchange");
-		ddp_result rc = check_hashes(step, sync_check_stream);
+		ddp_result rc = check_hashes(step, sync_st.check_stream);
 		ddp_status_coll_leave();
 		return rc;
 	}

@@ -6,7 +6,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ * Contract: sync_st.lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -52,22 +52,22 @@ struct coll_kind {
  * launch, at a reader or early, belongs to that step). */
 void sync_account_step_bytes(uint64_t st, uint64_t bytes)
 {
-	if (st > sync_stats.nstep_bytes) {
-		size_t old = sync_stats.nstep_bytes;
-		uint64_t *p = ddp_array_grow(sync_stats.step_bytes, &sync_stats.nstep_bytes, st, sizeof *p, 64);
+	if (st > sync_st.stats.nstep_bytes) {
+		size_t old = sync_st.stats.nstep_bytes;
+		uint64_t *p = ddp_array_grow(sync_st.stats.step_bytes, &sync_st.stats.nstep_bytes, st, sizeof *p, 64);
 		if (p) {
-			memset(p + old, 0, (sync_stats.nstep_bytes - old) * sizeof *p);
-			sync_stats.step_bytes = p;
+			memset(p + old, 0, (sync_st.stats.nstep_bytes - old) * sizeof *p);
+			sync_st.stats.step_bytes = p;
 		}
 	}
-	if (st && st <= sync_stats.nstep_bytes)
-		sync_stats.step_bytes[st - 1] += bytes;
+	if (st && st <= sync_st.stats.nstep_bytes)
+		sync_st.stats.step_bytes[st - 1] += bytes;
 }
 
 /* The step the gradients being reduced now belong to. */
 uint64_t sync_reduce_step(void)
 {
-	return sync_phase_open ? sync_cur_step : sync_cur_step + 1;
+	return sync_st.phase_open ? sync_st.cur_step : sync_st.cur_step + 1;
 }
 
 #define GROUP_MAX 256 /* ncclAllReduce calls in one NCCL group */
@@ -102,7 +102,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 	uint64_t bytes = 0, t0 = ddp_now_ns(), h;
 	ddp_result rc;
 
-	if (!sync_dry) {
+	if (!sync_st.dry) {
 		ddp_status_coll_begin(k->name); /* ddprun sees who waits where */
 		if ((rc = ddp_job_comm(&c)) != DDP_OK)
 			sync_coll_fail(rc, "creating the communicator");
@@ -110,7 +110,7 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		sync_check_sig(c, k->name, sig, h);
 	}
 	size_t colls = n;
-	if (k->is_allreduce && !sync_dry && sync_skip_avg < 0 && n > 1 && ddp_comm_backend(c) == DDP_COLL_NCCL) {
+	if (k->is_allreduce && !sync_st.dry && sync_st.skip_avg < 0 && n > 1 && ddp_comm_backend(c) == DDP_COLL_NCCL) {
 		/* NCCL: runs of one dtype as groups (one launch each, not one per
 		 * tensor: PyTorch's caching allocator leaves gaps between its
 		 * tensors, so they do not merge into spans) */
@@ -126,13 +126,13 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		void *base = (void *)(uintptr_t)bufs[i]->base;
 		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
 		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
-		if (k->is_allreduce && sync_skip_avg >= 0 && (size_t)sync_skip_avg == i) {
+		if (k->is_allreduce && sync_st.skip_avg >= 0 && (size_t)sync_st.skip_avg == i) {
 			/* DDP_DEBUG_SKIP_AVG: the negative control of the invariant check */
 			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)",
-				 sync_skip_avg, bufs[i]->label);
+				 sync_st.skip_avg, bufs[i]->label);
 			continue;
 		}
-		if (sync_dry) {
+		if (sync_st.dry) {
 			bytes += b;
 			continue;
 		}
@@ -144,25 +144,25 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
 			sync_coll_fail(rc, what);
 		}
-		ddp_rangelog_add(k->is_allreduce ? sync_reduce_step() : (sync_cur_step ? sync_cur_step : 1),
+		ddp_rangelog_add(k->is_allreduce ? sync_reduce_step() : (sync_st.cur_step ? sync_st.cur_step : 1),
 				 k->is_allreduce ? 'A' : 'B', bufs[i]->base, b);
 		bytes += b;
 	}
 done:
-	if (!sync_dry)
+	if (!sync_st.dry)
 		ddp_status_coll_leave();
 	uint64_t dt = ddp_now_ns() - t0;
 	*k->calls += n;
 	*k->bytes += bytes;
 	if (k->is_allreduce) {
 		sync_account_step_bytes(sync_reduce_step(), bytes);
-		if (!sync_dry)
+		if (!sync_st.dry)
 			ddp_overlap_account_sync(sync_reduce_step(), colls, dt);
 	}
 	*k->ns += dt;
 	sync_trace_coll(k->name, t0, bytes, n == 1 ? bufs[0]->label : NULL);
 	DDP_INFO(COLL, "step %" PRIu64 ": %s of %zu %s buffer%s%s, %" PRIu64 " bytes, %.3f ms",
-		 sync_cur_step ? sync_cur_step : 1, k->is_allreduce ? "allreduce-avg" : "broadcast", n, k->what,
+		 sync_st.cur_step ? sync_st.cur_step : 1, k->is_allreduce ? "allreduce-avg" : "broadcast", n, k->what,
 		 n == 1 ? "" : "s", k->is_allreduce ? "" : " from rank 0", bytes, dt / 1e6);
 	return DDP_OK;
 }
@@ -170,8 +170,8 @@ done:
 ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = {
-		"allreduce",        "gradient", 1, &sync_stats.allreduce_calls, &sync_stats.allreduce_bytes,
-		&sync_stats.allreduce_ns
+		"allreduce",        "gradient", 1, &sync_st.stats.allreduce_calls, &sync_st.stats.allreduce_bytes,
+		&sync_st.stats.allreduce_ns
 	};
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
@@ -187,7 +187,7 @@ int sync_op_reduce_on(void *ctx)
 	struct ddp_comm *c = NULL;
 	char why[160];
 	(void)ctx;
-	if (!decided && sync_overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
+	if (!decided && sync_st.overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
 		decided = 1;
 		if (!ddp_coll_async_usable(c, why, sizeof why)) {
 			ddp_overlap_turn_off();
@@ -209,9 +209,9 @@ ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n,
 	if (rc != DDP_OK)
 		ddp_status_coll_failed(); /* the tracker stops the rank on it */
 	ddp_status_coll_leave();
-	sync_stats.allreduce_calls += colls;
-	sync_stats.allreduce_bytes += bytes;
-	sync_stats.allreduce_ns += ddp_now_ns() - t0;
+	sync_st.stats.allreduce_calls += colls;
+	sync_st.stats.allreduce_bytes += bytes;
+	sync_st.stats.allreduce_ns += ddp_now_ns() - t0;
 	sync_account_step_bytes(st, bytes);
 	DDP_INFO(COLL,
 		 "step %" PRIu64 ": %zu gradient range%s at the consumer: %" PRIu64
@@ -223,7 +223,7 @@ ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n,
 ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = { "broadcast",        "parameter/state",  0,
-					    &sync_stats.bcast_calls, &sync_stats.bcast_bytes, &sync_stats.bcast_ns };
+					    &sync_st.stats.bcast_calls, &sync_st.stats.bcast_bytes, &sync_st.stats.bcast_ns };
 	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
@@ -233,7 +233,7 @@ ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void 
 	(void)ctx;
 	DDP_CUCHECK(ddp_driver_.memcpyDtoHAsync(host, (CUdeviceptr)dev, bytes, sync_the_stream(stream)),
 		    "cuMemcpyDtoHAsync (libddp)");
-	return ddp_cu_result(sync_real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
+	return ddp_cu_result(sync_st.real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
 ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
@@ -251,7 +251,7 @@ ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes
 	(void)ctx;
 	DDP_CUCHECK(ddp_driver_.memcpyHtoDAsync((CUdeviceptr)dev, host, bytes, sync_the_stream(stream)),
 		    "cuMemcpyHtoDAsync (libddp)");
-	return ddp_cu_result(sync_real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
+	return ddp_cu_result(sync_st.real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
 }
 
 ddp_result sync_op_relaunch(void *ctx, void *launch_ctx)
@@ -259,10 +259,10 @@ ddp_result sync_op_relaunch(void *ctx, void *launch_ctx)
 	const struct ddp_launch_call *c = launch_ctx;
 	CUresult r;
 	(void)ctx;
-	sync_stats.calibrations++;
+	sync_st.stats.calibrations++;
 	r = ddp_port_relaunch(c);
 	DDP_CUCHECK(r, "calibration launch");
-	return ddp_cu_result(sync_real_sync(sync_the_stream(sync_check_stream)), "cuStreamSynchronize (libddp)");
+	return ddp_cu_result(sync_st.real_sync(sync_the_stream(sync_st.check_stream)), "cuStreamSynchronize (libddp)");
 }
 
 /* Everything in flight, stream-ordered reductions included (a measurement
@@ -270,7 +270,7 @@ ddp_result sync_op_relaunch(void *ctx, void *launch_ctx)
 ddp_result sync_op_drain(void *ctx)
 {
 	(void)ctx;
-	if (sync_real_ctx_sync && sync_real_ctx_sync() != CUDA_SUCCESS)
+	if (sync_st.real_ctx_sync && sync_st.real_ctx_sync() != CUDA_SUCCESS)
 		return DDP_ERR_CUDA;
 	return DDP_OK;
 }

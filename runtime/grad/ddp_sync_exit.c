@@ -5,7 +5,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ * Contract: sync_st.lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -35,75 +35,74 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
-static int stepped_aside; /* ddp_sync_step_aside: the job stays until exit */
 
 void ddp_sync_step_aside(const char *why)
 {
 	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
 		return;
-	__atomic_store_n(&stepped_aside, 1, __ATOMIC_RELEASE);
-	if (sync_my_rank == 0)
+	__atomic_store_n(&sync_st.stepped_aside, 1, __ATOMIC_RELEASE);
+	if (sync_st.my_rank == 0)
 		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
 			 "synchronisation steps aside: each rank's program synchronises itself",
 			 why);
 	else
-		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_my_rank, why);
+		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
 }
 
 void ddp_sync_freeing(uint64_t p)
 {
 	ddp_port_own_begin();
-	pthread_mutex_lock(&sync_lock);
-	if (ddp_sync_on_ && !sync_dry && !sync_final_done && sync_check_inv && sync_tracker && ddp_grad_steps(sync_tracker) > 0) {
-		for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
-			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+	pthread_mutex_lock(&sync_st.lock);
+	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker && ddp_grad_steps(sync_st.tracker) > 0) {
+		for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
+			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
 			if (b->role != DDP_GR_PARAM || p < b->alloc_base || p >= b->alloc_base + b->alloc_size ||
-			    !ddp_grad_buf_current(sync_tracker, b))
+			    !ddp_grad_buf_current(sync_st.tracker, b))
 				continue;
 			/* an open update phase ends first (its step counts; the
 			 * compare below covers its parameter check) */
-			sync_at_exit = 1;
-			ddp_result frc = ddp_grad_finish(sync_tracker);
-			sync_at_exit = 0;
+			sync_st.at_exit = 1;
+			ddp_result frc = ddp_grad_finish(sync_st.tracker);
+			sync_st.at_exit = 0;
 			if (frc != DDP_OK) {
-				const char *e = ddp_grad_last_error(sync_tracker);
+				const char *e = ddp_grad_last_error(sync_st.tracker);
 				sync_die(e && *e ? e : "libddp: gradient tracking failed");
 			}
 			char msg[700];
-			if (sync_final_compare(ddp_grad_steps(sync_tracker), msg, sizeof msg))
+			if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
 				sync_die(msg);
 			break;
 		}
 	}
-	pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
 }
 
 int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
-	if (__atomic_load_n(&stepped_aside, __ATOMIC_ACQUIRE)) {
+	if (__atomic_load_n(&sync_st.stepped_aside, __ATOMIC_ACQUIRE)) {
 		ddp_job_fini();
 		return 0;
 	}
 	if (!ddp_sync_on_)
 		return 0;
-	pthread_mutex_lock(&sync_lock);
+	pthread_mutex_lock(&sync_st.lock);
 	/* an open update phase ends here (its invariant check, if due, runs) */
-	sync_at_exit = 1;
-	if (ddp_grad_finish(sync_tracker) != DDP_OK) {
-		const char *e = ddp_grad_last_error(sync_tracker);
+	sync_st.at_exit = 1;
+	if (ddp_grad_finish(sync_st.tracker) != DDP_OK) {
+		const char *e = ddp_grad_last_error(sync_st.tracker);
 		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
 		failed = 1;
 	}
-	uint64_t steps = ddp_grad_steps(sync_tracker);
-	uint64_t red = ddp_grad_reductions(sync_tracker);
+	uint64_t steps = ddp_grad_steps(sync_st.tracker);
+	uint64_t red = ddp_grad_reductions(sync_st.tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;
 	char ovs[256];
-	if (!sync_dry)
+	if (!sync_st.dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!sync_dry && !failed && (red == 0 || steps == 0) && sync_stats.launches > 0) {
+	if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have
@@ -112,20 +111,20 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 			  " kernels and %s; it is not known to have trained as "
 			  "one model with the other ranks: %sreport the update kernel (the "
 			  "last kernel launched: %.100s; docs/gradient-sync.md, \"How ddprun stops\")",
-			  sync_stats.launches,
+			  sync_st.stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
 				: "averaged no gradient (no kernel was recognised as an optimizer)",
-			  sync_torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+			  sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
 				       "or fused=True; else "
 				     : "",
-			  sync_cur_k && sync_cur_k->demangled ? sync_cur_k->demangled : "?");
+			  sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");
 		failed = 1;
 	}
-	if (!sync_dry && !failed && steps > 0 && sync_check_inv && !sync_final_done) {
+	if (!sync_st.dry && !failed && steps > 0 && sync_st.check_inv && !sync_st.final_done) {
 		/* nothing freed before exit: compare now, while the context lives */
 		char msg[700];
-		if (!sync_real_ctx_sync || sync_real_ctx_sync() != CUDA_SUCCESS)
+		if (!sync_st.real_ctx_sync || sync_st.real_ctx_sync() != CUDA_SUCCESS)
 			DDP_INFO(GRAD, "final check skipped: the program destroyed its context before exit without "
 				       "freeing its parameters");
 		else if ((failed = sync_final_compare(steps, msg, sizeof msg)))
@@ -138,10 +137,10 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 "%" PRIu64 " --check comparisons, %" PRIu64 " calibration launches, about %" PRIu64
 		 " launches on "
 		 "the cheap path; %s",
-		 steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes, sync_stats.allreduce_ns / 1e6,
-		 sync_stats.allreduce_bytes * per, sync_stats.allreduce_ns / 1e6 * per, sync_stats.bcast_calls,
-		 sync_stats.bcast_bytes, sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
-		 sync_stats.calibrations, __atomic_load_n(&sync_fastcount.n, __ATOMIC_RELAXED), ovs);
+		 steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes, sync_st.stats.allreduce_ns / 1e6,
+		 sync_st.stats.allreduce_bytes * per, sync_st.stats.allreduce_ns / 1e6 * per, sync_st.stats.bcast_calls,
+		 sync_st.stats.bcast_bytes, sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
+		 sync_st.stats.calibrations, __atomic_load_n(&sync_fastcount.n, __ATOMIC_RELAXED), ovs);
 	if (trace_dir && *trace_dir) {
 		char path[4096];
 		snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank);
@@ -157,24 +156,24 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
 				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
 				",\"bytes_reduced_by_step\":[",
-				rank, sync_my_world, steps, red, sync_stats.allreduce_calls, sync_stats.allreduce_bytes,
-				sync_stats.allreduce_ns / 1e6, sync_stats.bcast_calls, sync_stats.bcast_bytes,
-				sync_stats.bcast_ns / 1e6, sync_stats.sig_checks, sync_stats.hash_checks,
-				sync_stats.allreduce_bytes * per, (sync_stats.allreduce_ns + sync_stats.bcast_ns) / 1e6 * per,
-				ddp_grad_grad_bytes(sync_tracker), sync_stats.inv_checks, sync_stats.inv_bytes,
-				sync_stats.inv_ns / 1e6, sync_stats.calibrations);
+				rank, sync_st.my_world, steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes,
+				sync_st.stats.allreduce_ns / 1e6, sync_st.stats.bcast_calls, sync_st.stats.bcast_bytes,
+				sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
+				sync_st.stats.allreduce_bytes * per, (sync_st.stats.allreduce_ns + sync_st.stats.bcast_ns) / 1e6 * per,
+				ddp_grad_grad_bytes(sync_st.tracker), sync_st.stats.inv_checks, sync_st.stats.inv_bytes,
+				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations);
 			for (uint64_t i = 0; i < steps; i++)
 				fprintf(f, "%s%" PRIu64, i ? "," : "",
-					i < sync_stats.nstep_bytes ? sync_stats.step_bytes[i] : 0);
+					i < sync_st.stats.nstep_bytes ? sync_st.stats.step_bytes[i] : 0);
 			fputc(']', f);
 			ddp_overlap_json(f);
 			ddp_rangelog_json(f);
 			fprintf(f, ",\"buffers\":[");
 			int first = 1;
-			for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
-				const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+			for (size_t i = 0; i < ddp_grad_nbufs(sync_st.tracker); i++) {
+				const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
 				if ((b->role != DDP_GR_GRAD && b->role != DDP_GR_PARAM) ||
-				    !ddp_grad_buf_current(sync_tracker, b))
+				    !ddp_grad_buf_current(sync_st.tracker, b))
 					continue;
 				fprintf(f, "%s{\"role\":\"%s\",\"label\":\"", first ? "" : ",",
 					b->role == DDP_GR_GRAD ? "gradient" : "parameter");
@@ -195,8 +194,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	/* The job goes away below; launches the program still makes after this
 	 * (its own atexit handlers run after ours) pass straight to the driver. */
 	__atomic_store_n(&ddp_sync_on_, 0, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&sync_lock);
-	if (!sync_dry)
+	pthread_mutex_unlock(&sync_st.lock);
+	if (!sync_st.dry)
 		ddp_job_fini();
 	return failed;
 }
@@ -204,9 +203,9 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 void ddp_sync_explain(const char *path)
 {
 	FILE *f;
-	if (!sync_dry || !sync_tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
+	if (!sync_st.dry || !sync_st.tracker || !path || !*path || !(f = DDP_SYS(fopen64)(path, "a")))
 		return;
-	pthread_mutex_lock(&sync_lock);
+	pthread_mutex_lock(&sync_st.lock);
 	/* the sections are the Roles table's records, grouped by role */
 	static const struct {
 		uint8_t role;
@@ -217,9 +216,9 @@ void ddp_sync_explain(const char *path)
 	};
 	for (size_t s = 0; s < sizeof sect / sizeof sect[0]; s++) {
 		fprintf(f, "\n## %s\n", sect[s].title);
-		for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
-			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
-			if (b->role == sect[s].role && ddp_grad_buf_current(sync_tracker, b))
+		for (size_t i = 0; i < ddp_grad_nbufs(sync_st.tracker); i++) {
+			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
+			if (b->role == sect[s].role && ddp_grad_buf_current(sync_st.tracker, b))
 				fprintf(f, "  #%u  +%" PRIu64 "  %" PRIu64 " bytes  %s\n", b->alloc_id,
 					b->base - b->alloc_base, b->size, b->label);
 		}
@@ -228,12 +227,12 @@ void ddp_sync_explain(const char *path)
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
 		"\n",
-		ddp_grad_steps(sync_tracker), sync_stats.calibrations, ddp_grad_grad_bytes(sync_tracker));
+		ddp_grad_steps(sync_st.tracker), sync_st.stats.calibrations, ddp_grad_grad_bytes(sync_st.tracker));
 	fprintf(f, "%-10s %-40s %10s %10s %6s  %s\n", "role", "range", "offset", "bytes", "dtype", "evidence");
 	size_t shown = 0;
-	for (size_t i = 0; i < ddp_grad_nbufs(sync_tracker); i++) {
-		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
-		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(sync_tracker, b))
+	for (size_t i = 0; i < ddp_grad_nbufs(sync_st.tracker); i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
+		if (b->role == DDP_GR_NONE || b->role == DDP_GR_OTHER || !ddp_grad_buf_current(sync_st.tracker, b))
 			continue;
 		fprintf(f, "%-10s %-40s %10" PRIu64 " %10" PRIu64 " %6s  %s",
 			ddp_grad_role_name((enum ddp_grad_role)b->role), b->label, b->base - b->alloc_base,
@@ -255,6 +254,6 @@ void ddp_sync_explain(const char *path)
 	if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
-	pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_unlock(&sync_st.lock);
 	fclose(f);
 }

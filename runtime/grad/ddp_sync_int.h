@@ -15,7 +15,7 @@
  * Names shared across these files carry the sync_ prefix; nothing here is
  * exported from libddp.so (hidden visibility).
  *
- * Contract: as ddp_sync.c's: sync_lock serialises everything but the cheap
+ * Contract: as ddp_sync.c's: sync_st.lock serialises everything but the cheap
  * path.
  */
 #ifndef DDP_SYNC_INT_H
@@ -27,6 +27,7 @@
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
 #include "ddp_port.h"
+#include "ddp_torch_launch.h"
 
 struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
@@ -72,34 +73,79 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step);
 /* The final compare (every parameter and state range across ranks, once;
  * ddp_sync_freeing, ddp_sync_exit): 1 and *msg on a difference. */
 int sync_final_compare(uint64_t steps, char *msg, size_t cap);
-extern int sync_final_done;
 
-/* The glue's state, defined in ddp_sync.c (sync_fastcount: in
- * ddp_sync_launch.c); sync_lock guards all of it but what the cheap path
- * reads atomically. */
-extern pthread_mutex_t sync_lock;
-extern struct ddp_grad *sync_tracker;
-extern struct sync_stats sync_stats;
-extern const char *sync_opt_setting, *sync_reader_setting;
-extern long sync_check_every;
-extern int sync_my_rank, sync_my_world;
-extern uint64_t sync_cur_step;
-extern int sync_phase_open;          /* between step_begin and step_end     */
-extern int sync_dry;                 /* ddprun inspect: no collectives      */
-extern int sync_at_exit;             /* ddp_sync_exit / the final compare end the run */
-extern struct ddp_cycle *sync_cycles; /* the steps while no update is known (ddp_cycle.h) */
-extern int sync_check_inv;           /* DDP_CHECK_INVARIANT                 */
-extern long sync_skip_avg;           /* DDP_DEBUG_SKIP_AVG                  */
-extern int sync_no_measure;          /* DDP_DEBUG_NO_MEASURE                */
-extern long sync_opt_wait_s;         /* DDP_OPT_WAIT                        */
-extern int sync_torch_seen;          /* a PyTorch kernel was decoded        */
-extern struct ddp_kfunc *sync_cur_k; /* the launch being processed          */
-extern const struct ddp_launch_call *sync_cur_call;
-extern uint64_t sync_launch_seq; /* launches handed to the tracker      */
-extern CUresult (*sync_real_sync)(CUstream);
-extern CUresult (*sync_real_ctx_sync)(void);
-extern int sync_overlap_mode;   /* DDP_OVERLAP: 0 auto, 1 on, 2 off */
-extern void *sync_check_stream; /* the current launch's stream (per-thread default resolved) */
+/* One range the optimizer read at a checked step (the invariant check). */
+struct inv_item {
+	uint64_t hash, bytes, off;
+	uint32_t alloc_id;
+	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
+	char kname[48];
+	char label[112];
+};
+
+/* The glue's state: one struct, defined in ddp_sync.c.  sync_st.lock
+ * guards all of it except the settings (written once by ddp_sync_init
+ * before any launch reaches the glue, read-only afterwards), opt_seen and
+ * stepped_aside (atomic; read without the lock).  Outside it, on purpose:
+ * the cheap path's lock-free objects (ddp_sync_launch.c: hot, and
+ * sync_fastcount below, a cache line each), the per-thread values
+ * (fast_tick, libcall: __thread) and ddp_sync_on_ (ddp_sync.h). */
+struct sync_state {
+	pthread_mutex_t lock; /* serialises everything below the launch hooks */
+
+	/* settings: ddp_sync_init (ddp_sync.c) */
+	struct ddp_grad *tracker;
+	const char *opt_setting, *reader_setting;
+	long check_every;
+	int my_rank, my_world;
+	int dry;          /* ddprun inspect: no collectives      */
+	int check_inv;    /* DDP_CHECK_INVARIANT                 */
+	long skip_avg;    /* DDP_DEBUG_SKIP_AVG (-1: none)       */
+	int no_measure;   /* DDP_DEBUG_NO_MEASURE                */
+	long opt_wait_s;  /* DDP_OPT_WAIT                        */
+	int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off    */
+	CUresult (*real_sync)(CUstream);
+	CUresult (*real_ctx_sync)(void);
+	struct ddp_cycle *cycles; /* the steps while no update is known (ddp_cycle.h) */
+
+	/* counters: every file, under the lock; reported by ddp_sync_exit.c */
+	struct sync_stats stats;
+
+	/* the step: ddp_sync_check.c's step callbacks, ddp_sync_exit.c */
+	uint64_t cur_step;
+	int phase_open; /* between step_begin and step_end     */
+	int at_exit;    /* ddp_sync_exit / the final compare end the run */
+	int final_done; /* the final compare ran (ddp_sync_check.c) */
+
+	/* the launch being processed: ddp_sync_launch.c (the callbacks read it) */
+	struct ddp_kfunc *cur_k;
+	const struct ddp_launch_call *cur_call;
+	void *check_stream;  /* its stream (per-thread default resolved) */
+	uint64_t launch_seq; /* launches handed to the tracker      */
+	int torch_seen;      /* a PyTorch kernel was decoded        */
+	int opt_seen;        /* an optimizer kernel was launched (atomic) */
+	uint64_t first_launch_ns;
+	struct ddp_launch launch_buf;
+	struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
+	struct ddp_xargs xargs; /* explicit launches' tensors (grows)  */
+	uint64_t ints_buf[16];  /* the launch's integer arguments (0: <= 0) */
+	uint32_t nints;
+
+	/* the collective signature cache: sync_check_sig (ddp_sync.c) */
+	uint64_t *sigs_seen;
+	size_t nsigs, sigcap;
+
+	/* the invariant check: ddp_sync_check.c */
+	struct inv_item *inv;
+	size_t ninv, invcap;
+	uint64_t inv_step; /* the step inv[] belongs to           */
+	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
+
+	/* ddp_sync_step_aside (ddp_sync_exit.c): the job stays until exit (atomic) */
+	int stepped_aside;
+};
+extern struct sync_state sync_st __attribute__((visibility("hidden")));
 
 /* cheap-path launches (ddp_sync_launch.c), read by the exit summary:
  * written rarely, a cache line of their own */

@@ -6,7 +6,7 @@
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
- * Contract: sync_lock (ddp_sync.c) serialises every function here.
+ * Contract: sync_st.lock (ddp_sync.c) serialises every function here.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -39,8 +39,6 @@
 
 /* Kernel classes cached in ddp_kfunc.sync_class: 0 = not yet, else 1 + class. */
 
-static int opt_seen;       /* an optimizer kernel was launched    */
-static uint64_t first_launch_ns;
 
 /* the cheap path */
 struct gsnap {
@@ -70,9 +68,6 @@ static void fast_progress(void)
 	ddp_job_progress();
 	__atomic_fetch_add(&sync_fastcount.n, FAST_TICK, __ATOMIC_RELAXED);
 }
-static struct ddp_launch launch_buf;
-static struct ddp_grad_arg args_buf[DDP_LAUNCH_MAX_ARGS];
-static struct ddp_xargs xargs; /* explicit launches' tensors (grows)  */
 
 /* ---- the cheap path */
 
@@ -82,17 +77,17 @@ static int cmp_iv(const void *a, const void *b)
 	return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* Publishes the gradients' allocations (sync_lock held). */
+/* Publishes the gradients' allocations (sync_st.lock held). */
 static void gsnap_rebuild(void)
 {
-	size_t nb = ddp_grad_nbufs(sync_tracker), n = 0;
+	size_t nb = ddp_grad_nbufs(sync_st.tracker), n = 0;
 	struct gsnap *g = malloc(sizeof *g + (nb ? nb : 1) * sizeof g->iv[0]);
 	if (!g) {
 		__atomic_store_n(&hot.ok, 0, __ATOMIC_RELEASE); /* no snapshot: the slow path */
 		return;
 	}
 	for (size_t i = 0; i < nb; i++) {
-		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
 		if (b->role != DDP_GR_GRAD && b->role != DDP_GR_CAND)
 			continue;
 		g->iv[n].lo = b->alloc_base;
@@ -115,20 +110,20 @@ static void gsnap_rebuild(void)
 }
 
 /* The steady state may have begun or ended, the gradients changed
- * (sync_lock held). */
+ * (sync_st.lock held). */
 static void fast_update(void)
 {
 	static uint64_t built_gen = UINT64_MAX;
-	int ok = !sync_dry && opt_seen && ddp_grad_steady(sync_tracker);
-	if (ok && (!__atomic_load_n(&hot.ok, __ATOMIC_RELAXED) || ddp_grad_gen(sync_tracker) != built_gen)) {
-		built_gen = ddp_grad_gen(sync_tracker);
+	int ok = !sync_st.dry && sync_st.opt_seen && ddp_grad_steady(sync_st.tracker);
+	if (ok && (!__atomic_load_n(&hot.ok, __ATOMIC_RELAXED) || ddp_grad_gen(sync_st.tracker) != built_gen)) {
+		built_gen = ddp_grad_gen(sync_st.tracker);
 		gsnap_rebuild();
 	}
 	__atomic_store_n(&hot.ok, ok && hot.snap, __ATOMIC_RELEASE);
 }
 
 /* The kernel's words that may hold a pointer, as ddp_launch_decode scans
- * them (sync_lock held, once per kernel). */
+ * them (sync_st.lock held, once per kernel). */
 static void scan_build(struct ddp_kfunc *k)
 {
 	uint32_t n = 0, *v;
@@ -235,16 +230,16 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes)
 {
 	struct ddp_alloc_ent d, s;
-	if (!ddp_sync_on_ || !sync_tracker || !bytes)
+	if (!ddp_sync_on_ || !sync_st.tracker || !bytes)
 		return;
 	if (!ddp_alloc_covers(dst, bytes, &d) || !ddp_alloc_covers(src, bytes, &s))
 		return;
 	/* a range straddling mapped pages (expandable segments) spans them */
 	uint64_t dsz = dst + bytes - d.base > d.size ? dst + bytes - d.base : d.size;
 	uint64_t ssz = src + bytes - s.base > s.size ? src + bytes - s.base : s.size;
-	pthread_mutex_lock(&sync_lock);
-	ddp_grad_copied(sync_tracker, dst, d.base, dsz, d.id, src, s.base, ssz, s.id, bytes);
-	pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_lock(&sync_st.lock);
+	ddp_grad_copied(sync_st.tracker, dst, d.base, dsz, d.id, src, s.base, ssz, s.id, bytes);
+	pthread_mutex_unlock(&sync_st.lock);
 }
 
 /* Inside a library call that declared its output: an argument pointing
@@ -256,7 +251,7 @@ static void libcall_bound(const struct ddp_kfunc *k, uint32_t n)
 	if (lo >= hi)
 		return;
 	for (uint32_t j = 0; j < n; j++) {
-		struct ddp_grad_arg *g = &args_buf[j];
+		struct ddp_grad_arg *g = &sync_st.args_buf[j];
 		if (g->ptr < lo || g->ptr >= hi || lo < g->base || hi - g->base > g->size)
 			continue;
 		DDP_TRACE(GRAD,
@@ -284,8 +279,6 @@ static int is_count_type(uint8_t dt)
 	return dt == DDP_DT_I32 || dt == DDP_DT_U32 || dt == DDP_DT_I64 || dt == DDP_DT_U64;
 }
 
-static uint64_t ints_buf[16]; /* the launch's integer arguments (0: <= 0) */
-static uint32_t nints;
 
 /* The range each pointer argument covers, from the launch's integer
  * arguments and its grid (ddp_extent.h: one instance's count, or the union
@@ -296,10 +289,10 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 			 uint32_t n)
 {
 	static struct ddp_extent_ptr ep[DDP_LAUNCH_MAX_ARGS];
-	uint64_t *counts = ints_buf;
+	uint64_t *counts = sync_st.ints_buf;
 	uint32_t nc = 0;
 
-	nints = 0;
+	sync_st.nints = 0;
 	if (!k->types_known)
 		return;
 	for (uint32_t i = 0; i < k->nparams && nc < 16; i++) {
@@ -320,12 +313,12 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 		}
 		counts[nc++] = x > 0 ? (uint64_t)x : 0;
 	}
-	nints = nc;
+	sync_st.nints = nc;
 	if (n > DDP_LAUNCH_MAX_ARGS)
 		n = DDP_LAUNCH_MAX_ARGS;
 	for (uint32_t j = 0; j < n; j++) {
-		const struct ddp_launch_arg *a = &launch_buf.args[j];
-		size_t es = ddp_dtype_size((enum ddp_dtype)args_buf[j].dtype);
+		const struct ddp_launch_arg *a = &sync_st.launch_buf.args[j];
+		size_t es = ddp_dtype_size((enum ddp_dtype)sync_st.args_buf[j].dtype);
 		ep[j].esize = a->in_struct || a->access == DDP_ACC_UNKNOWN ? 0 : (uint32_t)es;
 		ep[j].alloc = a->alloc.size;
 		ep[j].room = a->alloc.size - (a->value - a->alloc.base);
@@ -338,8 +331,8 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 			  k->sync_kname, r.instances);
 	for (uint32_t j = 0; j < n; j++)
 		if (ep[j].bounded) {
-			args_buf[j].ext = ep[j].ext;
-			args_buf[j].bounded = ep[j].bounded;
+			sync_st.args_buf[j].ext = ep[j].ext;
+			sync_st.args_buf[j].bounded = ep[j].bounded;
 		}
 }
 
@@ -351,12 +344,12 @@ static void bound_ranges(const struct ddp_kfunc *k, const struct ddp_launch_para
 static void refuse_guessed_gradients(void)
 {
 	static uint64_t seen_gen = ~0ULL;
-	uint64_t gen = ddp_grad_gen(sync_tracker);
-	if (gen == seen_gen || sync_no_measure)
+	uint64_t gen = ddp_grad_gen(sync_st.tracker);
+	if (gen == seen_gen || sync_st.no_measure)
 		return;
 	seen_gen = gen;
-	for (size_t i = 0, n = ddp_grad_nbufs(sync_tracker); i < n; i++) {
-		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_tracker, i);
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
 		if (b->role != DDP_GR_GRAD || b->named || b->bounded != DDP_GB_COUNT)
 			continue;
 		/* a range that is its whole allocation (the data flow's gradients)
@@ -391,22 +384,22 @@ static void no_optimizer_check(struct ddp_kfunc *k, int cls)
 {
 	char msg[900];
 	if (cls == DDP_GK_OPT) {
-		__atomic_store_n(&opt_seen, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&sync_st.opt_seen, 1, __ATOMIC_RELAXED);
 		return;
 	}
 	uint64_t now = ddp_now_ns();
-	if (!first_launch_ns) {
-		first_launch_ns = now;
+	if (!sync_st.first_launch_ns) {
+		sync_st.first_launch_ns = now;
 		return;
 	}
-	if (sync_dry || sync_opt_wait_s <= 0 || now - first_launch_ns < (uint64_t)sync_opt_wait_s * 1000000000ULL)
+	if (sync_st.dry || sync_st.opt_wait_s <= 0 || now - sync_st.first_launch_ns < (uint64_t)sync_st.opt_wait_s * 1000000000ULL)
 		return;
 	snprintf(msg, sizeof msg,
 		 "libddp: %" PRIu64 " kernel launches in %ld s and none was recognised as an "
 		 "optimizer, so no gradient is averaged and the ranks train apart (the last kernel launched: %.100s); "
 		 "the job stops (docs/gradient-sync.md, \"How ddprun stops\")%s",
-		 sync_stats.launches, sync_opt_wait_s, k->demangled ? k->demangled : "?",
-		 sync_torch_seen ? "; PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) "
+		 sync_st.stats.launches, sync_st.opt_wait_s, k->demangled ? k->demangled : "?",
+		 sync_st.torch_seen ? "; PyTorch optimizers built with foreach=False (one elementwise kernel per parameter) "
 				   "are not recognised: use foreach=True or fused=True (the defaults on CUDA)"
 				 : "");
 	sync_die(msg);
@@ -426,7 +419,7 @@ static void no_update_stop(const struct ddp_cycle_report *r)
 		 " before that write (docs/gradient-sync.md, \"How ddprun stops\")%s",
 		 r->cycles, r->period, r->first ? r->first : "?", r->writer ? r->writer : "?", r->hi - r->lo,
 		 r->lo - r->alloc_base, r->alloc_id, r->reader ? r->reader : "?", r->cycles,
-		 sync_torch_seen ? "; PyTorch optimizers built with foreach=False are not recognised: use foreach=True or "
+		 sync_st.torch_seen ? "; PyTorch optimizers built with foreach=False are not recognised: use foreach=True or "
 			      "fused=True (the defaults on CUDA; foreach=False runs one elementwise kernel per parameter)"
 			    : "");
 	sync_die(msg);
@@ -434,15 +427,15 @@ static void no_update_stop(const struct ddp_cycle_report *r)
 
 int ddp_sync_gate_open(void)
 {
-	return ddp_sync_on_ && !sync_dry && !__atomic_load_n(&opt_seen, __ATOMIC_RELAXED);
+	return ddp_sync_on_ && !sync_st.dry && !__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED);
 }
 
 void ddp_sync_output_open(const char *path)
 {
 	char msg[1000];
-	pthread_mutex_lock(&sync_lock);
-	if (!ddp_sync_gate_open() || !sync_stats.launches) {
-		pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_lock(&sync_st.lock);
+	if (!ddp_sync_gate_open() || !sync_st.stats.launches) {
+		pthread_mutex_unlock(&sync_st.lock);
 		return;
 	}
 	snprintf(msg, sizeof msg,
@@ -451,7 +444,7 @@ void ddp_sync_output_open(const char *path)
 		 "parameter and a gradient the way an update does; the last kernel launched: %.200s): the ranks "
 		 "would train apart, so the job stops before the file is written (docs/gradient-sync.md, \"Which "
 		 "updates libddp finds\")",
-		 path, sync_stats.launches, sync_cur_k && sync_cur_k->demangled ? sync_cur_k->demangled : "?");
+		 path, sync_st.stats.launches, sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");
 	sync_die(msg);
 }
 
@@ -479,7 +472,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	uint64_t token = 0;
 	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
-		cls = 1 + (int)ddp_grad_classify(k->demangled, sync_opt_setting, sync_reader_setting);
+		cls = 1 + (int)ddp_grad_classify(k->demangled, sync_st.opt_setting, sync_st.reader_setting);
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
 		if (cls - 1 != DDP_GK_OTHER)
 			DDP_INFO(GRAD, "%s kernel: %s",
@@ -491,27 +484,27 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	cls -= 1;
 
 	ddp_port_own_begin();
-	pthread_mutex_lock(&sync_lock);
-	sync_stats.launches++;
-	if (!opt_seen)
+	pthread_mutex_lock(&sync_st.lock);
+	sync_st.stats.launches++;
+	if (!sync_st.opt_seen)
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
 		short_name(k, k->sync_kname, sizeof k->sync_kname);
 		ddp_torch_launch_learn(k);
-		sync_torch_seen |= k->sync_torch_state == DDP_XT_OK;
+		sync_st.torch_seen |= k->sync_torch_state == DDP_XT_OK;
 		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
 		if (k->sync_boundary) /* never skipped by the cheap path */
 			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
 	}
 	if (cls == DDP_GK_OTHER && !k->sync_scan_state)
 		scan_build(k);
-	if (cls == DDP_GK_OTHER && !ddp_grad_active(sync_tracker)) {
-		sync_cur_k = k; /* the last kernel launched, for the exit message */
+	if (cls == DDP_GK_OTHER && !ddp_grad_active(sync_st.tracker)) {
+		sync_st.cur_k = k; /* the last kernel launched, for the exit message */
 		goto out_unlock;
 	}
 
 	uint32_t n = 0;
-	struct ddp_grad_arg *args = args_buf;
+	struct ddp_grad_arg *args = sync_st.args_buf;
 	uint32_t truncated = 0;
 	int explicit_ranges = k->sync_torch_state == DDP_XT_OK;
 	if (k->sync_torch_state == DDP_XT_REFUSE && cls != DDP_GK_OTHER) {
@@ -525,7 +518,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	}
 	if (explicit_ranges) {
 		char why[300];
-		ddp_result rc = ddp_torch_launch_args(k, c, cls != DDP_GK_OTHER, &xargs, why, sizeof why);
+		ddp_result rc = ddp_torch_launch_args(k, c, cls != DDP_GK_OTHER, &sync_st.xargs, why, sizeof why);
 		if (rc != DDP_OK) {
 			if (cls != DDP_GK_OTHER) {
 				char msg[900];
@@ -539,13 +532,13 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			}
 			explicit_ranges = 0; /* the generic decoder: unbounded ranges */
 		} else {
-			args = xargs.v;
-			n = xargs.n;
+			args = sync_st.xargs.v;
+			n = sync_st.xargs.n;
 		}
 	}
 	if (!explicit_ranges) {
 		struct ddp_launch_params p = { c->params, c->extra };
-		ddp_result rc = ddp_launch_decode(k, &p, &launch_buf);
+		ddp_result rc = ddp_launch_decode(k, &p, &sync_st.launch_buf);
 		if (rc != DDP_OK) {
 			if (cls != DDP_GK_OTHER) {
 				char msg[600];
@@ -558,11 +551,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			}
 			goto out_unlock;
 		}
-		n = launch_buf.nargs;
-		truncated = launch_buf.truncated;
+		n = sync_st.launch_buf.nargs;
+		truncated = sync_st.launch_buf.truncated;
 		for (uint32_t i = 0; i < n; i++) {
-			const struct ddp_launch_arg *a = &launch_buf.args[i];
-			struct ddp_grad_arg *g = &args_buf[i];
+			const struct ddp_launch_arg *a = &sync_st.launch_buf.args[i];
+			struct ddp_grad_arg *g = &sync_st.args_buf[i];
 			g->base = a->alloc.base;
 			g->size = a->alloc.size;
 			g->ptr = a->value;
@@ -582,15 +575,15 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		libcall_bound(k, n);
 	}
 	CUstream s = call_stream(c);
-	if (cls == DDP_GK_OPT && !explicit_ranges && !sync_no_measure) {
+	if (cls == DDP_GK_OPT && !explicit_ranges && !sync_st.no_measure) {
 		/* count-guessed extents of an optimizer launch: measured in the
 		 * calibration steps, the rules learned apply after them */
 		char msg[700];
 		struct ddp_extent_probe pr = { NULL,     sync_op_read,   sync_op_write, sync_op_relaunch,
 					       sync_op_drain, (void *)s, (void *)c };
-		sync_check_stream = (void *)s;
-		if (ddp_extent_measured(k->id, k->sync_kname, ints_buf, nints, args_buf, n,
-					ddp_grad_steps(sync_tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
+		sync_st.check_stream = (void *)s;
+		if (ddp_extent_measured(k->id, k->sync_kname, sync_st.ints_buf, sync_st.nints, sync_st.args_buf, n,
+					ddp_grad_steps(sync_st.tracker) < 3, &pr, msg, sizeof msg) != DDP_OK)
 			sync_die(msg);
 		/* its drain may have waited for the peers' collectives: the
 		 * heartbeat must not read that wait as a stalled rank */
@@ -607,33 +600,33 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		.launch_ctx = (void *)c,
 		.truncated = truncated,
 		.const_correct = (uint8_t)const_correct(k),
-		.seq = ++sync_launch_seq,
+		.seq = ++sync_st.launch_seq,
 		.explicit_ranges = (uint8_t)explicit_ranges,
-		.grad_list = explicit_ranges ? xargs.grad_list : DDP_GRAD_NO_LIST,
+		.grad_list = explicit_ranges ? sync_st.xargs.grad_list : DDP_GRAD_NO_LIST,
 		.boundary = k->sync_boundary,
 	};
-	sync_check_stream = (void *)s;
-	sync_cur_k = k;
-	sync_cur_call = c;
-	ddp_result rc = ddp_grad_launch(sync_tracker, &gl);
-	sync_cur_call = NULL;
-	if (!opt_seen && ddp_grad_steps(sync_tracker)) /* an update found from the data flow */
-		__atomic_store_n(&opt_seen, 1, __ATOMIC_RELAXED);
+	sync_st.check_stream = (void *)s;
+	sync_st.cur_k = k;
+	sync_st.cur_call = c;
+	ddp_result rc = ddp_grad_launch(sync_st.tracker, &gl);
+	sync_st.cur_call = NULL;
+	if (!sync_st.opt_seen && ddp_grad_steps(sync_st.tracker)) /* an update found from the data flow */
+		__atomic_store_n(&sync_st.opt_seen, 1, __ATOMIC_RELAXED);
 	if (rc != DDP_OK) {
-		const char *e = ddp_grad_last_error(sync_tracker);
+		const char *e = ddp_grad_last_error(sync_st.tracker);
 		sync_die(e && *e ? e : "libddp: gradient tracking failed");
 	}
-	if (sync_cycles) { /* no update known yet: the steps, from the stream's cycle */
+	if (sync_st.cycles) { /* no update known yet: the steps, from the stream's cycle */
 		struct ddp_cycle_report rep;
-		if (!opt_seen && ddp_cycle_launch(sync_cycles, &gl, &rep))
+		if (!sync_st.opt_seen && ddp_cycle_launch(sync_st.cycles, &gl, &rep))
 			no_update_stop(&rep);
-		if (opt_seen || ddp_cycle_gave_up(sync_cycles)) {
-			if (!opt_seen)
+		if (sync_st.opt_seen || ddp_cycle_gave_up(sync_st.cycles)) {
+			if (!sync_st.opt_seen)
 				DDP_INFO(GRAD, "no repeating step found in the first %u launches: a job whose update is "
 					       "not found stops at its first output file or at exit",
 					 DDP_CYCLE_MAX_LAUNCHES);
-			ddp_cycle_free(sync_cycles);
-			sync_cycles = NULL;
+			ddp_cycle_free(sync_st.cycles);
+			sync_st.cycles = NULL;
 		}
 	}
 	if (cls == DDP_GK_OPT)
@@ -642,7 +635,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		token = gl.seq;
 	fast_update();
 out_unlock:
-	pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
 	return token;
 }
@@ -652,17 +645,17 @@ void ddp_sync_launched(uint64_t token, const struct ddp_launch_call *c)
 	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns();
 	CUstream s = call_stream(c);
 	ddp_port_own_begin();
-	pthread_mutex_lock(&sync_lock);
+	pthread_mutex_lock(&sync_st.lock);
 	if (ddp_sync_on_) {
 		uint64_t st = sync_reduce_step();
 		ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
 		ddp_overlap_after(token, (void *)s, st, &colls, &bytes);
 		ddp_status_coll_leave();
-		sync_stats.allreduce_calls += colls;
-		sync_stats.allreduce_bytes += bytes;
-		sync_stats.allreduce_ns += ddp_now_ns() - t0;
+		sync_st.stats.allreduce_calls += colls;
+		sync_st.stats.allreduce_bytes += bytes;
+		sync_st.stats.allreduce_ns += ddp_now_ns() - t0;
 		sync_account_step_bytes(st, bytes);
 	}
-	pthread_mutex_unlock(&sync_lock);
+	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
 }

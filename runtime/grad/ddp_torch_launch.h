@@ -5,7 +5,7 @@
  * ddp_grad_arg per tensor range, with its list, access and element type,
  * and the list the kernel defines as gradients.
  *
- * Contract: the caller serialises every call (ddp_sync.c's sync_lock).
+ * Contract: the caller serialises every call (ddp_sync.c's sync_st.lock).
  * The argument buffer grows with malloc when a launch has more tensors than
  * ever before; nothing else allocates after a kernel is learned.
  */
