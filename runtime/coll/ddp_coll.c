@@ -8,9 +8,9 @@
  * Store keys (n = the communicator's number in the job, from the counter
  * "coll/comms"):
  *   coll/<n>/nccl_ok           counter: ranks that could load NCCL (auto)
- *   coll/<n>/sig/<k>/<rank>    "kind: sig" of signature check k
- *   coll/<n>/sigv/<k>          rank 0's verdict of check k: 'O' ok,
- *                              'M' + message (mismatch), 'T' + message
+ *   xr/sig/<n>/<k>/<rank>      "kind: sig" of signature check k, and
+ *   xr/sig/<n>/<k>/v           rank 0's verdict: the one cross-rank
+ *                              compare's keys (ddp_xrank.h)
  *   (backends add their own: coll/<n>/shm, coll/<n>/nccl_id, ...)
  *
  * Contract: one thread at a time per comm (ddp_coll.h).  No global state
@@ -25,6 +25,7 @@
 #include "ddp_log.h"
 #include "ddp_params.h"
 #include "ddp_store.h"
+#include "ddp_xrank.h"
 
 #define SIG_MAX (16u * 1024)
 
@@ -318,74 +319,9 @@ static void sig_first_difference(const char *a, const char *b, char *wa, char *w
 	}
 }
 
-/* Appends ",r" (or "r") to a rank list, with "..." once the list is full. */
-static void rank_list_add(char *list, size_t len, int r)
-{
-	size_t n = strlen(list);
-	if (n + 16 >= len) {
-		if (n + 4 < len && (n < 3 || strcmp(list + n - 3, "...") != 0))
-			strcat(list, "...");
-		return;
-	}
-	snprintf(list + n, len - n, "%s%d", n ? "," : "", r);
-}
-
-/* Rank 0: reads every rank's signature and writes the verdict. */
-static ddp_result sig_judge(struct ddp_comm *c, uint64_t k, const char *mine, char *verdict, size_t vlen)
-{
-	double deadline = coll_now() + c->cfg.timeout_s;
-	char missing[128] = "", differ[128] = "";
-	char wa[80], wb[80];
-	int first_diff = -1;
-	for (int q = 1; q < c->world; q++) {
-		char key[96];
-		void *val = NULL;
-		size_t len = 0;
-		snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k, q);
-		double left = deadline - coll_now();
-		ddp_result rc = ddp_store_get(c->store, key, &val, &len, missing[0] || left < 0 ? 0 : left);
-		if (rc == DDP_ERR_TIMEOUT) {
-			rank_list_add(missing, sizeof missing, q);
-			continue;
-		}
-		if (rc != DDP_OK)
-			return rc;
-		if (len != strlen(mine) || memcmp(val, mine, len) != 0) {
-			rank_list_add(differ, sizeof differ, q);
-			if (first_diff < 0) {
-				char *theirs = malloc(len + 1);
-				if (!theirs) {
-					free(val);
-					return DDP_ERR_NOMEM;
-				}
-				memcpy(theirs, val, len);
-				theirs[len] = 0;
-				first_diff = q;
-				sig_first_difference(theirs, mine, wa, wb, sizeof wa);
-				DDP_INFO(COLL, "signature of rank %d: %s", q, theirs);
-				DDP_INFO(COLL, "signature of rank 0: %s", mine);
-				free(theirs);
-			}
-		}
-		free(val);
-	}
-	if (missing[0])
-		snprintf(verdict, vlen,
-			 "Tcollective check #%" PRIu64
-			 " timed out after %.0f s: rank(s) %s never posted a signature "
-			 "(dead, hung, or not issuing this collective)",
-			 k, c->cfg.timeout_s, missing);
-	else if (first_diff >= 0)
-		snprintf(verdict, vlen,
-			 "Mcollectives differ between ranks at check #%" PRIu64
-			 ": rank %d has '%s' where rank 0 has "
-			 "'%s' (ranks differing from rank 0: %s); the programs must issue identical collectives",
-			 k, first_diff, wa, wb, differ);
-	else
-		snprintf(verdict, vlen, "O");
-	return DDP_OK;
-}
-
+/* The signature check is a round of the one cross-rank compare
+ * (ddp_xrank.h, DDP_XR_JUDGE: rank 0 reads every rank's text and posts the
+ * verdict, with both texts when they differ). */
 ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char *sig)
 {
 	ddp_result rc = DDP_OK;
@@ -398,55 +334,65 @@ ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char 
 		return coll_fail(c, DDP_ERR_INVALID, 1, "collective signature longer than %u bytes", SIG_MAX);
 	uint64_t k = c->checks++;
 	char *mine = malloc(n);
-	char verdict[COLL_ERR_LEN];
-	char key[96];
 	if (!mine)
 		return DDP_ERR_NOMEM;
 	snprintf(mine, n, "%s: %s", kind, sig);
-	if (c->rank != 0) {
-		snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k, c->rank);
-		DDP_CHECK_GOTO(ddp_store_set(c->store, key, mine, strlen(mine)), rc, out_free);
-		if (k >= 2) { /* everyone read check k-2 before posting k-1 */
-			snprintf(key, sizeof key, "coll/%d/sig/%" PRIu64 "/%d", c->gen, k - 2, c->rank);
-			ddp_store_delete(c->store, key);
+	const struct ddp_xrank x = { c->store, c->rank, c->world };
+	struct ddp_xr_diff d;
+	char wa[80], wb[80];
+	switch (ddp_xrank_compare(&x, DDP_XR_SIG, (uint64_t)c->gen, k, mine, strlen(mine), DDP_XR_JUDGE,
+				  c->cfg.timeout_s, k >= 2 ? k - 2 : DDP_XR_NOROUND, &d)) {
+	case DDP_XR_SAME:
+		break;
+	case DDP_XR_DIFF: {
+		/* NUL-terminated copies of both texts (rank 0's, rank q's) */
+		char *t[2];
+		for (int i = 0; i < 2; i++) {
+			t[i] = malloc(d.len[i] + 1);
+			if (t[i]) {
+				memcpy(t[i], d.val[i], d.len[i]);
+				t[i][d.len[i]] = 0;
+			}
 		}
-		void *val = NULL;
-		size_t len = 0;
-		snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k);
-		rc = ddp_store_get(c->store, key, &val, &len, c->cfg.timeout_s + 5);
-		if (rc == DDP_ERR_TIMEOUT) {
+		if (!t[0] || !t[1]) {
+			free(t[0]);
+			free(t[1]);
+			rc = coll_fail(c, DDP_ERR_NOMEM, 1, "collective check #%" PRIu64 ": out of memory", k);
+			break;
+		}
+		sig_first_difference(t[1], t[0], wa, wb, sizeof wa);
+		DDP_INFO(COLL, "signature of rank %d: %s", d.rank[1], t[1]);
+		DDP_INFO(COLL, "signature of rank 0: %s", t[0]);
+		free(t[0]);
+		free(t[1]);
+		rc = coll_fail(c, DDP_ERR_REMOTE, c->rank == 0,
+			       "collectives differ between ranks at check #%" PRIu64
+			       ": rank %d has '%s' where rank 0 has '%s' (ranks differing from rank 0: %s); the "
+			       "programs must issue identical collectives",
+			       k, d.rank[1], wa, wb, d.ranks);
+		break;
+	}
+	case DDP_XR_MISSING:
+		if (d.rank[1] == 0) /* this rank waited for rank 0's verdict */
 			rc = coll_fail(c, DDP_ERR_TIMEOUT, 1,
 				       "collective check #%" PRIu64
 				       " on rank %d: rank 0 gave no verdict within %.0f s "
 				       "(rank 0 dead, hung, or not issuing this collective)",
 				       k, c->rank, c->cfg.timeout_s + 5);
-			goto out_free;
-		}
-		if (rc != DDP_OK) {
-			rc = coll_fail(c, rc, 1, "collective check #%" PRIu64 " on rank %d: store failed: %s",
-				       k, c->rank, ddp_store_last_error(c->store));
-			goto out_free;
-		}
-		len = len < sizeof verdict - 1 ? len : sizeof verdict - 1;
-		memcpy(verdict, val, len);
-		verdict[len] = 0;
-		free(val);
-	} else {
-		DDP_CHECK_GOTO(sig_judge(c, k, mine, verdict, sizeof verdict), rc, out_free);
-		snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k);
-		DDP_CHECK_GOTO(ddp_store_set(c->store, key, verdict, strlen(verdict)), rc, out_free);
-		if (k >= 2) {
-			snprintf(key, sizeof key, "coll/%d/sigv/%" PRIu64, c->gen, k - 2);
-			ddp_store_delete(c->store, key);
-		}
+		else
+			rc = coll_fail(c, DDP_ERR_TIMEOUT, c->rank == 0,
+				       "collective check #%" PRIu64
+				       " timed out after %.0f s: rank(s) %s never posted a signature "
+				       "(dead, hung, or not issuing this collective)",
+				       k, c->cfg.timeout_s, d.ranks);
+		break;
+	case DDP_XR_ERROR:
+		rc = coll_fail(c, d.rc, 1, "collective check #%" PRIu64 " on rank %d: store failed: %s", k,
+			       c->rank,
+			       d.rc == DDP_ERR_INTERNAL ? "bad verdict" : ddp_store_last_error(c->store));
+		break;
 	}
-	if (verdict[0] == 'M')
-		rc = coll_fail(c, DDP_ERR_REMOTE, c->rank == 0, "%s", verdict + 1);
-	else if (verdict[0] == 'T')
-		rc = coll_fail(c, DDP_ERR_TIMEOUT, c->rank == 0, "%s", verdict + 1);
-	else if (verdict[0] != 'O')
-		rc = coll_fail(c, DDP_ERR_INTERNAL, 1, "collective check #%" PRIu64 ": bad verdict", k);
-out_free:
+	ddp_xr_diff_free(&d);
 	free(mine);
 	return rc;
 }

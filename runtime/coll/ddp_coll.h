@@ -274,13 +274,15 @@ ddp_result ddp_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int root, 
 			 CUstream stream);
 
 /* Checks that every rank is about to issue the same collective.  Every rank
- * posts "kind: sig" under coll/<n>/sig/<k>/<rank> (k counts checks) and reads
- * every other rank's.  Identical: DDP_OK.  Different: DDP_ERR_REMOTE on every
- * rank, with one error line (printed by the lowest rank that sees it, kept
- * on all) naming the ranks that differ from rank 0 and the first differing
- * word, e.g.
+ * posts "kind: sig" through the one cross-rank compare (ddp_xrank.h,
+ * DDP_XR_JUDGE: keys xr/sig/<n>/<k>/..., k counting checks): rank 0 reads
+ * every rank's and posts the verdict.  Identical: DDP_OK.  Different:
+ * DDP_ERR_REMOTE on every rank, with one error line (printed by rank 0,
+ * kept on all) naming the ranks that differ from rank 0 and the first
+ * differing word of both texts, e.g.
  *   libddp: collectives differ between ranks at check #0: rank 2 has
- *   'count=1000' where rank 0 has 'count=1234' (ranks differing: 2)
+ *   'count=1000' where rank 0 has 'count=1234' (ranks differing from
+ *   rank 0: 2)
  * A rank that never posts: DDP_ERR_TIMEOUT naming it.  The comm is broken
  * after an error.  kind and sig: printable text; the pair at most 16 KiB. */
 ddp_result ddp_check_signature(struct ddp_comm *c, const char *kind, const char *sig);

@@ -178,6 +178,10 @@ ddp_result ddp_store_barrier(struct ddp_store *s, const char *name, int world_si
  * in practice). */
 ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_t *progress, double interval_s);
 
+/* Requests s has sent (each one round trip; the heartbeat's own
+ * connection not counted): how the tests measure what a check costs. */
+uint64_t ddp_store_requests(const struct ddp_store *s);
+
 /* The message of the last failed call on s ("" when none). */
 const char *ddp_store_last_error(const struct ddp_store *s);
 

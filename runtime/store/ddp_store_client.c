@@ -49,6 +49,7 @@ struct ddp_store {
 	char err[320];   /* last error message                    */
 	int last_status; /* status of the last reply; -1 none,
 	                                 -2 a malformed one                   */
+	uint64_t requests; /* requests sent (round trips), HELLO included */
 	/* heartbeat */
 	struct ddp_store *hb_conn; /* owned by the heartbeat thread         */
 	const volatile uint64_t *hb_progress;
@@ -193,6 +194,7 @@ static ddp_result store_request(struct ddp_store *s, uint8_t op, const char *key
 	uint8_t *body = NULL;
 
 	s->last_status = -1;
+	s->requests++;
 	if (s->broken)
 		return store_fail(s, DDP_ERR_REMOTE, 0,
 				  "%s: the connection to the store at %s:%d failed earlier", what, s->host,
@@ -537,6 +539,11 @@ ddp_result ddp_store_heartbeat_start(struct ddp_store *s, const volatile uint64_
 	}
 	s->hb_started = 1;
 	return DDP_OK;
+}
+
+uint64_t ddp_store_requests(const struct ddp_store *s)
+{
+	return s ? s->requests : 0;
 }
 
 const char *ddp_store_last_error(const struct ddp_store *s)

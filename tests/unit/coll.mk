@@ -20,6 +20,11 @@ $(COLL_TEST_DIR)/test_coll: $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
 
+$(COLL_TEST_DIR)/test_xrank: $(BUILD)/tests/unit/test_xrank.o $(BUILD)/tests/unit/test_coll_harness.o \
+		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES))
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
+
 $(COLL_TEST_DIR)/test_coll_device: $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_harness.o \
 		$(call ddp_lib_files,coll $(DDP_COMMON_MODULES)) $(SIMCUDA_DIR)/libcuda.so
 	@mkdir -p $(dir $@)
@@ -35,12 +40,12 @@ $(COLL_TEST_DIR)/test_coll_nccl: $(BUILD)/tests/unit/test_coll_nccl.o $(BUILD)/t
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS) -lm
 
-$(BUILD)/tests/unit/test_coll_dtype.o $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_nccl.o \
+$(BUILD)/tests/unit/test_coll_dtype.o $(BUILD)/tests/unit/test_coll.o $(BUILD)/tests/unit/test_xrank.o $(BUILD)/tests/unit/test_coll_device.o $(BUILD)/tests/unit/test_coll_nccl.o \
 	$(BUILD)/tests/unit/test_coll_async.o \
 	$(BUILD)/tests/unit/test_coll_harness.o: CPPFLAGS += -Itests -Ilauncher
 $(BUILD)/tests/unit/test_coll_nccl.o: CPPFLAGS += -DCOLL_TEST_NCCL_LIB='"$(COLL_TEST_NCCL_LIB)"'
 
-TESTS += $(COLL_TEST_DIR)/test_coll $(COLL_TEST_DIR)/test_coll_device $(COLL_TEST_DIR)/test_coll_nccl \
+TESTS += $(COLL_TEST_DIR)/test_coll $(COLL_TEST_DIR)/test_xrank $(COLL_TEST_DIR)/test_coll_device $(COLL_TEST_DIR)/test_coll_nccl \
 	$(COLL_TEST_DIR)/test_coll_async
 
 # The benchmark (not a test).
