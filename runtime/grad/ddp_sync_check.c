@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_sync_check.c - the checks at step ends: --check N parameter hashes, the
- * data-parallel invariant (every range the optimizer reads is identical on
- * all ranks), the tracker's step begin and end.
+ * ddp_sync_check.c - the checks at step ends: the parameter check (every
+ * parameter and optimizer-state range in full at the checked steps and
+ * every --check N steps), the data-parallel invariant (every range the
+ * optimizer reads is identical on all ranks), the final compare, the
+ * tracker's step begin and end.  All of them compare across ranks through
+ * the one cross-rank compare (runtime/coll/ddp_xrank.h), which the
+ * collective-signature check uses too.
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
@@ -36,77 +40,43 @@
 #include "ddp_status.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
+#include "ddp_xrank.h"
 #include "ddp_sync_int.h"
 
-/* ---- the cross-rank compare: one function for the parameter check, the
- * invariant check and the exit compare.  This rank posts its hashes
- * h[0..n) under ddp/<kind>/<tag>/<rank> and reads every other rank's,
- * waiting up to wait_s for each (wait_s 0: only the ranks that already
- * posted theirs; of two ranks, at least one finds the other's), and
- * reports the first difference. */
-enum xr_result { XR_SAME = 0, XR_DIFF, XR_COUNT, XR_MISSING };
-struct xr_diff {
-	int rank;            /* the other rank                         */
-	size_t index, their_n;
-	uint64_t mine, theirs;
-	ddp_result rc; /* XR_MISSING: why                        */
-	size_t compared; /* ranks compared with                    */
-};
-
-static enum xr_result xrank_compare(const char *kind, const char *tag, const uint64_t *h, size_t n, double wait_s,
-				    struct xr_diff *d)
+/* ---- the cross-rank compare (runtime/coll/ddp_xrank.h, the one the
+ * collective-signature check uses too): this rank's hashes h[0..n) as
+ * round `round` of `check`, every rank reading every other rank's
+ * (DDP_XR_ALL), waiting up to wait_s for each (0: only the ranks that
+ * already posted theirs; of two ranks, at least one finds the other's).
+ * The key of two rounds ago is dropped (every rank read it before posting
+ * the last round's, which this rank read).  A store failure stops the
+ * rank. */
+static enum ddp_xr_result xcompare(enum ddp_xr_check check, uint64_t round, const uint64_t *h, size_t n,
+				   double wait_s, struct ddp_xr_diff *d)
 {
-	struct ddp_store *st = ddp_job_store();
-	char key[128];
-	memset(d, 0, sizeof *d);
-	if (!st)
+	const struct ddp_xrank x = { ddp_job_store(), sync_st.my_rank, sync_st.my_world };
+	uint64_t *prev = sync_st.xr_prev[check];
+	char msg[300];
+	if (!x.store)
 		sync_die("libddp: cross-rank check: no store connection");
-	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_st.my_rank);
-	if (ddp_store_set(st, key, h, n * sizeof *h) != DDP_OK)
-		sync_die("libddp: cross-rank check: cannot post the hashes to the store");
-	for (int r = 0; r < sync_st.my_world; r++) {
-		void *val = NULL;
-		size_t len = 0;
-		if (r == sync_st.my_rank)
-			continue;
-		snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, r);
-		ddp_result rc = ddp_store_get(st, key, &val, &len, wait_s);
-		d->rank = r;
-		if (rc != DDP_OK) {
-			if (wait_s <= 0)
-				continue; /* not there yet: it compares with ours */
-			d->rc = rc;
-			return XR_MISSING;
-		}
-		d->compared++;
-		d->their_n = len / sizeof *h;
-		if (len != n * sizeof *h) {
-			free(val);
-			return XR_COUNT;
-		}
-		for (size_t i = 0; i < n; i++) {
-			uint64_t other;
-			memcpy(&other, (char *)val + i * sizeof other, sizeof other);
-			if (other != h[i]) {
-				d->index = i;
-				d->mine = h[i];
-				d->theirs = other;
-				free(val);
-				return XR_DIFF;
-			}
-		}
-		free(val);
+	enum ddp_xr_result r = ddp_xrank_compare(&x, check, 0, round, h, n * sizeof *h, DDP_XR_ALL, wait_s,
+						 prev[1] ? prev[1] : DDP_XR_NOROUND, d);
+	if (r == DDP_XR_ERROR) {
+		snprintf(msg, sizeof msg, "libddp: cross-rank check (%s, round %" PRIu64 "): the store failed: %s",
+			 ddp_xr_check_name(check), round,
+			 d->rc == DDP_ERR_NOMEM ? "out of memory" : ddp_store_last_error(x.store));
+		sync_die(msg);
 	}
-	return XR_SAME;
+	sync_st.stats.xr_requests += d->requests;
+	prev[1] = prev[0];
+	prev[0] = round;
+	return r;
 }
 
-static void xrank_forget(const char *kind, const char *tag)
+/* The index of the first differing hash. */
+static size_t xr_index(const struct ddp_xr_diff *d)
 {
-	char key[128];
-	struct ddp_store *st = ddp_job_store();
-	snprintf(key, sizeof key, "ddp/%s/%s/%d", kind, tag, sync_st.my_rank);
-	if (st)
-		ddp_store_delete(st, key);
+	return d->at / sizeof(uint64_t);
 }
 
 /* Does a current gradient range overlap b (PyTorch's optimizers also write
@@ -122,13 +92,42 @@ static int is_gradient_too(const struct ddp_grad_buf *b)
 	return 0;
 }
 
-/* Hashes of every current parameter and optimizer-state range (the
- * sync_st.tracker's P records; with no_grads, those that are no gradient range
- * too), in the sync_st.tracker's order, after the context is idle: *out (malloc'd,
- * with the ranges in *bufs) and its length.  A range the program freed is
- * forgotten. */
+/* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
+ * mix): fast enough for gigabytes, the same on every rank. */
+static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+{
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * DDP_FNV1A_PRIME;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ p[i]) * DDP_FNV1A_PRIME;
+	return h ^ (h >> 32);
+}
+
+/* Is b a parameter or optimizer-state range whose bytes must be identical
+ * on every rank once an update phase has ended?  Role P, still describing
+ * its bytes (ddp_grad_buf_current: a range learned from a tensor list holds
+ * for the epoch that named it; the caching allocator gives its bytes to
+ * other tensors later), not an optimizer list's out-of-place result (a
+ * temporary: its memory is reused), not a range that is a current gradient
+ * too (PyTorch's clipping scales the gradients in place: written by the
+ * update, but each rank's own until the next reduction). */
+static int state_range(const struct ddp_grad_buf *b)
+{
+	return b->role == DDP_GR_PARAM && ddp_grad_buf_current(sync_st.tracker, b) &&
+	       !(b->evidence == DDP_GE_LIST_WRITE && !b->in_place) && !is_gradient_too(b);
+}
+
+/* Hashes of every parameter and optimizer-state range (state_range), in
+ * the tracker's order, after the context is idle: *out (malloc'd, with the
+ * ranges in *bufs) and its length; *bytes: the bytes hashed.  A range the
+ * program freed is forgotten. */
 static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs, const char *who,
-			  int no_grads)
+			  uint64_t *bytes)
 {
 	size_t nb = ddp_grad_nbufs(sync_st.tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
@@ -137,6 +136,7 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 	size_t hostcap = 0;
 	char msg[200];
 
+	*bytes = 0;
 	if (!h || !pb) {
 		snprintf(msg, sizeof msg, "libddp: %s: out of memory", who);
 		sync_die(msg);
@@ -154,9 +154,7 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 			ddp_grad_forget(sync_st.tracker, b->alloc_base);
 			continue;
 		}
-		/* the final compare: persistent ranges only (an optimizer list's
-		 * out-of-place result is a temporary: its memory is reused) */
-		if (no_grads && ((b->evidence == DDP_GE_LIST_WRITE && !b->in_place) || is_gradient_too(b)))
+		if (!state_range(b))
 			continue;
 		if (b->size > hostcap) {
 			free(host);
@@ -171,7 +169,8 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 			sync_die(msg);
 		}
 		pb[np] = b;
-		h[np++] = ddp_fnv1a(DDP_FNV1A_INIT, host, b->size);
+		h[np++] = hash_bytes(DDP_FNV1A_INIT, host, b->size);
+		*bytes += b->size;
 	}
 	free(host);
 	*out = h;
@@ -179,58 +178,102 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 	return np;
 }
 
-/* --check N: hash every parameter/state buffer and compare across ranks.
- * Every stream of the context is drained first: the optimizer may have run
- * on another stream than the launch that ends the step, and a hash taken
- * while it still runs would differ between ranks by timing alone. */
-static ddp_result check_hashes(uint64_t step, void *stream)
+/* DDP_DEBUG_PERTURB_RANK=R with DDP_DEBUG_PERTURB_STEP=S (the negative
+ * control of the full compare): rank R changes one byte of its last
+ * parameter or state range (a bit of its third byte) at the end of step S, after its update and
+ * before that step's checks (S = 0: after the last step, just before the
+ * final compare). */
+static void perturb(uint64_t step)
 {
-	static uint64_t prev_step[2]; /* the last two checked steps (key clean-up) */
+	long rank = ddp_param_debug_perturb_rank();
+	const struct ddp_grad_buf *b = NULL;
+	unsigned char byte;
+	if (rank != sync_st.my_rank || (uint64_t)ddp_param_debug_perturb_step() != step)
+		return;
+	if (sync_st.real_ctx_sync)
+		sync_st.real_ctx_sync();
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
+		const struct ddp_grad_buf *c = ddp_grad_buf_at(sync_st.tracker, i);
+		if (state_range(c) && sync_op_alive(NULL, c))
+			b = c;
+	}
+	if (!b)
+		return;
+	/* the top mantissa bit of its first fp32 element (x1.5 or so): a
+	 * change of the lowest bit can round away within a few steps (momentum
+	 * decays it below a parameter's last bit) and the ranks agree again */
+	uint64_t at = b->base + (b->size >= 4 ? 2 : 0);
+	if (sync_op_read(NULL, at, &byte, 1, NULL) == DDP_OK) {
+		byte ^= 0x40;
+		if (sync_op_write(NULL, at, &byte, 1, NULL) == DDP_OK && sync_st.real_ctx_sync)
+			sync_st.real_ctx_sync();
+	}
+	if (step)
+		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s at the end of step %" PRIu64
+			 " (a debug setting: the next checked step must stop the job)",
+			 rank, sync_st.my_rank, b->label, step);
+	else
+		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s after the last step (a debug "
+			 "setting: the final check must fail)",
+			 rank, sync_st.my_rank, b->label);
+}
+
+/* The parameter check: at the invariant's checked steps (step_checked)
+ * and every --check N steps, once the update phase has ended, every
+ * parameter and optimizer-state range is hashed in full and compared
+ * across ranks.  Every stream of the context is drained first: the
+ * optimizer may have run on another stream than the launch that ends the
+ * step, and a hash taken while it still runs would differ between ranks by
+ * timing alone. */
+static void check_hashes(uint64_t step, void *stream)
+{
 	const char *who = sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0 ? "--check" : "parameter check";
 	const struct ddp_grad_buf **pb;
-	uint64_t *h;
-	char tag[32], msg[800];
-	size_t np = hash_params(stream, &h, &pb, who, 0);
-	struct xr_diff d;
+	uint64_t *h, bytes, t0 = ddp_now_ns();
+	char msg[800];
+	size_t np = hash_params(stream, &h, &pb, who, &bytes);
+	uint64_t t1 = ddp_now_ns();
+	struct ddp_xr_diff d;
 
-	snprintf(tag, sizeof tag, "%" PRIu64, step);
-	switch (xrank_compare("check", tag, h, np, (double)ddp_param_coll_timeout(), &d)) {
-	case XR_MISSING:
+	switch (xcompare(DDP_XR_PARAMS, step, h, np, (double)ddp_param_coll_timeout(), &d)) {
+	case DDP_XR_MISSING:
 		snprintf(msg, sizeof msg,
 			 "libddp: %s at step %" PRIu64 ": rank %d never posted its parameter hashes (%s)", who, step,
-			 d.rank, ddp_strerror(d.rc));
+			 d.rank[1], ddp_strerror(d.rc));
 		sync_die(msg);
-	case XR_COUNT:
-		snprintf(msg, sizeof msg,
-			 "libddp: %s at step %" PRIu64 ": rank %d has %zu parameter buffers, rank %d has %zu: the "
-			 "ranks run different programs",
-			 who, step, d.rank, d.their_n, sync_st.my_rank, np);
-		sync_die(msg);
-	case XR_DIFF:
+	case DDP_XR_DIFF:
+		if (d.len[0] != d.len[1]) {
+			snprintf(msg, sizeof msg,
+				 "libddp: %s at step %" PRIu64 ": rank %d has %zu parameter buffers, rank %d has %zu: "
+				 "the ranks run different programs",
+				 who, step, d.rank[1], d.len[1] / sizeof *h, sync_st.my_rank, np);
+			sync_die(msg);
+		}
+		size_t i = xr_index(&d);
+		uint64_t theirs;
+		memcpy(&theirs, (const char *)d.val[1] + i * sizeof theirs, sizeof theirs);
 		snprintf(msg, sizeof msg,
 			 "libddp: %s: parameters diverged at step %" PRIu64 ": buffer %s (parameter or optimizer "
 			 "state, %" PRIu64 " bytes at +%" PRIu64 " of allocation #%u) differs between rank %d (hash "
 			 "%016" PRIx64 ") and rank %d (hash %016" PRIx64 ")",
-			 who, step, pb[d.index]->label, pb[d.index]->size, pb[d.index]->base - pb[d.index]->alloc_base,
-			 pb[d.index]->alloc_id, sync_st.my_rank, d.mine, d.rank, d.theirs);
+			 who, step, pb[i]->label, pb[i]->size, pb[i]->base - pb[i]->alloc_base, pb[i]->alloc_id,
+			 sync_st.my_rank, h[i], d.rank[1], theirs);
 		sync_die(msg);
-	case XR_SAME:
+	case DDP_XR_SAME:
+	case DDP_XR_ERROR: /* (xcompare stops the rank) */
 		break;
 	}
-	/* every rank has read our hashes of two checks ago before posting the
-	 * previous check's, which we read: drop them (the store keeps no history) */
-	if (prev_step[1]) {
-		snprintf(tag, sizeof tag, "%" PRIu64, prev_step[1]);
-		xrank_forget("check", tag);
-	}
-	prev_step[1] = prev_step[0];
-	prev_step[0] = step;
+	ddp_xr_diff_free(&d);
+	uint64_t ns = ddp_now_ns() - t0;
 	sync_st.stats.hash_checks++;
-	DDP_INFO(GRAD, "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks", who, step, np,
-		 sync_st.my_world);
+	sync_st.stats.param_bytes += bytes;
+	sync_st.stats.param_ns += ns;
+	DDP_INFO(GRAD,
+		 "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks (every parameter and "
+		 "optimizer-state range in full: %" PRIu64 " bytes hashed in %.1f ms, exchange %.1f ms)",
+		 who, step, np, sync_st.my_world, bytes, (double)(t1 - t0) / 1e6, (double)(ns - (t1 - t0)) / 1e6);
 	free(h);
 	free(pb);
-	return DDP_OK;
 }
 
 /* The final compare: every parameter and optimizer-state range compared
@@ -244,64 +287,51 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 {
 	sync_st.final_done = 1;
 	const struct ddp_grad_buf **pb;
-	uint64_t *h;
-	size_t np = hash_params(NULL, &h, &pb, "the final check", 1);
-	long perturb = ddp_param_debug_perturb_rank();
-	struct xr_diff d;
+	uint64_t *h, bytes;
+	perturb(0);
+	size_t np = hash_params(NULL, &h, &pb, "the final check", &bytes);
+	struct ddp_xr_diff d;
 	int failed = 0;
 
-	if (perturb == sync_st.my_rank && np) {
-		/* negative control: one byte of the last range, after the last step */
-		const struct ddp_grad_buf *b = pb[np - 1];
-		unsigned char byte;
-		if (sync_op_read(NULL, b->base, &byte, 1, NULL) == DDP_OK) {
-			byte ^= 1;
-			if (sync_op_write(NULL, b->base, &byte, 1, NULL) == DDP_OK && sync_st.real_ctx_sync)
-				sync_st.real_ctx_sync();
-		}
-		DDP_WARN("DDP_DEBUG_PERTURB_RANK=%ld: rank %d changed one byte of %s after the last step (a debug "
-			 "setting: the final check must fail)",
-			 perturb, sync_st.my_rank, b->label);
-		free(h);
-		free(pb);
-		np = hash_params(NULL, &h, &pb, "the final check", 1);
-	}
 	uint64_t *hv = malloc((np + 1) * sizeof *hv);
 	if (!hv)
 		sync_die("libddp: the final check: out of memory");
 	hv[0] = steps; /* the same steps first */
 	memcpy(hv + 1, h, np * sizeof *h);
-	switch (xrank_compare("final", "exit", hv, np + 1, 0, &d)) {
-	case XR_COUNT:
-		snprintf(msg, cap,
-			 "libddp: at the end of training rank %d holds %zu parameter and state ranges and rank %d "
-			 "holds %zu: the ranks did not train one model",
-			 d.rank, d.their_n ? d.their_n - 1 : 0, sync_st.my_rank, np);
-		failed = 1;
-		break;
-	case XR_DIFF:
-		if (d.index == 0)
+	switch (xcompare(DDP_XR_FINAL, 0, hv, np + 1, 0, &d)) {
+	case DDP_XR_DIFF:
+		if (d.len[0] != d.len[1]) {
+			snprintf(msg, cap,
+				 "libddp: at the end of training rank %d holds %zu parameter and state ranges and "
+				 "rank %d holds %zu: the ranks did not train one model",
+				 d.rank[1], d.len[1] / sizeof *hv ? d.len[1] / sizeof *hv - 1 : 0, sync_st.my_rank, np);
+		} else if (xr_index(&d) == 0) {
+			uint64_t theirs;
+			memcpy(&theirs, d.val[1], sizeof theirs);
 			snprintf(msg, cap,
 				 "libddp: at the end of training rank %d counted %" PRIu64 " steps and rank %d "
 				 "counted %" PRIu64 ": the ranks did not train one model",
-				 d.rank, d.theirs, sync_st.my_rank, d.mine);
-		else
+				 d.rank[1], theirs, sync_st.my_rank, steps);
+		} else {
+			const struct ddp_grad_buf *b = pb[xr_index(&d) - 1];
 			snprintf(msg, cap,
 				 "libddp: the ranks diverged: at the end of training, after step %" PRIu64
 				 ", %s (parameter or optimizer state, %" PRIu64 " bytes at +%" PRIu64
-				  " of allocation #%u) differs between rank %d and rank %d",
-				  steps, pb[d.index - 1]->label, pb[d.index - 1]->size,
-				  pb[d.index - 1]->base - pb[d.index - 1]->alloc_base, pb[d.index - 1]->alloc_id, sync_st.my_rank,
-				  d.rank);
+				 " of allocation #%u) differs between rank %d and rank %d",
+				 steps, b->label, b->size, b->base - b->alloc_base, b->alloc_id, sync_st.my_rank,
+				 d.rank[1]);
+		}
 		failed = 1;
 		break;
-	case XR_MISSING:
-	case XR_SAME:
+	case DDP_XR_MISSING:
+	case DDP_XR_SAME:
+	case DDP_XR_ERROR:
 		DDP_INFO(GRAD, "final check after step %" PRIu64 ": %zu parameter and state ranges identical on this "
 			       "rank and the %zu ranks that got there before it",
 			 steps, np, d.compared);
 		break;
 	}
+	ddp_xr_diff_free(&d);
 	sync_st.stats.hash_checks++;
 	free(hv);
 	free(h);
@@ -326,22 +356,6 @@ static int step_checked(uint64_t step)
 		p /= 10;
 	return sync_st.check_inv && ((step >= 1 && step <= 3) ||
 			     (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0) || (step >= 10 && p == 1));
-}
-
-/* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
- * mix): fast enough for gigabytes, the same on every rank. */
-static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
-{
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * DDP_FNV1A_PRIME;
-		h ^= h >> 29;
-	}
-	for (; i < n; i++)
-		h = (h ^ p[i]) * DDP_FNV1A_PRIME;
-	return h ^ (h >> 32);
 }
 
 static struct inv_item *inv_add(void)
@@ -463,15 +477,11 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 /* At the end of a checked step: compare sync_st.inv[] with every other rank's. */
 static void inv_compare(uint64_t step)
 {
-	static uint64_t prev_step[2];
-	struct ddp_store *st = ddp_job_store();
 	uint64_t t0 = ddp_now_ns(), bytes = 0;
-	char key[96], msg[900];
+	char msg[900];
 
 	if (sync_st.dry || sync_st.inv_step != step || !step_checked(step))
 		return;
-	if (!st)
-		sync_die("libddp: invariant check: no store connection");
 	uint64_t *h = calloc(sync_st.ninv ? sync_st.ninv : 1, sizeof *h);
 	if (!h)
 		sync_die("libddp: out of memory (invariant check)");
@@ -480,25 +490,24 @@ static void inv_compare(uint64_t step)
 		bytes += sync_st.inv[i].bytes;
 	}
 	ddp_status_coll_begin("invariant hash exchange");
-	snprintf(key, sizeof key, "%" PRIu64, step);
-	struct xr_diff d;
-	enum xr_result xr = xrank_compare("inv", key, h, sync_st.ninv, (double)ddp_param_coll_timeout(), &d);
-	if (xr == XR_MISSING) {
+	struct ddp_xr_diff d;
+	enum ddp_xr_result xr = xcompare(DDP_XR_INV, step, h, sync_st.ninv, (double)ddp_param_coll_timeout(), &d);
+	if (xr == DDP_XR_MISSING) {
 		snprintf(msg, sizeof msg,
 			 "libddp: invariant check at step %" PRIu64 ": rank %d never posted its hashes (%s)", step,
-			 d.rank, ddp_strerror(d.rc));
+			 d.rank[1], ddp_strerror(d.rc));
 		sync_die(msg);
 	}
-	if (xr == XR_COUNT) {
+	if (xr == DDP_XR_DIFF && d.len[0] != d.len[1]) {
 		snprintf(msg, sizeof msg,
 			 "libddp: invariant check at step %" PRIu64 ": the optimizer read %zu ranges on rank %d and "
 			 "%zu on rank %d: the ranks run different programs",
-			 step, d.their_n, d.rank, sync_st.ninv, sync_st.my_rank);
+			 step, d.len[1] / sizeof *h, d.rank[1], sync_st.ninv, sync_st.my_rank);
 		sync_die(msg);
 	}
-	if (xr == XR_DIFF) {
-		const struct inv_item *it = &sync_st.inv[d.index];
-		int r = d.rank;
+	if (xr == DDP_XR_DIFF) {
+		const struct inv_item *it = &sync_st.inv[xr_index(&d)];
+		int r = d.rank[1];
 		if (it->word == 0xffff)
 			snprintf(msg, sizeof msg,
 				 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
@@ -520,13 +529,8 @@ static void inv_compare(uint64_t step)
 				 it->off, it->alloc_id, sync_st.my_rank, r);
 		sync_die(msg);
 	}
+	ddp_xr_diff_free(&d);
 	ddp_status_coll_leave();
-	if (prev_step[1]) {
-		snprintf(key, sizeof key, "%" PRIu64, prev_step[1]);
-		xrank_forget("inv", key);
-	}
-	prev_step[1] = prev_step[0];
-	prev_step[0] = step;
 	sync_st.stats.inv_checks++;
 	sync_st.stats.inv_ns += ddp_now_ns() - t0;
 	DDP_INFO(GRAD,
@@ -554,11 +558,23 @@ ddp_result sync_op_step_begin(void *ctx, uint64_t step)
 ddp_result sync_op_step_end(void *ctx, uint64_t step)
 {
 	(void)ctx;
-	uint64_t now = ddp_now_ns();
 	sync_st.phase_open = 0;
 	ddp_status_step_end(); /* what is numbered next belongs to the next step */
 	ddp_overlap_step_base(sync_st.launch_seq);
 	inv_compare(step);
+	if (!sync_st.dry && !sync_st.at_exit)
+		perturb(step);
+	/* the parameter check: every parameter and state range in full at the
+	 * invariant's checked steps and every --check N steps, now that the
+	 * update phase has ended (a step that ends at exit: the final compare
+	 * covers it).  Inside the step's span: its waits are this step's. */
+	if (((sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0) || step_checked(step)) &&
+	    !sync_st.dry && !sync_st.at_exit) {
+		ddp_status_coll_begin("parameter hash exchange");
+		check_hashes(step, sync_st.check_stream);
+		ddp_status_coll_leave();
+	}
+	uint64_t now = ddp_now_ns();
 	if (ddp_trace_enabled()) {
 		struct ddp_trace_ev ev = {
 			.name = "optimizer step",
@@ -579,12 +595,5 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 		  step, as.step_allocs, as.step_bytes_alloc, as.step_frees, as.step_bytes_freed,
 		  as.live_count, as.live_bytes);
 	ddp_alloc_step_reset();
-	/* (the parameter check compares steps that another step follows) */
-	if (sync_st.check_every > 0 && step % (uint64_t)sync_st.check_every == 0 && !sync_st.dry && !sync_st.at_exit) {
-		ddp_status_coll_begin("--check hash exchange");
-		ddp_result rc = check_hashes(step, sync_st.check_stream);
-		ddp_status_coll_leave();
-		return rc;
-	}
 	return DDP_OK;
 }

@@ -28,12 +28,15 @@
 #include "ddp_launch.h"
 #include "ddp_port.h"
 #include "ddp_torch_launch.h"
+#include "ddp_xrank.h"
 
 struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
 	uint64_t inv_checks, inv_bytes, inv_ns; /* the invariant check    */
+	uint64_t param_bytes, param_ns;         /* the parameter check (hash_checks) */
+	uint64_t xr_requests;                   /* the cross-rank compares' store round trips */
 	uint64_t step_first_ns, step_last_ns;
 	uint64_t launches;    /* seen with sync on      */
 	uint64_t *step_bytes; /* bytes averaged, by step */
@@ -131,6 +134,9 @@ struct sync_state {
 	struct ddp_xargs xargs; /* explicit launches' tensors (grows)  */
 	uint64_t ints_buf[16];  /* the launch's integer arguments (0: <= 0) */
 	uint32_t nints;
+
+	/* the cross-rank compares' last two rounds, per check (ddp_sync_check.c) */
+	uint64_t xr_prev[DDP_XR_NCHECKS][2];
 
 	/* the collective signature cache: sync_check_sig (ddp_sync.c) */
 	uint64_t *sigs_seen;

@@ -27,6 +27,32 @@ n=$(grep -c -- '--check at step [0-9]*: 10 parameter buffers identical on all 2 
 # (step K is compared when step K+1 begins: steps 5, 10, 15)
 if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "--check 5: 3 comparisons in 20 steps, all identical"
 else not_ok "--check 5: rc $(rc check_ok), $n comparisons"; fi
+# ... and the parameter check at the invariant's steps 1, 2, 3: every
+# parameter and optimizer-state range in full (10 on mlp: 5 weights and
+# biases, 5 momentum buffers)
+n=$(grep -c 'parameter check at step [123]: 10 parameter buffers identical on all 2 ranks (every parameter and optimizer-state range in full: [0-9]* bytes hashed in [0-9.]* ms' "$TMP/check_ok.logs/latest/rank0.log")
+if [ "$(rc check_ok)" = 0 ] && [ "$n" = 3 ]; then ok "parameter check: parameters and state in full at steps 1, 2, 3, all identical"
+else not_ok "parameter check at steps 1-3: rc $(rc check_ok), $n comparisons"; fi
+
+# a rank perturbed mid-run (a debug switch, the negative control of the
+# parameter check): one byte of rank 1's last state range changed at the
+# end of step 2, after its update; the invariant check of step 2 hashed
+# what the update read before that, so only the full compare of step 2 can
+# see it, and it stops the job at step 2 naming the range and its role
+DDP_DEBUG_PERTURB_RANK=1 DDP_DEBUG_PERTURB_STEP=2 run perturb_mid -- "$BUILD/samples/mlp" --data "$D" --steps 12 --batch 8
+if [ "$(rc perturb_mid)" != 0 ] &&
+	grep -q 'libddp: parameter check: parameters diverged at step 2: buffer sgd_momentum_update:[0-9] (parameter or optimizer state, 384 bytes at +0 of allocation #[0-9]*) differs between rank [01] (hash [0-9a-f]*) and rank [01]' "$TMP/perturb_mid.err"; then
+	ok "parameter check: one byte of rank 1's state changed at the end of step 2 stops the job at step 2, naming it (rc $(rc perturb_mid))"
+else not_ok "parameter check: perturbed at step 2: rc $(rc perturb_mid): $(grep -m1 'libddp.*diverged\|libddp ERROR' "$TMP/perturb_mid.err")"; fi
+# changed at the end of step 5 (not a checked step): caught at the next
+# checked step, 10 (its update reads the range: the invariant check names
+# it first, before the update; else the parameter check after it)
+DDP_DEBUG_PERTURB_RANK=1 DDP_DEBUG_PERTURB_STEP=5 run perturb_5 -- "$BUILD/samples/mlp" --data "$D" --steps 12 --batch 8
+if [ "$(rc perturb_5)" != 0 ] &&
+	grep -q 'libddp: \(a parameter or optimizer state differs between the ranks before the update at step 10: .*sgd_momentum_update:[0-9]\|parameter check: parameters diverged at step 10: buffer sgd_momentum_update:[0-9]\)' "$TMP/perturb_5.err" &&
+	! grep -q 'diverged at step [1-9]:\|update at step [1-9]:' "$TMP/perturb_5.err"; then
+	ok "a byte changed at the end of step 5 is caught at step 10, the next checked step: $(grep -m1 -o 'libddp: .*at step 10: [^(]*' "$TMP/perturb_5.err" | cut -c1-140)"
+else not_ok "perturbed at step 5: rc $(rc perturb_5): $(grep -m1 'libddp.*step\|libddp ERROR' "$TMP/perturb_5.err")"; fi
 
 # ranks that diverge (rank 1 uses another learning rate): the invariant
 # check (every byte and scalar the optimizer reads is identical on all
@@ -65,7 +91,8 @@ else not_ok "--check divergence: rc $(rc check_bad): $(grep -m1 libddp "$TMP/che
 # different collectives on the two ranks: the signature check stops the job
 run sig -- sh -c 'if [ "$RANK" = 1 ]; then exec "$0" --data "$2" --steps 3; else exec "$1" --data "$3" --steps 3; fi' \
 	"$BUILD/samples/charlm" "$BUILD/samples/mlp" "$BUILD/data/charlm.rec" "$D"
-if [ "$(rc sig)" != 0 ] && grep -q 'collectives differ between ranks' "$TMP/sig.err"; then
+# (the line names both ranks' texts at their first difference, and the step)
+if [ "$(rc sig)" != 0 ] && grep -q "collective signature check failed at step [0-9]*: libddp: collectives differ between ranks at check #[0-9]*: rank 1 has '[^']*' where rank 0 has '[^']*'" "$TMP/sig.err"; then
 	ok "signature mismatch stops the job: $(grep -m1 -o 'collectives differ between ranks.*' "$TMP/sig.err" | cut -c1-150)"
 else not_ok "signature mismatch: rc $(rc sig): $(grep -m1 libddp "$TMP/sig.err")"; fi
 
