@@ -57,7 +57,8 @@ enum {
 	M_ALL_SAME,
 	M_ALL_DIFF,
 	M_ALL_NOWAIT,
-	M_SIG_COST
+	M_SIG_COST,
+	M_SIG_MISSING
 };
 
 struct tcase {
@@ -96,6 +97,18 @@ static int xr_rank(struct coll_job *job, int rank, void *arg)
 												     : 1234);
 		if (tc->mode == M_JUDGE_MISSING && rank == 2 && k == 1)
 			break; /* never posts round 1 */
+		if (tc->mode == M_SIG_MISSING) {
+			if (rank == 2 && k == 1)
+				break; /* never posts check 1 */
+			double t0 = coll_test_now();
+			o->res[k] = ddp_check_signature(c, "allreduce", "f32 count=1234 bufs=W1,b1") == DDP_OK
+					    ? DDP_XR_SAME
+					    : DDP_XR_MISSING;
+			o->t[k] = coll_test_now() - t0;
+			if (o->res[k] != DDP_XR_SAME)
+				break;
+			continue;
+		}
 		if (tc->mode == M_SIG_COST) {
 			uint64_t before = ddp_store_requests(st);
 			double t0 = coll_test_now();
@@ -316,4 +329,25 @@ TEST(signature_check_cost)
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);
+}
+
+TEST(signature_check_names_a_rank_that_never_posts)
+{
+	/* rank 2 never issues check 1: every other rank fails after the
+	 * communicator's timeout (2 s) naming it */
+	int status[4];
+	struct results *res = run(4, M_SIG_MISSING, status);
+	REQUIRE(res);
+	for (int r = 0; r < 4; r++) {
+		CHECK_EQ_INT(status[r], 0);
+		CHECK_EQ_INT(res->r[r].res[0], DDP_XR_SAME);
+		if (r == 2)
+			continue;
+		CHECK_EQ_INT(res->r[r].res[1], DDP_XR_MISSING);
+		CHECK(res->r[r].t[1] >= 1.9 && res->r[r].t[1] < 4.0);
+		CHECK(strstr(res->err[r],
+			     "collective check #1 timed out after 2 s: rank(s) 2 never posted a signature") !=
+		      NULL);
+	}
+	coll_shared_free(res, sizeof *res);
 }

@@ -39,9 +39,10 @@ for mode in spin read stop; do
 	rc=$? t=$(($(now_ms) - t0))
 	check "$mode: exit 124 (got $rc)" [ $rc = 124 ]
 	# (the stall falls at step 3 or 4: rank 0 waits in a gradient allreduce,
-	# or in the exchange of step 3's invariant check, docs/gradient-sync.md)
+	# or in the exchange of step 3's invariant or parameter check,
+	# docs/gradient-sync.md)
 	check "$mode: rank 1 named, with where it stopped and who waits" \
-		has "$err" "^ddprun: rank 1 made no progress for 3 s \(at step [0-9]+, [0-9]+ collectives done, not inside one; rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)\)\); stopping the job$"
+		has "$err" "^ddprun: rank 1 made no progress for 3 s \(at step [0-9]+, [0-9]+ collectives done, not inside one; rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange|parameter hash exchange)\)\); stopping the job$"
 	check "$mode: only rank 1 named" [ "$(grep -c 'made no progress' "$err")" = 1 ]
 	# 3 s + one poll (0.25 s) after the stall, plus room for a loaded machine
 	check "$mode: named ${t} ms after the stall (3000 + one poll)" [ $t -ge 2900 -a $t -lt 4500 ]
@@ -66,7 +67,7 @@ wait $pid
 rc=$? t=$(($(now_ms) - t0))
 check "exit 0 mid-training: the job fails (exit 1, got $rc)" [ $rc = 1 ]
 check "exit 0 mid-training: the rank that left is named" \
-	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
+	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange|parameter hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
 check "exit 0 mid-training: stopped within 2 s (${t} ms)" [ $t -lt 2000 ]
 check "exit 0 mid-training: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
 
@@ -92,7 +93,7 @@ wait $pid
 rc=$?
 check "held ddprun: the job fails (exit 1, got $rc)" [ $rc = 1 ]
 check "held ddprun: the rank that left is named" \
-	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
+	has "$err" '^ddprun: rank 1 \(pid [0-9]+\) exited with code 0 while the others still need it: rank 0 waits in collective #[0-9]+ \((allreduce|invariant hash exchange|parameter hash exchange)( of step [0-9]+\); rank 1 ended at step [0-9]+, its last collective #[0-9]+ \([a-z ]+ of step [0-9]+\): the ranks ran different numbers of optimizer steps \(a rank skipped or added a step, or ended early)?\); stopping the job$'
 check "held ddprun: no bystander named" hasnt "$err" 'rank 0 \(pid [0-9]+\) (exited|killed)'
 
 # a rank that exits 0 before the first rendezvous
