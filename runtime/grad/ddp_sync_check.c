@@ -67,7 +67,6 @@ static enum ddp_xr_result xcompare(enum ddp_xr_check check, uint64_t round, cons
 			 d->rc == DDP_ERR_NOMEM ? "out of memory" : ddp_store_last_error(x.store));
 		sync_die(msg);
 	}
-	sync_st.stats.xr_requests += d->requests;
 	prev[1] = prev[0];
 	prev[0] = round;
 	return r;
@@ -266,8 +265,6 @@ static void check_hashes(uint64_t step, void *stream)
 	ddp_xr_diff_free(&d);
 	uint64_t ns = ddp_now_ns() - t0;
 	sync_st.stats.hash_checks++;
-	sync_st.stats.param_bytes += bytes;
-	sync_st.stats.param_ns += ns;
 	DDP_INFO(GRAD,
 		 "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks (every parameter and "
 		 "optimizer-state range in full: %" PRIu64 " bytes hashed in %.1f ms, exchange %.1f ms)",

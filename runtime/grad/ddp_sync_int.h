@@ -35,8 +35,6 @@ struct sync_stats {
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
 	uint64_t inv_checks, inv_bytes, inv_ns; /* the invariant check    */
-	uint64_t param_bytes, param_ns;         /* the parameter check (hash_checks) */
-	uint64_t xr_requests;                   /* the cross-rank compares' store round trips */
 	uint64_t step_first_ns, step_last_ns;
 	uint64_t launches;    /* seen with sync on      */
 	uint64_t *step_bytes; /* bytes averaged, by step */
