@@ -322,6 +322,7 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->xlist);
 	free(g->xrd);
 	ddp_flow_free(g->flow);
+	grad_plan_free(g);
 	free(g);
 }
 
@@ -427,7 +428,7 @@ int ddp_grad_active(const struct ddp_grad *g)
 }
 
 
-ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
+static ddp_result dispatch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	if (L->boundary) {
 		if (g->in_update)
@@ -452,7 +453,22 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 }
 
 
-ddp_result ddp_grad_finish(struct ddp_grad *g)
+ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_plan **plan)
 {
-	return grad_end_update(g);
+	grad_plan_start(g, L);
+	ddp_result rc = dispatch(g, L);
+	if (rc != DDP_OK)
+		g->plan.n = 0;
+	*plan = &g->plan;
+	return rc;
+}
+
+ddp_result ddp_grad_finish(struct ddp_grad *g, const struct ddp_plan **plan)
+{
+	grad_plan_start(g, NULL);
+	ddp_result rc = grad_end_update(g);
+	if (rc != DDP_OK)
+		g->plan.n = 0;
+	*plan = &g->plan;
+	return rc;
 }

@@ -156,18 +156,12 @@ void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint6
 
 void ddp_sync_init(int rank, int world)
 {
-	static struct ddp_grad_ops ops = {
+	static const struct ddp_grad_ops ops = {
 		.ctx = NULL,
-		.allreduce = sync_op_allreduce,
-		.broadcast = sync_op_broadcast,
 		.read = sync_op_read,
 		.write = sync_op_write,
 		.relaunch = sync_op_relaunch,
-		.step_begin = sync_op_step_begin,
-		.step_end = sync_op_step_end,
 		.alive = sync_op_alive,
-		.opt_reads = sync_op_opt_reads,
-		.copy = sync_op_copy,
 	};
 	static const struct ddp_overlap_env env = {
 		.coll_fail = sync_ov_coll_fail,
@@ -229,11 +223,6 @@ void ddp_sync_init(int rank, int world)
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
 	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1, ddp_param_overlap_slices());
-	if (overlap) {
-		ops.reduce = sync_op_reduce;
-		ops.reduce_on = sync_op_reduce_on;
-		ops.written = sync_op_written;
-	}
 	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {

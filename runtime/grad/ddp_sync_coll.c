@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_sync_coll.c - the tracker's callbacks (struct ddp_grad_ops): the injected
- * collectives (allreduce-average, broadcast), copies, the calibration
- * relaunch, and what the overlap layer needs.
+ * ddp_sync_coll.c - what the executor (ddp_sync_exec.c) issues: the injected
+ * collectives (allreduce-average, broadcast, the overlap layer's reduction
+ * at the consumer), copies; and the tracker's measurement callbacks
+ * (struct ddp_grad_ops: device reads and writes, the calibration relaunch,
+ * liveness) and what the overlap layer needs.
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
@@ -36,7 +38,7 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
-/* ---- tracker callbacks */
+/* ---- collectives */
 
 /* One injected collective over bufs: the gradients' allreduce-average or the
  * parameters' broadcast from rank 0.  Checks the signature the first time,
@@ -167,13 +169,12 @@ done:
 	return DDP_OK;
 }
 
-ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_allreduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = {
 		"allreduce",        "gradient", 1, &sync_st.stats.allreduce_calls, &sync_st.stats.allreduce_bytes,
 		&sync_st.stats.allreduce_ns
 	};
-	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
 
@@ -181,12 +182,11 @@ ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t
  * it can run (decided once, when the communicator exists): otherwise the
  * synchronous reductions, with one line saying why.  DDP_OVERLAP=on asks for
  * it regardless (it then fails at its first collective, naming the cause). */
-int sync_op_reduce_on(void *ctx)
+int sync_reduce_overlapped(void)
 {
 	static int decided;
 	struct ddp_comm *c = NULL;
 	char why[160];
-	(void)ctx;
 	if (!decided && sync_st.overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
 		decided = 1;
 		if (!ddp_coll_async_usable(c, why, sizeof why)) {
@@ -200,10 +200,9 @@ int sync_op_reduce_on(void *ctx)
 }
 
 /* DDP_OVERLAP=on: the tracker's consumer hands over the ranges themselves. */
-ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns(), st = sync_reduce_step();
-	(void)ctx;
 	ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
 	ddp_result rc = ddp_overlap_reduce(bufs, n, stream, st, &colls, &bytes);
 	if (rc != DDP_OK)
@@ -220,13 +219,24 @@ ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n,
 	return rc;
 }
 
-ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_broadcast(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = { "broadcast",        "parameter/state",  0,
 					    &sync_st.stats.bcast_calls, &sync_st.stats.bcast_bytes, &sync_st.stats.bcast_ns };
-	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
+
+ddp_result sync_do_copy(uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
+{
+	if (!ddp_driver_.memcpyDtoDAsync)
+		return DDP_ERR_UNSUPPORTED;
+	return ddp_cu_result(
+		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
+		"cuMemcpyDtoDAsync (libddp)");
+}
+
+/* ---- the tracker's measurement callbacks (struct ddp_grad_ops) */
+
 
 ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
 {
@@ -234,16 +244,6 @@ ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void 
 	DDP_CUCHECK(ddp_driver_.memcpyDtoHAsync(host, (CUdeviceptr)dev, bytes, sync_the_stream(stream)),
 		    "cuMemcpyDtoHAsync (libddp)");
 	return ddp_cu_result(sync_st.real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
-}
-
-ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
-{
-	(void)ctx;
-	if (!ddp_driver_.memcpyDtoDAsync)
-		return DDP_ERR_UNSUPPORTED;
-	return ddp_cu_result(
-		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
-		"cuMemcpyDtoDAsync (libddp)");
 }
 
 ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
@@ -296,9 +296,3 @@ int sync_ov_alive(const struct ddp_grad_buf *b)
 	return sync_op_alive(NULL, b);
 }
 
-void sync_op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-		       uint64_t hi, uint8_t bound)
-{
-	(void)ctx;
-	ddp_overlap_written(b, L, lo, hi, bound);
-}

@@ -62,12 +62,14 @@ void ddp_sync_freeing(uint64_t p)
 			/* an open update phase ends first (its step counts; the
 			 * compare below covers its parameter check) */
 			sync_st.at_exit = 1;
-			ddp_result frc = ddp_grad_finish(sync_st.tracker);
-			sync_st.at_exit = 0;
+			const struct ddp_plan *plan = NULL;
+			ddp_result frc = ddp_grad_finish(sync_st.tracker, &plan);
 			if (frc != DDP_OK) {
 				const char *e = ddp_grad_last_error(sync_st.tracker);
 				sync_die(e && *e ? e : "libddp: gradient tracking failed");
 			}
+			sync_exec_plan(plan);
+			sync_st.at_exit = 0;
 			char msg[700];
 			if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
 				sync_die(msg);
@@ -90,11 +92,13 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	pthread_mutex_lock(&sync_st.lock);
 	/* an open update phase ends here (its invariant check, if due, runs) */
 	sync_st.at_exit = 1;
-	if (ddp_grad_finish(sync_st.tracker) != DDP_OK) {
+	const struct ddp_plan *plan = NULL;
+	if (ddp_grad_finish(sync_st.tracker, &plan) != DDP_OK) {
 		const char *e = ddp_grad_last_error(sync_st.tracker);
 		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
 		failed = 1;
 	}
+	sync_exec_plan(plan);
 	uint64_t steps = ddp_grad_steps(sync_st.tracker);
 	uint64_t red = ddp_grad_reductions(sync_st.tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;

@@ -4,8 +4,10 @@
  * (ddp_sync.h has the interface):
  *   ddp_sync.c         the state, the fatal path, helpers (the signature
  *                      check, tracing), settings and init;
- *   ddp_sync_coll.c    the tracker's callbacks: collectives, copies,
- *                      calibration relaunch, what the overlap layer needs;
+ *   ddp_sync_exec.c    the executor: carries out each plan the tracker
+ *                      returns (ddp_plan.h), in order;
+ *   ddp_sync_coll.c    what it issues (collectives, copies), the tracker's
+ *                      measurement callbacks, what the overlap layer needs;
  *   ddp_sync_check.c   checks: --check hashes, the data-parallel invariant,
  *                      step begin and end;
  *   ddp_sync_launch.c  the launch path: the cheap path, library calls'
@@ -47,20 +49,23 @@ CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
 
-/* ddp_sync_coll.c */
+/* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
+ * a failure stops the rank */
+void sync_exec_plan(const struct ddp_plan *p);
+
+/* ddp_sync_coll.c: what the executor issues */
 void sync_account_step_bytes(uint64_t st, uint64_t bytes);
+ddp_result sync_do_allreduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+ddp_result sync_do_broadcast(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+ddp_result sync_do_copy(uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
+ddp_result sync_do_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+int sync_reduce_overlapped(void);
+/* ... and the tracker's measurement callbacks (struct ddp_grad_ops) */
 int sync_op_alive(void *ctx, const struct ddp_grad_buf *b);
-ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 ddp_result sync_op_drain(void *ctx);
 ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream);
-ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-int sync_op_reduce_on(void *ctx);
 ddp_result sync_op_relaunch(void *ctx, void *launch_ctx);
 ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream);
-void sync_op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-		       uint64_t hi, uint8_t bound);
 int sync_ov_alive(const struct ddp_grad_buf *b);
 void sync_ov_coll_fail(ddp_result rc, const char *what);
 uint64_t sync_reduce_step(void);

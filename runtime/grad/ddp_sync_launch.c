@@ -608,14 +608,16 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	sync_st.check_stream = (void *)s;
 	sync_st.cur_k = k;
 	sync_st.cur_call = c;
-	ddp_result rc = ddp_grad_launch(sync_st.tracker, &gl);
-	sync_st.cur_call = NULL;
+	const struct ddp_plan *plan = NULL;
+	ddp_result rc = ddp_grad_launch(sync_st.tracker, &gl, &plan);
 	if (!sync_st.opt_seen && ddp_grad_steps(sync_st.tracker)) /* an update found from the data flow */
 		__atomic_store_n(&sync_st.opt_seen, 1, __ATOMIC_RELAXED);
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(sync_st.tracker);
 		sync_die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	sync_exec_plan(plan); /* (the invariant check hashes cur_call's scalars) */
+	sync_st.cur_call = NULL;
 	if (sync_st.cycles) { /* no update known yet: the steps, from the stream's cycle */
 		struct ddp_cycle_report rep;
 		if (!sync_st.opt_seen && ddp_cycle_launch(sync_st.cycles, &gl, &rep))
