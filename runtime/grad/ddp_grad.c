@@ -25,11 +25,15 @@
 #include "ddp_log.h"
 #include "ddp_grad_int.h"
 
+/* Every error is one "libddp: " line (the caller prints it and stops). */
 ddp_result grad_fail(struct ddp_grad *g, ddp_result rc, const char *fmt, ...)
 {
+	static const char pfx[] = "libddp: ";
+	size_t off = strncmp(fmt, pfx, sizeof pfx - 1) ? sizeof pfx - 1 : 0;
 	va_list ap;
+	memcpy(g->err, pfx, off);
 	va_start(ap, fmt);
-	vsnprintf(g->err, sizeof g->err, fmt, ap);
+	vsnprintf(g->err + off, sizeof g->err - off, fmt, ap);
 	va_end(ap);
 	return rc;
 }

@@ -309,14 +309,6 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L,
 /* Ends an open update phase (at exit); *plan as ddp_grad_launch's. */
 ddp_result ddp_grad_finish(struct ddp_grad *g, const struct ddp_plan **plan /* OUT */);
 
-/* The ranges of one reduction as collectives: bufs[0..n) (G, in tracker
- * order) with ranges that follow each other in one allocation, in that
- * order and of one dtype, merged into one span (label "first (+K)": K
- * ranges merged into it).  spans[] holds n; returns the number of spans and
- * points sp[i] at spans[i]. */
-size_t ddp_grad_spans(struct ddp_grad_buf *const *bufs, size_t n, struct ddp_grad_buf *spans /* OUT [n] */,
-		      struct ddp_grad_buf **sp /* OUT [n] */);
-
 /* Must "other" launches be decoded?  (No while no gradient is known, no
  * update phase is open and the first step is over.) */
 int ddp_grad_active(const struct ddp_grad *g);

@@ -43,33 +43,6 @@ ddp_result grad_reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size
 	return DDP_OK;
 }
 
-size_t ddp_grad_spans(struct ddp_grad_buf *const *list, size_t n, struct ddp_grad_buf *spans,
-		      struct ddp_grad_buf **sp)
-{
-	size_t ns = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
-		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base &&
-		    s->dtype == b->dtype && s->base + s->size == b->base) {
-			s->size += b->size;
-			s->count += b->count;
-			s->bcast_done++; /* ranges merged into this span, minus one */
-			continue;
-		}
-		spans[ns] = *b;
-		spans[ns].bcast_done = 0;
-		sp[ns] = &spans[ns];
-		ns++;
-	}
-	for (size_t i = 0; i < ns; i++)
-		if (spans[i].bcast_done) {
-			char l[64];
-			snprintf(l, sizeof l, "%.48s (+%u)", spans[i].label, spans[i].bcast_done);
-			memcpy(spans[i].label, l, sizeof l);
-		}
-	return ns;
-}
-
 /* Is b (G or candidate) freed since it was learned?  Then it is forgotten
  * (the address may belong to another allocation by now). */
 int grad_gone(struct ddp_grad *g, struct ddp_grad_buf *b)

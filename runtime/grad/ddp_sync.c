@@ -222,7 +222,8 @@ void ddp_sync_init(int rank, int world)
 		sync_die(msg);
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
-	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1, ddp_param_overlap_slices());
+	sync_st.bucket_bytes = bucket_bytes ? bucket_bytes : 1;
+	ddp_overlap_init(&env, overlap, sync_st.bucket_bytes, ddp_param_overlap_slices());
 	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {

@@ -7,8 +7,8 @@
  * Reductions: with early reductions on (DDP_OVERLAP, ddp_overlap.c) the
  * ranges go to the overlap layer, which groups them in buckets
  * (ddp_coll_bucket.c) and finds those already reduced early; otherwise the
- * synchronous collectives, ranges that follow each other in one
- * allocation merged into one span (ddp_grad_spans).
+ * synchronous collectives, through the same bucket planner
+ * (ddp_sync_coll.c).
  *
  * Contract: called under sync_st.lock, from the launch path and at exit.
  * The tracker has taken every action as done: one that fails stops the
@@ -23,18 +23,6 @@
 #include "ddp_plan.h"
 #include "ddp_sync_int.h"
 
-/* The synchronous path: adjacent ranges of one allocation as one span. */
-static ddp_result reduce_sync(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
-{
-	struct ddp_grad_buf *spans = malloc(n * sizeof *spans), **sp = malloc(n * sizeof *sp);
-	ddp_result rc = DDP_ERR_NOMEM;
-	if (spans && sp)
-		rc = sync_do_allreduce(sp, ddp_grad_spans(bufs, n, spans, sp), stream);
-	free(spans);
-	free(sp);
-	return rc;
-}
-
 static ddp_result run_item(const struct ddp_plan *p, const struct ddp_plan_item *it)
 {
 	struct ddp_grad_buf *const *b = p->bufs + it->first;
@@ -45,7 +33,7 @@ static ddp_result run_item(const struct ddp_plan *p, const struct ddp_plan_item 
 	case DDP_PLAN_REDUCE:
 		if (ddp_overlap_on() && sync_reduce_overlapped())
 			return sync_do_reduce(b, it->n, p->stream);
-		return reduce_sync(b, it->n, p->stream);
+		return sync_do_allreduce(b, it->n, p->stream);
 	case DDP_PLAN_COPY: return sync_do_copy(it->lo, it->hi, it->bytes, p->stream);
 	case DDP_PLAN_WRITTEN:
 		if (p->L)

@@ -110,6 +110,7 @@ struct sync_state {
 	int no_measure;   /* DDP_DEBUG_NO_MEASURE                */
 	long opt_wait_s;  /* DDP_OPT_WAIT                        */
 	int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off    */
+	uint64_t bucket_bytes; /* DDP_BUCKET_MB in bytes (both reduction paths) */
 	CUresult (*real_sync)(CUstream);
 	CUresult (*real_ctx_sync)(void);
 	struct ddp_cycle *cycles; /* the steps while no update is known (ddp_cycle.h) */

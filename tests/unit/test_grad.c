@@ -85,9 +85,8 @@ static const struct ddp_grad_ops ops = {
 	.relaunch = m_relaunch,
 };
 
-/* The host executor (ddp_plan.h): a plan as the event log -- AR[spans]
- * (the synchronous path's spans), BC[ranges], |E<step>|, and copies and
- * reads where a test asks for them. */
+/* The host executor (ddp_plan.h): a plan as the event log -- AR[ranges],
+ * BC[ranges], |E<step>|, and copies and reads where a test asks for them. */
 static ddp_result (*exec_copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *st);
 static ddp_result (*exec_reads)(void *ctx, const struct ddp_grad_launch *Lc, uint64_t step,
 				const struct ddp_grad_read *r, size_t n);
@@ -101,12 +100,7 @@ static ddp_result host_exec(const struct ddp_plan *p)
 		switch (it->kind) {
 		case DDP_PLAN_STEP_END: rc = m_step_end(NULL, it->step); break;
 		case DDP_PLAN_BROADCAST: rc = m_broadcast(NULL, b, it->n, p->stream); break;
-		case DDP_PLAN_REDUCE: {
-			struct ddp_grad_buf spans[64], *sp[64];
-			REQUIRE(it->n <= 64);
-			rc = m_allreduce(NULL, sp, ddp_grad_spans(b, it->n, spans, sp), p->stream);
-			break;
-		}
+		case DDP_PLAN_REDUCE: rc = m_allreduce(NULL, b, it->n, p->stream); break;
 		case DDP_PLAN_COPY:
 			if (exec_copy)
 				rc = exec_copy(NULL, it->lo, it->hi, it->bytes, p->stream);
@@ -373,8 +367,9 @@ TEST(flat_buffer_reduced_before_the_norm_reader)
 	evlog[0] = '\0';
 	charlm_step(g, 0, 0);
 	charlm_step(g, 0, 0);
-	/* adjacent ranges of one allocation: one collective */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
+	/* one reduction of the four ranges (the executor merges adjacent ones into one segment) */
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]"
+		     "|E2|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]");
 	CHECK_EQ_INT(ddp_grad_steps(g), 3);
 	ddp_grad_free(g);
 }
@@ -774,7 +769,8 @@ TEST(pattern3_reader_found_gradient_passed_nonconst)
 			evlog[0] = '\0';
 	}
 	/* still a gradient from step 2 on, averaged once per step at the norm */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]"
+		     "|E2|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]");
 	CHECK_EQ_INT(pat_calibrations, 4);       /* step 1, one per tensor range */
 	CHECK_EQ_INT(count_role(g, DDP_GR_GRAD), 4);
 	CHECK_EQ_INT(count_role(g, DDP_GR_PARAM), 8);
@@ -853,7 +849,7 @@ TEST(pattern5_bf16_subranges_pair_per_range)
 	}
 	/* step 2: the last two ranges are adjacent (one collective), the first
 	 * is followed by padding (its own) */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_kernel3:2+0,adamw_kernel3:2+256 (+1)]");
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_kernel3:2+0,adamw_kernel3:2+256,adamw_kernel3:2+384]");
 	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 3 * N * 2);
 	struct ddp_grad_buf *gb = NULL;
 	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
