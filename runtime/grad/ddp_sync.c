@@ -178,6 +178,7 @@ void ddp_sync_init(int rank, int world)
 		/* ddprun inspect: the tracker runs dry (no job, no collectives)
 		 * so that the report can show every range's role and evidence */
 		sync_st.dry = 1;
+		ddp_inspect_use_tracker();
 	} else if (mode == 2 || world <= 1) {
 		if (mode == 1 && world <= 1)
 			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");

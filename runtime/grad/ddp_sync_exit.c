@@ -258,6 +258,7 @@ void ddp_sync_explain(const char *path)
 	if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
+	sync_exec_explain(f);
 	pthread_mutex_unlock(&sync_st.lock);
 	fclose(f);
 }

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ddp_grad.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
@@ -52,6 +53,8 @@ void sync_die(const char *msg) __attribute__((noreturn));
 /* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
  * a failure stops the rank */
 void sync_exec_plan(const struct ddp_plan *p);
+/* ddprun inspect's "Plan" section: what the executor did in steps 1-2 */
+void sync_exec_explain(FILE *f);
 
 /* ddp_sync_coll.c: what the executor issues */
 void sync_account_step_bytes(uint64_t st, uint64_t bytes);
@@ -147,6 +150,10 @@ struct sync_state {
 	size_t ninv, invcap;
 	uint64_t inv_step; /* the step inv[] belongs to           */
 	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
+
+	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */
+	char *plan_text;
+	size_t nplan_text, plan_cap;
 
 	/* ddp_sync_step_aside (ddp_sync_exit.c): the job stays until exit (atomic) */
 	int stepped_aside;
