@@ -78,6 +78,35 @@ void ddp_sync_freeing(uint64_t p)
 	ddp_port_own_end();
 }
 
+void ddp_sync_ctx_going(void *ctx, const char *fn)
+{
+	ddp_port_own_begin();
+	pthread_mutex_lock(&sync_st.lock);
+	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker &&
+	    ctx && ctx == sync_st.train_ctx && ddp_grad_steps(sync_st.tracker) > 0) {
+		/* the compare reads through the current context: ctx for now */
+		CUcontext cur = NULL;
+		int swap = ddp_driver_.ctxGetCurrent && ddp_driver_.ctxSetCurrent &&
+			   ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS && cur != (CUcontext)ctx &&
+			   ddp_driver_.ctxSetCurrent((CUcontext)ctx) == CUDA_SUCCESS;
+		DDP_DEBUG(GRAD, "%s: the parameters' context goes; the final compare runs first", fn);
+		sync_st.at_exit = 1;
+		ddp_result frc = ddp_grad_finish(sync_st.tracker);
+		sync_st.at_exit = 0;
+		if (frc != DDP_OK) {
+			const char *e = ddp_grad_last_error(sync_st.tracker);
+			sync_die(e && *e ? e : "libddp: gradient tracking failed");
+		}
+		char msg[700];
+		if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
+			sync_die(msg);
+		if (swap)
+			(void)ddp_driver_.ctxSetCurrent(cur);
+	}
+	pthread_mutex_unlock(&sync_st.lock);
+	ddp_port_own_end();
+}
+
 int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;

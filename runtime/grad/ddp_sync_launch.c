@@ -486,6 +486,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	sync_st.stats.launches++;
+	if (!sync_st.train_ctx && ddp_driver_.ctxGetCurrent) {
+		CUcontext cur = NULL;
+		if (ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS)
+			sync_st.train_ctx = cur;
+	}
 	if (!sync_st.opt_seen)
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
