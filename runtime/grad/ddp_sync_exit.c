@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -131,7 +132,24 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	if (!sync_st.dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
+	struct ddp_cycle_report rep;
+	uint64_t seen = 0;
+	if (!sync_st.dry && !failed && red == 0 && steps == 0 && sync_st.stats.launches > 0 && sync_st.cycles &&
+	    ddp_cycle_rewrote_any(sync_st.cycles, &rep, &seen) == 0 && seen == sync_st.stats.launches) {
+		/* evaluation or inference: every launch libddp saw, from the
+		 * first, wrote only memory no earlier launch had read first
+		 * (ddp_cycle_rewrote_any): no update ran, so nothing had to be
+		 * averaged; each rank computed on its own inputs */
+		if (sync_st.my_rank == 0)
+			DDP_WARN("libddp: no update ran and nothing was averaged: none of the %" PRIu64
+				 " kernel launches of rank 0 rewrote memory that an earlier launch had read (an "
+				 "evaluation or inference program); each rank computed on its own inputs",
+				 seen);
+		else
+			DDP_INFO(GRAD, "rank %d: no update ran and nothing was averaged (%" PRIu64
+				       " launches, none rewrote memory an earlier launch had read)",
+				 sync_st.my_rank, seen);
+	} else if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have
