@@ -218,6 +218,8 @@ static void seen_reset(struct ddp_cycle *c)
  * (w < 0: either). */
 static struct cyc_seen *seen_find(struct ddp_cycle *c, uint32_t a, uint64_t lo, uint64_t hi, int w)
 {
+	if (!c->seen) /* nothing added yet (the analyzer cannot tell that from the buckets) */
+		return NULL;
 	for (uint32_t i = c->bucket[a % SEEN_BUCKETS]; i != UINT32_MAX; i = c->seen[i].next) {
 		struct cyc_seen *s = &c->seen[i];
 		if (s->alloc_id == a && s->lo < hi && lo < s->hi && (w < 0 || s->wrote == w))
