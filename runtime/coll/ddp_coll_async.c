@@ -350,7 +350,7 @@ static void tag_check(struct coll_async *a, const struct async_stamp *s)
 {
 	struct ddp_comm *c = a->c;
 	double mine = tag_enc(&s->tag);
-	char me[96], them[320] = "";
+	char me[96], them[160] = "";
 	size_t o = 0;
 	int nd = 0;
 	for (int q = 0; q < c->world; q++) {
@@ -361,8 +361,8 @@ static void tag_check(struct coll_async *a, const struct async_stamp *s)
 			char tt[96];
 			uint64_t u = v >= 0 && v < 9.0e15 ? (uint64_t)v : 0;
 			ddp_coll_tag_text(u / 4, (unsigned)(u % 4), tt, sizeof tt);
-			o += (size_t)snprintf(them + o, sizeof them - o, "%srank %d in %s", nd > 1 ? ", " : "", q,
-					      tt);
+			int k = snprintf(them + o, sizeof them - o, "%srank %d in %.60s", nd > 1 ? ", " : "", q, tt);
+			o += k > 0 ? (size_t)k : 0;
 		}
 	}
 	if (!nd || a->failed || a->tag_bad)
@@ -372,7 +372,7 @@ static void tag_check(struct coll_async *a, const struct async_stamp *s)
 	ddp_coll_tag_text(s->tag.step, s->tag.phase, me, sizeof me);
 	snprintf(a->tag_err, sizeof a->tag_err,
 		 "libddp: the ranks' gradient collectives no longer pair up: at async allreduce #%" PRIu64
-		 " rank %d is in %s (%s) but %s; " COLL_TAG_WHY,
+		 " rank %d is in %.60s (%.47s) but %.110s; " COLL_TAG_WHY,
 		 s->ticket, c->rank, me, s->tag.what, them);
 	__atomic_store_n(&a->tag_bad, 1, __ATOMIC_RELEASE);
 }

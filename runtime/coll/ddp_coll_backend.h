@@ -55,8 +55,7 @@ struct ddp_comm {
  * (ddp_coll_set_tag). */
 #define COLL_TAG_WHY                                                                                      \
 	"one rank reduced gradient bytes the others did not (a gradient written again after its early "  \
-	"reduction is reduced again at the consumer: only right when every rank writes it again alike; "  \
-	"the ranks' programs differ here); stopped before their gradients mix"
+	"reduction on some ranks only: the ranks' programs differ); stopped before their gradients mix"
 
 /* Records the error line (printf format, "libddp: " prepended), logs it at
  * ERROR when loud, else at INFO(COLL); marks the comm broken; returns rc. */

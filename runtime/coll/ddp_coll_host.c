@@ -678,7 +678,7 @@ static ddp_result host_begin(struct ddp_comm *c, enum ddp_coll_kind kind, uint64
 			ddp_coll_tag_text(r0->tag_step, r0->tag_phase, tb, sizeof tb);
 			return coll_fail(c, DDP_ERR_REMOTE, c->rank == 0,
 					 "the ranks' gradient collectives no longer pair up: at collective #%" PRIu64
-					 " rank %d is in %s (%.48s) while rank 0 is in %s (%.48s); " COLL_TAG_WHY,
+					 " rank %d is in %.60s (%.47s) while rank 0 is in %.60s (%.47s); " COLL_TAG_WHY,
 					 r0->seq, q, ta, rq->tag_what, tb, r0->tag_what);
 		}
 		char a[96], b[96];
