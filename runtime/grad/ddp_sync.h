@@ -84,6 +84,13 @@ void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden"))
  * the rank with one line naming the range, its role and the step). */
 void ddp_sync_freeing(uint64_t p) __attribute__((visibility("hidden")));
 
+/* The program is about to destroy context ctx (interpose/hook_mem.c, before
+ * cuCtxDestroy, the last cuDevicePrimaryCtxRelease or
+ * cuDevicePrimaryCtxReset; fn names the call): when ctx is the context the
+ * gradient tracker's launches ran in, the final compare runs now, as
+ * ddp_sync_freeing's, while the parameters can still be read. */
+void ddp_sync_ctx_going(void *ctx, const char *fn) __attribute__((visibility("hidden")));
+
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns
  * non-zero when the process must exit non-zero: a rank of a multi-rank job

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -49,6 +50,24 @@ void ddp_sync_step_aside(const char *why)
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
 }
 
+/* The run ends for the tracker: an open update phase ends first (its step
+ * counts; the compare covers its parameter check), its plan runs, then the
+ * final compare; a difference stops the rank.  Under sync_st.lock. */
+static void finish_and_compare(void)
+{
+	const struct ddp_plan *plan = NULL;
+	sync_st.at_exit = 1;
+	if (ddp_grad_finish(sync_st.tracker, &plan) != DDP_OK) {
+		const char *e = ddp_grad_last_error(sync_st.tracker);
+		sync_die(e && *e ? e : "libddp: gradient tracking failed");
+	}
+	sync_exec_plan(plan);
+	sync_st.at_exit = 0;
+	char msg[700];
+	if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
+		sync_die(msg);
+}
+
 void ddp_sync_freeing(uint64_t p)
 {
 	ddp_port_own_begin();
@@ -59,22 +78,29 @@ void ddp_sync_freeing(uint64_t p)
 			if (b->role != DDP_GR_PARAM || p < b->alloc_base || p >= b->alloc_base + b->alloc_size ||
 			    !ddp_grad_buf_current(sync_st.tracker, b))
 				continue;
-			/* an open update phase ends first (its step counts; the
-			 * compare below covers its parameter check) */
-			sync_st.at_exit = 1;
-			const struct ddp_plan *plan = NULL;
-			ddp_result frc = ddp_grad_finish(sync_st.tracker, &plan);
-			if (frc != DDP_OK) {
-				const char *e = ddp_grad_last_error(sync_st.tracker);
-				sync_die(e && *e ? e : "libddp: gradient tracking failed");
-			}
-			sync_exec_plan(plan);
-			sync_st.at_exit = 0;
-			char msg[700];
-			if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
-				sync_die(msg);
+			finish_and_compare();
 			break;
 		}
+	}
+	pthread_mutex_unlock(&sync_st.lock);
+	ddp_port_own_end();
+}
+
+void ddp_sync_ctx_going(void *ctx, const char *fn)
+{
+	ddp_port_own_begin();
+	pthread_mutex_lock(&sync_st.lock);
+	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker &&
+	    ctx && ctx == sync_st.train_ctx && ddp_grad_steps(sync_st.tracker) > 0) {
+		/* the compare reads through the current context: ctx for now */
+		CUcontext cur = NULL;
+		int swap = ddp_driver_.ctxGetCurrent && ddp_driver_.ctxSetCurrent &&
+			   ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS && cur != (CUcontext)ctx &&
+			   ddp_driver_.ctxSetCurrent((CUcontext)ctx) == CUDA_SUCCESS;
+		DDP_DEBUG(GRAD, "%s: the parameters' context goes; the final compare runs first", fn);
+		finish_and_compare();
+		if (swap)
+			(void)ddp_driver_.ctxSetCurrent(cur);
 	}
 	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
@@ -106,7 +132,24 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	if (!sync_st.dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
+	struct ddp_cycle_report rep;
+	uint64_t seen = 0;
+	if (!sync_st.dry && !failed && red == 0 && steps == 0 && sync_st.stats.launches > 0 && sync_st.cycles &&
+	    ddp_cycle_rewrote_any(sync_st.cycles, &rep, &seen) == 0 && seen == sync_st.stats.launches) {
+		/* evaluation or inference: every launch libddp saw, from the
+		 * first, wrote only memory no earlier launch had read first
+		 * (ddp_cycle_rewrote_any): no update ran, so nothing had to be
+		 * averaged; each rank computed on its own inputs */
+		if (sync_st.my_rank == 0)
+			DDP_WARN("libddp: no update ran and nothing was averaged: none of the %" PRIu64
+				 " kernel launches of rank 0 rewrote memory that an earlier launch had read (an "
+				 "evaluation or inference program); each rank computed on its own inputs",
+				 seen);
+		else
+			DDP_INFO(GRAD, "rank %d: no update ran and nothing was averaged (%" PRIu64
+				       " launches, none rewrote memory an earlier launch had read)",
+				 sync_st.my_rank, seen);
+	} else if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have

@@ -127,6 +127,10 @@ struct sync_state {
 	int at_exit;    /* ddp_sync_exit / the final compare end the run */
 	int final_done; /* the final compare ran (ddp_sync_check.c) */
 
+	/* the context of the first launch the tracker saw (ddp_sync_launch.c):
+	 * the parameters' context, for ddp_sync_ctx_going (ddp_sync_exit.c) */
+	void *train_ctx;
+
 	/* the launch being processed: ddp_sync_launch.c (the callbacks read it) */
 	struct ddp_kfunc *cur_k;
 	const struct ddp_launch_call *cur_call;

@@ -433,8 +433,22 @@ int ddp_sync_gate_open(void)
 void ddp_sync_output_open(const char *path)
 {
 	char msg[1000];
+	struct ddp_cycle_report rep;
+	uint64_t seen = 0;
 	pthread_mutex_lock(&sync_st.lock);
 	if (!ddp_sync_gate_open() || !sync_st.stats.launches) {
+		pthread_mutex_unlock(&sync_st.lock);
+		return;
+	}
+	/* no launch so far rewrote memory that another had read (an
+	 * evaluation or inference program writing its outputs): nothing
+	 * trained apart yet; the cycles and the exit still watch */
+	if (sync_st.cycles && ddp_cycle_rewrote_any(sync_st.cycles, &rep, &seen) == 0 &&
+	    seen == sync_st.stats.launches) {
+		DDP_DEBUG(GRAD,
+			  "%s opened for writing after %" PRIu64 " launches, none of which rewrote memory another "
+			  "had read (no update so far): let through",
+			  path, seen);
 		pthread_mutex_unlock(&sync_st.lock);
 		return;
 	}
@@ -486,6 +500,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	sync_st.stats.launches++;
+	if (!sync_st.train_ctx && ddp_driver_.ctxGetCurrent) {
+		CUcontext cur = NULL;
+		if (ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS)
+			sync_st.train_ctx = cur;
+	}
 	if (!sync_st.opt_seen)
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
