@@ -134,8 +134,8 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	ddp_overlap_summary(ovs, sizeof ovs);
 	struct ddp_cycle_report rep;
 	uint64_t seen = 0;
-	if (!sync_st.dry && !failed && red == 0 && steps == 0 && sync_st.stats.launches > 0 && sync_st.cycles &&
-	    ddp_cycle_rewrote_any(sync_st.cycles, &rep, &seen) == 0 && seen == sync_st.stats.launches) {
+	if (!sync_st.dry && !failed && red == 0 && steps == 0 && sync_st.stats.launches > 0 &&
+	    sync_no_update_evidence(&rep, &seen)) {
 		/* evaluation or inference: every launch libddp saw, from the
 		 * first, wrote only memory no earlier launch had read first
 		 * (ddp_cycle_rewrote_any): no update ran, so nothing had to be
@@ -156,13 +156,13 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
 		DDP_ERROR("libddp: this rank launched %" PRIu64
 			  " kernels and %s; it is not known to have trained as "
-			  "one model with the other ranks: %sreport the update kernel (the "
+			  "one model with the other ranks%s: %sreport the update kernel (the "
 			  "last kernel launched: %.100s; docs/gradient-sync.md, \"How ddprun stops\")",
 			  sync_st.stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
 				: "averaged no gradient (no kernel was recognised as an optimizer)",
-			  sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+			  sync_host_writes_note(), sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
 				       "or fused=True; else "
 				     : "",
 			  sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");

@@ -50,6 +50,13 @@ CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
 
+/* ddp_sync_launch.c: the evidence that no update ran (an evaluation
+ * program): 1 and *seen (launches covered) when it holds */
+struct ddp_cycle_report;
+int sync_no_update_evidence(struct ddp_cycle_report *rep, uint64_t *seen);
+/* "" or a clause saying why host writes withhold that evidence */
+const char *sync_host_writes_note(void);
+
 /* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
  * a failure stops the rank */
 void sync_exec_plan(const struct ddp_plan *p);
@@ -158,6 +165,10 @@ struct sync_state {
 	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */
 	char *plan_text;
 	size_t nplan_text, plan_cap;
+
+	/* device memory written without a kernel after the first launch
+	 * (ddp_sync_device_written; atomic): no evaluation evidence then */
+	uint64_t host_writes;
 
 	/* ddp_sync_step_aside (ddp_sync_exit.c): the job stays until exit (atomic) */
 	int stepped_aside;

@@ -11,6 +11,11 @@
  * IN floats; PRED: "ROW CLASS" per line, ROW counting this rank's rows.
  * It prints "rows N" on stdout at the end.  EVAL_NUDGE=1 (a control):
  * after each batch a kernel rewrites the weights (a hidden update).
+ * EVAL_STAGE=1: all rows are read first and copied to the device once,
+ * before the first launch (batches are offsets into them).
+ * EVAL_HOSTUPD=1 (a control): after each batch the weights are copied to
+ * the host, changed by the batch's predictions and copied back (an update
+ * made on the host: launch by launch it looks like the next inputs).
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -39,6 +44,11 @@ int main(int argc, char **argv)
 	}
 	int batch = argc > 4 ? atoi(argv[4]) : 8, in = IN, out = OUT, nw = OUT * IN;
 	int nudge = getenv("EVAL_NUDGE") && atoi(getenv("EVAL_NUDGE"));
+	int stage = getenv("EVAL_STAGE") && atoi(getenv("EVAL_STAGE"));
+	int hostupd = getenv("EVAL_HOSTUPD") && atoi(getenv("EVAL_HOSTUPD"));
+	float *hall = NULL;
+	size_t nrows = 0, next = 0;
+	CUdeviceptr xs = 0;
 	float hw[OUT * IN + OUT], hx[MAXB * IN];
 	int hp[MAXB], *all = NULL;
 	size_t nall = 0;
@@ -77,14 +87,42 @@ int main(int argc, char **argv)
 		fprintf(stderr, "evalonly: cannot open %s\n", argv[2]);
 		return 1;
 	}
+	if (stage) { /* every row first, on the device once, before any launch */
+		size_t got;
+		while ((got = fread(hx, sizeof(float) * IN, (size_t)batch, f)) > 0) {
+			float *na = realloc(hall, sizeof(float) * IN * (nrows + (size_t)batch));
+			if (!na)
+				return 1;
+			hall = na;
+			memset(hx + got * IN, 0, sizeof(float) * IN * ((size_t)batch - got));
+			memcpy(hall + nrows * IN, hx, sizeof(float) * IN * (size_t)batch);
+			nrows += got;
+			if (got < (size_t)batch)
+				break;
+		}
+		ck(cuMemAlloc(&xs, sizeof(float) * IN * (nrows + (size_t)batch)), "cuMemAlloc xs");
+		if (nrows)
+			ck(cuMemcpyHtoD(xs, hall, sizeof(float) * IN * ((nrows + (size_t)batch - 1) / (size_t)batch) *
+							  (size_t)batch),
+			   "cuMemcpyHtoD xs");
+	}
 	for (;;) {
-		size_t got = fread(hx, sizeof(float) * IN, (size_t)batch, f);
+		size_t got;
+		if (stage) {
+			got = nrows - next < (size_t)batch ? nrows - next : (size_t)batch;
+			x = xs + sizeof(float) * IN * next;
+			next += got;
+		} else {
+			got = fread(hx, sizeof(float) * IN, (size_t)batch, f);
+		}
 		if (!got)
 			break;
 		int rows = (int)got;
-		/* a short last batch is padded with zeros: every launch alike */
-		memset(hx + got * IN, 0, sizeof(float) * IN * (size_t)(batch - rows));
-		ck(cuMemcpyHtoD(x, hx, sizeof(float) * IN * (size_t)batch), "cuMemcpyHtoD x");
+		if (!stage) {
+			/* a short last batch is padded with zeros: every launch alike */
+			memset(hx + got * IN, 0, sizeof(float) * IN * (size_t)(batch - rows));
+			ck(cuMemcpyHtoD(x, hx, sizeof(float) * IN * (size_t)batch), "cuMemcpyHtoD x");
+		}
 		void *la[] = { &w, &b, &x, &y, &batch, &in, &out }, *ma[] = { &y, &p, &batch, &out };
 		ck(cuLaunchKernel(flin, (batch * OUT + 63) / 64, 1, 1, 64, 1, 1, 0, NULL, la, NULL), "ev_linear");
 		ck(cuLaunchKernel(fmax, 1, 1, 1, 64, 1, 1, 0, NULL, ma, NULL), "ev_argmax");
@@ -93,6 +131,13 @@ int main(int argc, char **argv)
 			ck(cuLaunchKernel(fnudge, (nw + 63) / 64, 1, 1, 64, 1, 1, 0, NULL, na, NULL), "ev_nudge");
 		}
 		ck(cuMemcpyDtoH(hp, p, sizeof(int) * (size_t)batch), "cuMemcpyDtoH");
+		if (hostupd) { /* the weights changed on the host by this rank's batch */
+			float hw2[OUT * IN];
+			ck(cuMemcpyDtoH(hw2, w, sizeof hw2), "cuMemcpyDtoH w");
+			for (int i = 0; i < OUT * IN; i++)
+				hw2[i] -= 1e-3f * (float)(hp[0] + 1);
+			ck(cuMemcpyHtoD(w, hw2, sizeof hw2), "cuMemcpyHtoD w");
+		}
 		int *na2 = realloc(all, (nall + got) * sizeof *all);
 		if (!na2)
 			return 1;
@@ -111,6 +156,7 @@ int main(int argc, char **argv)
 	fclose(o);
 	printf("rows %zu\n", nall);
 	free(all);
+	free(hall);
 	cuDevicePrimaryCtxRelease(dev);
 	return 0;
 }

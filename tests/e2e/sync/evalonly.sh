@@ -2,16 +2,22 @@
 # SPDX-License-Identifier: MIT
 #
 # evalonly.sh - issue 19 / session 7 task B: an evaluation program under
-# `ddprun -n 2 --shard` (tests/e2e/progs/evalonly.c, written the way users
-# write one: load trained weights from a file, forward over the rank's share
-# of the input rows, write the predictions to a file at the end; no
-# optimizer) exits 0 with one line saying no update ran and nothing was
-# averaged.  Before, it stopped at its predictions file ("no update of its
-# parameters was found") or exited 1 at exit ("averaged no gradient").  The
-# evidence (ddp_cycle_rewrote_any): no launch of the whole stream wrote
-# memory that an earlier launch had read first.  Checked against python3's
-# own arithmetic: each rank's predictions are those of its rows.
-# Controls (the same program, evidence absent, the stops stay):
+# `ddprun -n 2 --shard` (tests/e2e/progs/evalonly.c: load trained weights
+# from a file, forward over the rank's share of the input rows, write the
+# predictions to a file at the end; no optimizer) that stages its rows on
+# the device before its first launch (EVAL_STAGE=1) exits 0 with one line
+# saying no update ran and nothing was averaged.  The evidence: no launch of
+# the whole stream wrote memory that an earlier launch had read first
+# (ddp_cycle_rewrote_any), and nothing wrote device memory without a kernel
+# after the first launch (ddp_sync_device_written).  Checked against
+# python3's own arithmetic: each rank's predictions are those of its rows.
+# The same program copying each batch to the device (the usual loop) gets no
+# such evidence: a batch copied over memory the last forward read looks
+# exactly like weights updated on the host and copied back (EVAL_HOSTUPD=1,
+# a control that does that), so it stops at its predictions file, naming
+# the copies, as before -- never an exit 0 of ranks that may have trained
+# apart.
+# Controls (the staged program, evidence absent, the stops stay):
 #   EVAL_NUDGE=1          a hidden update (a kernel rewrites the weights the
 #                         forward read after each batch): stopped, non-zero
 #   DDP_DEBUG_NO_CYCLES=1 no launch stream kept, so no evidence: stopped at
@@ -46,7 +52,7 @@ run() { # NAME [ENV...]
 }
 line='libddp: no update ran and nothing was averaged: none of the [0-9]+ kernel launches of rank 0 rewrote memory that an earlier launch had read \(an evaluation or inference program\); each rank computed on its own inputs'
 
-run eval
+run eval EVAL_STAGE=1
 rc=$?
 if [ $rc -eq 0 ]; then ok "evaluation under -n 2: exit 0"
 else not_ok "evaluation under -n 2: exit $rc: $(grep -m2 'libddp' eval.err | tr '\n' ' ')"; fi
@@ -71,14 +77,32 @@ if grep -q 'averaged no gradient\|no update of its parameters was found' eval.er
 	not_ok "evaluation: a stop line was printed: $(grep -m1 'averaged no gradient\|no update of its' eval.err)"
 else ok "evaluation: no stop line"; fi
 
-# control: a hidden update (the weights rewritten after each batch)
-run nudge EVAL_NUDGE=1
+# the usual loop (a batch copied to the device each time): no evidence
+run perbatch
 rc=$?
-if [ $rc -ne 0 ] && ! grep -qE "$line" nudge.err && grep -q 'no update of the parameters was found in the first 3 steps' nudge.err; then
-	ok "control EVAL_NUDGE=1 (a hidden update): stopped within 3 steps, exit $rc, no 'no update ran' line"
+if [ $rc -ne 0 ] && ! grep -qE "$line" perbatch.err &&
+	grep -q 'libddp: the program opens .*pred.perbatch.[01].txt for writing after .* wrote device memory [0-9]* times without a kernel' perbatch.err &&
+	[ ! -e pred.perbatch.0.txt ] && [ ! -e pred.perbatch.1.txt ]; then
+	ok "batches copied each time: no evaluation evidence, stopped before the predictions file naming the copies, exit $rc"
+else not_ok "batches copied each time: exit $rc: $(grep -m1 libddp perbatch.err)"; fi
+# control: an update made on the host (the weights copied out, changed, copied back)
+run hostupd EVAL_STAGE=1 EVAL_HOSTUPD=1
+rc=$?
+if [ $rc -ne 0 ] && ! grep -qE "$line" hostupd.err && [ ! -e pred.hostupd.0.txt ] && [ ! -e pred.hostupd.1.txt ]; then
+	ok "control EVAL_HOSTUPD=1 (an update on the host): stopped, exit $rc, no 'no update ran' line"
+else not_ok "control EVAL_HOSTUPD=1: exit $rc: $(grep -m1 libddp hostupd.err)"; fi
+
+# control: a hidden update (the weights rewritten after each batch)
+run nudge EVAL_STAGE=1 EVAL_NUDGE=1
+rc=$?
+# (staged, each batch's pointers differ: no period, so the stop is at the
+# predictions file rather than within 3 steps)
+if [ $rc -ne 0 ] && ! grep -qE "$line" nudge.err && [ ! -e pred.nudge.0.txt ] && [ ! -e pred.nudge.1.txt ] &&
+	grep -q 'no update of the parameters was found in the first 3 steps\|libddp: the program opens .*pred.nudge.[01].txt for writing' nudge.err; then
+	ok "control EVAL_NUDGE=1 (a hidden update): stopped before the predictions file, exit $rc, no 'no update ran' line"
 else not_ok "control EVAL_NUDGE=1: exit $rc: $(grep -m1 libddp nudge.err)"; fi
 # control: no launch stream, no evidence: stopped at the predictions file
-run nocyc DDP_DEBUG_NO_CYCLES=1
+run nocyc EVAL_STAGE=1 DDP_DEBUG_NO_CYCLES=1
 rc=$?
 if [ $rc -ne 0 ] && ! grep -qE "$line" nocyc.err && grep -q 'libddp: the program opens .*pred.nocyc.[01].txt for writing after' nocyc.err &&
 	[ ! -e pred.nocyc.0.txt ] && [ ! -e pred.nocyc.1.txt ]; then
