@@ -14,11 +14,7 @@
 # parameter after the last step): every ending must then exit non-zero
 # naming the parameter; without it, exit 0 and the compare said identical.
 . "$(dirname "$0")/lib.sh"
-unset DDPRUN_NO_PRELOAD
-T=$build_dir/tests/e2e/progs/steptrainer NL=$build_dir/cpudev/lib/nccl/libnccl.so.2
-for f in "$build_dir/lib/libddp.so" "$T" "$T.kern.so"; do
-	[ -e "$f" ] || { echo "$f is not built"; exit 77; }
-done
+need_steptrainer
 export DDPRUN_GRACE=0.5 DDP_COLL_TIMEOUT=20
 out=$TMP/out err=$TMP/err
 run() { # BACKEND END [env...]

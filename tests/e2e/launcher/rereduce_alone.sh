@@ -21,11 +21,7 @@
 #   - every rank alike (STEP_FAULT_RANK=-1): the re-reduction happens on
 #     every rank and the job trains equal to DDP_OVERLAP=off, exit 0.
 . "$(dirname "$0")/lib.sh"
-unset DDPRUN_NO_PRELOAD
-T=$build_dir/tests/e2e/progs/steptrainer NL=$build_dir/cpudev/lib/nccl/libnccl.so.2
-for f in "$build_dir/lib/libddp.so" "$T" "$T.kern.so"; do
-	[ -e "$f" ] || { echo "$f is not built"; exit 77; }
-done
+need_steptrainer
 export DDPRUN_GRACE=0.5 DDP_COLL_TIMEOUT=20 STEP_SLOW=1
 out=$TMP/out err=$TMP/err
 backends="host"

@@ -11,11 +11,7 @@
 # tests/e2e/progs/steptrainer.c (written for these tests): rank 1 spins, or
 # slows down, at step 5.
 . "$(dirname "$0")/lib.sh"
-unset DDPRUN_NO_PRELOAD
-T=$build_dir/tests/e2e/progs/steptrainer
-for f in "$build_dir/lib/libddp.so" "$T" "$T.kern.so"; do
-	[ -e "$f" ] || { echo "$f is not built"; exit 77; }
-done
+need_steptrainer
 export DDPRUN_GRACE=0.5 DDP_COLL_TIMEOUT=8   # the default watch: 4 s
 out=$TMP/out err=$TMP/err
 
