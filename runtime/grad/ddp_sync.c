@@ -103,6 +103,8 @@ ddp_result sync_coll_fail(ddp_result rc, const char *what)
 		detail = ddp_coll_last_error(c);
 	else
 		detail = ddp_job_comm_error();
+	if (detail && !strncmp(detail, "libddp: ", 8))
+		detail += 8; /* one prefix per line */
 	snprintf(msg, sizeof msg, "libddp: %s failed at step %" PRIu64 ": %s%s", what, sync_st.cur_step,
 		 detail && *detail ? detail : ddp_strerror(rc),
 		 rc == DDP_ERR_TIMEOUT ? " (DDP_COLL_TIMEOUT)" : "");
