@@ -344,6 +344,20 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 	}
 }
 
+int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base)
+{
+	int64_t v = *hash_slot(g, base);
+	if (!v)
+		return 0;
+	const struct alloc_ix *x = &g->allocs[v - 1];
+	for (uint32_t i = 0; i < x->n; i++) {
+		const struct ddp_grad_buf *b = g->bufs[x->rec[i]];
+		if (b->role == DDP_GR_PARAM && ddp_grad_buf_current(g, b))
+			return 1;
+	}
+	return 0;
+}
+
 size_t ddp_grad_nbufs(const struct ddp_grad *g)
 {
 	return g->nbufs;

@@ -335,6 +335,11 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
 		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes);
 
+/* Does the allocation at base hold a parameter or state range that is
+ * current (ddp_grad_buf_current)?  A hash probe, not a scan (asked at every
+ * cuMemFree until the final compare ran). */
+int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base);
+
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);
 struct ddp_grad_buf *ddp_grad_buf_at(struct ddp_grad *g, size_t i);

@@ -73,14 +73,8 @@ void ddp_sync_freeing(uint64_t p)
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker && ddp_grad_steps(sync_st.tracker) > 0) {
-		for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
-			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
-			if (b->role != DDP_GR_PARAM || p < b->alloc_base || p >= b->alloc_base + b->alloc_size ||
-			    !ddp_grad_buf_current(sync_st.tracker, b))
-				continue;
+		if (ddp_grad_alloc_holds_param(sync_st.tracker, p)) /* p: an allocation's base */
 			finish_and_compare();
-			break;
-		}
 	}
 	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
