@@ -10,6 +10,7 @@
 #define DDP_HOOK_ACCT_H
 
 #include "hook.h"
+#include "ddp_sync.h"
 
 /* Typed stubs for symbols the driver lacks (hooks_gen.c). */
 extern const union hook_real hook_missing_ HOOK_HIDDEN;
@@ -19,6 +20,8 @@ static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uin
 	f->bytes = n;
 	if (f->st)
 		ddp_stats_copy(f->st, d, n);
+	if (__builtin_expect(ddp_sync_on_, 0) && (d == DDP_COPY_HTOD || d == DDP_COPY_DTOD || d == DDP_COPY_SET))
+		ddp_sync_device_written();
 }
 
 /* cuMemcpy/cuMemcpyAsync (unified addressing): direction from the

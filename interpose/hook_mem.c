@@ -14,6 +14,13 @@
  *   cuMemFree_v2, cuMemFreeAsync(+_ptsz)   removed (async: at enqueue time);
  *                                          before the call, FREEING: the
  *                                          tracker's last look (ddp_sync_freeing)
+ *   cuCtxDestroy_v2, cuDevicePrimaryCtxRelease_v2 (the last retain),
+ *   cuDevicePrimaryCtxReset_v2             before the call, CTX_GOING: the
+ *                                          tracker's last look when the
+ *                                          context holds the parameters
+ *                                          (ddp_sync_ctx_going); the primary
+ *                                          contexts' retains are counted
+ *                                          (cuDevicePrimaryCtxRetain: CTX_DONE)
  *
  * Contract: any thread.  The table takes its own writer lock; a failed
  * driver call changes nothing (the generated body runs no after-action for
@@ -63,4 +70,45 @@ void hook_mem_unmapped(struct hook_frame *f, CUdeviceptr p, size_t size)
 	f->addr = p;
 	f->bytes = size;
 	DDP_DEBUG(ALLOC, "cuMemUnmap 0x%llx + %zu: %zu mapping(s) removed", (unsigned long long)p, size, n);
+}
+
+/* Retains of each device's primary context seen through the hooks (cudart
+ * and NCCL retain it through them too; libddp's own driver calls do not
+ * come here and are balanced), and the context's handle. */
+#define HOOK_CTX_DEVS 64
+static int prim_refs[HOOK_CTX_DEVS];
+static CUcontext prim_ctx[HOOK_CTX_DEVS];
+
+void hook_mem_ctx_going(struct hook_frame *f, enum hook_ctx_how how, CUcontext ctx, int dev)
+{
+	(void)f;
+	if (!__atomic_load_n(&ddp_sync_on_, __ATOMIC_RELAXED))
+		return;
+	if (how == HOOK_CTX_DESTROY) {
+		ddp_sync_ctx_going(ctx, "cuCtxDestroy");
+		return;
+	}
+	if (dev < 0 || dev >= HOOK_CTX_DEVS)
+		return;
+	CUcontext p = __atomic_load_n(&prim_ctx[dev], __ATOMIC_ACQUIRE);
+	if (how == HOOK_CTX_RESET)
+		ddp_sync_ctx_going(p, "cuDevicePrimaryCtxReset");
+	else if (__atomic_load_n(&prim_refs[dev], __ATOMIC_ACQUIRE) == 1) /* the last one */
+		ddp_sync_ctx_going(p, "cuDevicePrimaryCtxRelease");
+}
+
+void hook_mem_ctx_done(struct hook_frame *f, enum hook_ctx_how how, CUcontext ctx, int dev)
+{
+	(void)f;
+	if (dev < 0 || dev >= HOOK_CTX_DEVS)
+		return;
+	if (how == HOOK_CTX_RETAIN) {
+		if (ctx)
+			__atomic_store_n(&prim_ctx[dev], ctx, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&prim_refs[dev], 1, __ATOMIC_ACQ_REL);
+	} else if (how == HOOK_CTX_RESET) {
+		__atomic_store_n(&prim_refs[dev], 0, __ATOMIC_RELEASE);
+	} else if (__atomic_load_n(&prim_refs[dev], __ATOMIC_ACQUIRE) > 0) {
+		__atomic_sub_fetch(&prim_refs[dev], 1, __ATOMIC_ACQ_REL);
+	}
 }

@@ -27,4 +27,16 @@ void hook_mem_freed(struct hook_frame *f, CUdeviceptr p) __attribute__((visibili
 /* [p, p + size) was unmapped: every mapping inside it leaves the table. */
 void hook_mem_unmapped(struct hook_frame *f, CUdeviceptr p, size_t size) __attribute__((visibility("hidden")));
 
+/* Contexts (hooks.def's CTX_GOING before the call, CTX_DONE after it). */
+enum hook_ctx_how { HOOK_CTX_RETAIN, HOOK_CTX_RELEASE, HOOK_CTX_RESET, HOOK_CTX_DESTROY };
+/* The context is about to go (DESTROY: ctx; RELEASE, RESET: dev's primary
+ * context; a RELEASE only when it drops the last retain seen): the
+ * gradient tracker's final compare runs first (ddp_sync_ctx_going). */
+void hook_mem_ctx_going(struct hook_frame *f, enum hook_ctx_how how, CUcontext ctx, int dev)
+	__attribute__((visibility("hidden")));
+/* A successful retain (ctx: the primary context), release or reset of
+ * dev's primary context: its retains counted. */
+void hook_mem_ctx_done(struct hook_frame *f, enum hook_ctx_how how, CUcontext ctx, int dev)
+	__attribute__((visibility("hidden")));
+
 #endif /* DDP_HOOK_MEM_H */

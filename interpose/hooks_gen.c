@@ -41,6 +41,8 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 #define HOOK_DO_TRACK_FREE(p) hook_mem_freed(&f_, (p))
 #define HOOK_DO_FREEING(p) hook_mem_freeing(&f_, (p))
 #define HOOK_DO_TRACK_UNMAP(p, n) hook_mem_unmapped(&f_, (p), (n))
+#define HOOK_DO_CTX_GOING(how, ctx, dev) hook_mem_ctx_going(&f_, HOOK_CTX_##how, (ctx), (int)(dev))
+#define HOOK_DO_CTX_DONE(how, ctx, dev) hook_mem_ctx_done(&f_, HOOK_CTX_##how, (ctx), (int)(dev))
 #define HOOK_DO_KREG_LOAD_FILE(h, lib, path) \
 	hook_module_loaded_file((h) ? (const void *)*(h) : NULL, (lib), (path))
 #define HOOK_DO_KREG_LOAD_IMAGE(h, lib, image) \

@@ -179,6 +179,28 @@ enum ddp_coll_seg_mode {
 	DDP_SEG_EACH = 2
 };
 
+/* Where the next async ops stand in the program (issue 19, docs/overlap.md
+ * "Ranks agree on every collective"): the optimizer step, the phase and a
+ * short label of what they reduce (e.g. "w_grad[+0,+64) and 2 more").  Every
+ * async op enqueued until the next call carries it, and the ranks compare
+ * it at the op itself: the host backend in its descriptor barrier, NCCL
+ * through a grouped max-allreduce of one double per rank in pinned memory,
+ * read by the op's end stamp.  Ranks whose ops pair up with different tags
+ * (a rank that re-reduced a gradient alone: its step-k op meets the others'
+ * step k+1) stop at that op with one line naming both tags and the ranks.
+ * Phase NONE (the default, and what ddp_coll_set_tag(c, 0, NONE, NULL)
+ * restores) compares nothing extra (NCCL: no tag op). */
+enum ddp_coll_phase {
+	DDP_COLL_PH_NONE = 0,
+	DDP_COLL_PH_EARLY = 1,    /* an early reduction during backward        */
+	DDP_COLL_PH_CONSUMER = 2, /* at the consumer, bytes not reduced early  */
+	DDP_COLL_PH_AGAIN = 3     /* at the consumer, with bytes re-reduced:
+				   * written after their early reduction     */
+};
+void ddp_coll_set_tag(struct ddp_comm *c, uint64_t step, enum ddp_coll_phase phase, const char *what);
+/* "step 5, early reduction" (what the tag says, for messages) */
+void ddp_coll_tag_text(uint64_t step, unsigned phase, char *out, size_t cap);
+
 /* One async op over n segments of one dtype (all device or all host
  * memory): every segment ends up holding the mean.  Ticket, ordering and
  * errors as ddp_allreduce_avg_async; every rank passes the same sizes. */

@@ -71,6 +71,7 @@ struct async_job {
 	uint64_t ticket;
 	int first, last; /* first / last chunk of its op (times)       */
 	int done;        /* set by the progress thread (a->mu)         */
+	struct coll_tag tag; /* compared in the host descriptor barrier */
 	struct async_job *next;
 };
 
@@ -80,6 +81,8 @@ struct async_stamp {
 	uint64_t ticket;
 	uint64_t bytes;
 	int end;
+	double *tagv;        /* end, tagged: the op's reduced tags (pinned) */
+	struct coll_tag tag; /*   and this rank's                          */
 };
 
 struct coll_async {
@@ -88,6 +91,7 @@ struct coll_async {
 	CUevent prod[ASYNC_SLOTS]; /* recorded on producers               */
 	CUevent done[ASYNC_SLOTS]; /* recorded on cs after each op         */
 	void *stage;               /* pinned, stage_bytes (host backend)   */
+	double *tags;              /* pinned, ASYNC_SLOTS x world (NCCL tags) */
 	size_t stage_bytes;
 	uint64_t issued; /* last ticket handed out              */
 	/* progress thread */
@@ -105,6 +109,11 @@ struct coll_async {
 	uint64_t cur_arrive_ns; /* every rank reached it (mu; host)    */
 	uint64_t watched;       /* NCCL: last ticket seen done (watchdog) */
 	CUcontext ctx;          /* the context of cs (watchdog thread)   */
+	/* NCCL: a tagged op whose ranks' tags differ (mu): a failure once no
+	 * NCCL error explains it (a dead peer's op ends with undefined
+	 * data): ddp_coll_async_error and the watchdog decide */
+	int tag_bad;
+	char tag_err[COLL_ERR_LEN];
 	/* failure on the progress thread (mu; failed also read atomically) */
 	int failed;
 	ddp_result fail_rc;
@@ -165,7 +174,9 @@ static void *async_progress(void *arg)
 				c->cfg.busy(1, j->ticket);
 			c->bg_wait = 1;
 			c->arrived_ns = 0;
+			c->host_tag = j->tag;
 			rc = coll_host_allreduce(c, j->buf, j->count, j->t, 0, NULL);
+			memset(&c->host_tag, 0, sizeof c->host_tag);
 			arrive = c->arrived_ns;
 			c->bg_wait = 0;
 			if (c->cfg.busy)
@@ -217,6 +228,8 @@ static void watchdog_fail(struct coll_async *a, ddp_result rc, const char *fmt, 
 	coll_nccl_abort(a->c); /* NCCL's kernels return; the streams go on */
 }
 
+static int tag_fail(struct coll_async *a);
+
 static void *async_watchdog(void *arg)
 {
 	struct coll_async *a = arg;
@@ -247,7 +260,11 @@ static void *async_watchdog(void *arg)
 					      c->rank, msg);
 				break;
 			}
+			if (tag_fail(a))
+				break;
 			if (q == CUDA_SUCCESS) {
+				if (tag_fail(a)) /* its end stamp ran before its done event */
+					break;
 				a->watched = t; /* (a later op may have reused the slot: then it is done too) */
 				last = now_ns();
 				if (t >= issued)
@@ -318,7 +335,71 @@ static void CUDA_CB async_host_job(void *p)
 	free(j);
 }
 
-/* Host function on cs (NCCL): a time stamp. */
+/* A tag as one double (exact below 2^53): step * 4 + phase. */
+static double tag_enc(const struct coll_tag *g)
+{
+	return (double)(g->step * 4 + g->phase);
+}
+
+/* NCCL, at the end of a tagged op: every rank's tag against this rank's
+ * (under a->mu); a difference is kept in tag_err (ddp_coll_async_error and
+ * the watchdog make it the comm's failure unless NCCL reports an error).
+ * A zero is a contribution that did not arrive (a dead peer; the stand-in's
+ * drop fault): every rank that runs the tag op posts a non-zero tag. */
+static void tag_check(struct coll_async *a, const struct async_stamp *s)
+{
+	struct ddp_comm *c = a->c;
+	double mine = tag_enc(&s->tag);
+	char me[96], them[160] = "";
+	size_t o = 0;
+	int nd = 0;
+	for (int q = 0; q < c->world; q++) {
+		double v = s->tagv[q];
+		if (v == mine || v == 0)
+			continue;
+		if (++nd <= 3 && o < sizeof them) {
+			char tt[96];
+			uint64_t u = v >= 0 && v < 9.0e15 ? (uint64_t)v : 0;
+			ddp_coll_tag_text(u / 4, (unsigned)(u % 4), tt, sizeof tt);
+			int k = snprintf(them + o, sizeof them - o, "%srank %d in %.60s", nd > 1 ? ", " : "", q, tt);
+			o += k > 0 ? (size_t)k : 0;
+		}
+	}
+	if (!nd || a->failed || a->tag_bad)
+		return;
+	if (nd > 3 && o < sizeof them)
+		snprintf(them + o, sizeof them - o, " and %d more", nd - 3);
+	ddp_coll_tag_text(s->tag.step, s->tag.phase, me, sizeof me);
+	snprintf(a->tag_err, sizeof a->tag_err,
+		 "libddp: the ranks' gradient collectives no longer pair up: at async allreduce #%" PRIu64
+		 " rank %d is in %.60s (%.47s) but %.110s; " COLL_TAG_WHY,
+		 s->ticket, c->rank, me, s->tag.what, them);
+	__atomic_store_n(&a->tag_bad, 1, __ATOMIC_RELEASE);
+}
+
+/* A tag difference becomes the failure when NCCL reports no error (its
+ * error, when it has one, explains the op's data): 1 when it did. */
+static int tag_fail(struct coll_async *a)
+{
+	char msg[256];
+	if (!__atomic_load_n(&a->tag_bad, __ATOMIC_ACQUIRE) || __atomic_load_n(&a->failed, __ATOMIC_ACQUIRE) ||
+	    coll_nccl_async_failed(a->c, msg, sizeof msg))
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	int now = !a->failed;
+	if (now) {
+		snprintf(a->err, sizeof a->err, "%s", a->tag_err);
+		a->fail_rc = DDP_ERR_REMOTE;
+		__atomic_store_n(&a->failed, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&a->mu);
+	if (now) /* (the caller's next call says it, one line) */
+		coll_nccl_abort(a->c); /* the peers' ops in flight end too */
+	return 1;
+}
+
+/* Host function on cs (NCCL): a time stamp; the end of a tagged op checks
+ * the tags (no CUDA call: the tags are pinned host memory). */
 static void CUDA_CB async_host_stamp(void *p)
 {
 	struct async_stamp *s = p;
@@ -329,6 +410,8 @@ static void CUDA_CB async_host_stamp(void *p)
 		a->cur_start_ns = t;
 	else
 		ring_put(a, s->ticket, a->cur_start_ns, t, 0, s->bytes);
+	if (s->end && s->tagv)
+		tag_check(a, s);
 	pthread_mutex_unlock(&a->mu);
 	free(s);
 }
@@ -382,6 +465,8 @@ static ddp_result async_setup(struct ddp_comm *c)
 ddp_result ddp_coll_async_error(struct ddp_comm *c)
 {
 	struct coll_async *a = c->async;
+	if (a && c->backend == DDP_COLL_NCCL)
+		(void)tag_fail(a);
 	if (!a || !__atomic_load_n(&a->failed, __ATOMIC_ACQUIRE))
 		return c->broken ? DDP_ERR_REMOTE : DDP_OK;
 	pthread_mutex_lock(&a->mu);
@@ -407,6 +492,7 @@ static ddp_result enqueue_host_job(struct ddp_comm *c, void *buf, size_t count, 
 	j->ticket = ticket;
 	j->first = first;
 	j->last = last;
+	j->tag = c->tag;
 	CUresult e = c->cfg.driver->launchHostFunc(a->cs, async_host_job, j);
 	if (e != CUDA_SUCCESS) {
 		free(j);
@@ -415,7 +501,7 @@ static ddp_result enqueue_host_job(struct ddp_comm *c, void *buf, size_t count, 
 	return DDP_OK;
 }
 
-static ddp_result enqueue_stamp(struct ddp_comm *c, uint64_t ticket, uint64_t bytes, int end)
+static ddp_result enqueue_stamp(struct ddp_comm *c, uint64_t ticket, uint64_t bytes, int end, double *tagv)
 {
 	struct async_stamp *s = calloc(1, sizeof *s);
 	if (!s)
@@ -424,6 +510,8 @@ static ddp_result enqueue_stamp(struct ddp_comm *c, uint64_t ticket, uint64_t by
 	s->ticket = ticket;
 	s->bytes = bytes;
 	s->end = end;
+	s->tagv = tagv;
+	s->tag = c->tag;
 	CUresult e = c->cfg.driver->launchHostFunc(c->async->cs, async_host_stamp, s);
 	if (e != CUDA_SUCCESS) {
 		free(s);
@@ -508,6 +596,51 @@ static ddp_result enqueue_dev_staged(struct ddp_comm *c, const struct ddp_coll_s
 	return DDP_OK;
 }
 
+/* NCCL: op t's tag slot (pinned; ASYNC_SLOTS x world doubles, made at the
+ * first tagged op), filled with this rank's tag and zeros.  The slot's
+ * previous op (t - ASYNC_SLOTS) is waited for first: its end stamp may not
+ * have read it yet (ops complete in order; normally long done). */
+static ddp_result tag_slot(struct ddp_comm *c, uint64_t t, double **out)
+{
+	struct coll_async *a = c->async;
+	const struct ddp_driver *d = c->cfg.driver;
+	const size_t W = (size_t)c->world;
+	if (!a->tags) {
+		void *p = NULL;
+		CUresult e = d->memAllocHost(&p, ASYNC_SLOTS * W * sizeof(double));
+		if (e != CUDA_SUCCESS)
+			return coll_fail(c, DDP_ERR_CUDA, 1, "cannot allocate pinned memory for the collectives' tags: %s",
+					 coll_cu_name(c, e));
+		a->tags = p;
+	} else if (t > ASYNC_SLOTS) {
+		DDP_CHECK(async_cu(c, d->eventSynchronize(a->done[t % ASYNC_SLOTS]), "cuEventSynchronize"));
+	}
+	double *v = a->tags + (t % ASYNC_SLOTS) * W;
+	for (size_t q = 0; q < W; q++)
+		v[q] = 0;
+	v[c->rank] = tag_enc(&c->tag);
+	*out = v;
+	return DDP_OK;
+}
+
+void ddp_coll_set_tag(struct ddp_comm *c, uint64_t step, enum ddp_coll_phase phase, const char *what)
+{
+	c->tag.step = step;
+	c->tag.phase = (uint32_t)phase;
+	snprintf(c->tag.what, sizeof c->tag.what, "%s", what ? what : "");
+}
+
+void ddp_coll_tag_text(uint64_t step, unsigned phase, char *out, size_t cap)
+{
+	static const char *const ph[] = { "a collective outside the gradient reductions", "early reduction",
+					  "reduction at the consumer",
+					  "re-reduction at the consumer" };
+	if (!phase)
+		snprintf(out, cap, "%s", ph[0]);
+	else
+		snprintf(out, cap, "step %" PRIu64 "'s %s", step, ph[phase & 3]);
+}
+
 ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
 					enum ddp_dtype dtype, int buf_is_device, CUstream producer,
 					enum ddp_coll_seg_mode mode, uint64_t *ticket)
@@ -543,13 +676,16 @@ ddp_result ddp_allreduce_avg_segs_async(struct ddp_comm *c, const struct ddp_col
 	if (c->world == 1) {
 		/* the mean of one buffer is itself; the events still order */
 	} else if (c->backend == DDP_COLL_NCCL) {
-		DDP_CHECK(enqueue_stamp(c, t, total, 0));
-		if (n == 1)
+		double *tagv = NULL;
+		if (c->tag.phase)
+			DDP_CHECK(tag_slot(c, t, &tagv));
+		DDP_CHECK(enqueue_stamp(c, t, total, 0, NULL));
+		if (n == 1 && !tagv)
 			DDP_CHECK(coll_nccl_allreduce_enqueue(c, (void *)(uintptr_t)seg[0].addr,
 							      (size_t)(seg[0].bytes / es), dtype, a->cs));
 		else
-			DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, dtype, a->cs));
-		DDP_CHECK(enqueue_stamp(c, t, total, 1));
+			DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, dtype, a->cs, tagv));
+		DDP_CHECK(enqueue_stamp(c, t, total, 1, tagv));
 		c->stats.calls[DDP_COLL_ALLREDUCE] += n;
 		c->stats.bytes[DDP_COLL_ALLREDUCE] += total;
 		c->seq += n;
@@ -708,6 +844,8 @@ void coll_async_destroy(struct ddp_comm *c)
 		(void)d->streamDestroy(a->cs);
 	if (a->stage && d->memFreeHost)
 		(void)d->memFreeHost(a->stage);
+	if (a->tags && d->memFreeHost)
+		(void)d->memFreeHost(a->tags);
 	pthread_cond_destroy(&a->cv);
 	pthread_cond_destroy(&a->cv_done);
 	pthread_mutex_destroy(&a->mu);

@@ -41,7 +41,21 @@ struct ddp_comm {
 					 away, a futex sleep and wake costs more */
 	struct ddp_coll_stats stats;
 	char err[COLL_ERR_LEN]; /* last error line ("" none)                 */
+	/* ddp_coll_set_tag: what the next async ops carry (calling thread) */
+	struct coll_tag {
+		uint64_t step;
+		uint32_t phase; /* enum ddp_coll_phase (NONE: no tag)           */
+		char what[48];
+	} tag;
+	struct coll_tag host_tag; /* host backend: the tag of the op the
+				   * progress thread runs (zero otherwise) */
 };
+
+/* The end of the line that stops ranks whose tagged collectives differ
+ * (ddp_coll_set_tag). */
+#define COLL_TAG_WHY                                                                                      \
+	"one rank reduced gradient bytes the others did not (a gradient written again after its early "  \
+	"reduction on some ranks only: the ranks' programs differ); stopped before their gradients mix"
 
 /* Records the error line (printf format, "libddp: " prepended), logs it at
  * ERROR when loud, else at INFO(COLL); marks the comm broken; returns rc. */
@@ -87,9 +101,11 @@ ddp_result coll_nccl_broadcast(struct ddp_comm *c, void *buf, size_t bytes, int 
 /* Enqueues ncclAllReduce(ncclAvg) on s and returns (no wait). */
 ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t count, enum ddp_dtype t,
 				       CUstream s);
-/* Enqueues one ncclAllReduce(ncclAvg) per segment inside one NCCL group. */
+/* Enqueues one ncclAllReduce(ncclAvg) per segment inside one NCCL group;
+ * with tag (pinned host memory, world doubles) also its ncclMax in place,
+ * in the same group (ddp_coll_set_tag). */
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
-					     enum ddp_dtype t, CUstream s);
+					     enum ddp_dtype t, CUstream s, double *tag);
 /* The same group, then the host waits for it as coll_nccl_allreduce does
  * (watchdog, timeout, NCCL's async error). */
 ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,

@@ -83,7 +83,7 @@
 #include "ddp_store.h"
 
 #define HOST_MAGIC 0x4c4c4f43505044ull /* "DDPCOLL" */
-#define HOST_VERSION 1
+#define HOST_VERSION 2
 #define HOST_MAX_RANKS 4096
 #define HOST_DEFAULT_SLOT (1u << 20)
 #define HOST_DEFAULT_STAGE (8u << 20)
@@ -125,6 +125,9 @@ struct host_rank {
 	uint32_t cma_ok;       /* set-up: this rank can read every peer    */
 	uint64_t probe_addr;   /* set-up: address of probe_cookie          */
 	uint64_t probe_cookie; /* set-up: random value peers read there    */
+	uint64_t tag_step;     /* the op's tag (ddp_coll_set_tag; async ops) */
+	uint32_t tag_phase;
+	char tag_what[48];
 };
 
 struct coll_host {
@@ -655,14 +658,29 @@ static ddp_result host_begin(struct ddp_comm *c, enum ddp_coll_kind kind, uint64
 	me->count = count;
 	me->dtype = (uint32_t)dtype;
 	me->root = root;
+	me->tag_step = c->host_tag.step;
+	me->tag_phase = c->host_tag.phase;
+	memcpy(me->tag_what, c->host_tag.what, sizeof me->tag_what);
 	DDP_CHECK(host_barrier(c));
 	static const char *const kinds[] = { "allreduce", "broadcast" };
 	const struct host_rank *r0 = &h->ranks[0];
 	for (int q = 1; q < c->world; q++) {
 		const struct host_rank *rq = &h->ranks[q];
 		if (rq->kind == r0->kind && rq->count == r0->count && rq->dtype == r0->dtype &&
-		    rq->root == r0->root && rq->seq == r0->seq && rq->chunking == r0->chunking)
+		    rq->root == r0->root && rq->seq == r0->seq && rq->chunking == r0->chunking &&
+		    rq->tag_step == r0->tag_step && rq->tag_phase == r0->tag_phase)
 			continue;
+		if (rq->tag_step != r0->tag_step || rq->tag_phase != r0->tag_phase) {
+			/* the same op number, another place in the program: a rank
+			 * issued a gradient collective the others did not */
+			char ta[96], tb[96];
+			ddp_coll_tag_text(rq->tag_step, rq->tag_phase, ta, sizeof ta);
+			ddp_coll_tag_text(r0->tag_step, r0->tag_phase, tb, sizeof tb);
+			return coll_fail(c, DDP_ERR_REMOTE, c->rank == 0,
+					 "the ranks' gradient collectives no longer pair up: at collective #%" PRIu64
+					 " rank %d is in %.60s (%.47s) while rank 0 is in %.60s (%.47s); " COLL_TAG_WHY,
+					 r0->seq, q, ta, rq->tag_what, tb, r0->tag_what);
+		}
 		char a[96], b[96];
 		snprintf(a, sizeof a, "%s #%" PRIu64 " %s=%" PRIu64 " dtype=%s root=%d", kinds[rq->kind & 1],
 			 rq->seq, rq->kind == DDP_COLL_BROADCAST ? "bytes" : "count", rq->count,

@@ -501,7 +501,7 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 }
 
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
-					     enum ddp_dtype t, CUstream s)
+					     enum ddp_dtype t, CUstream s, double *tag)
 {
 	struct coll_nccl *n_;
 	int timed_out = 0;
@@ -511,6 +511,11 @@ ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct dd
 	pthread_mutex_lock(&n_->mu);
 	ncclResult_t r = n_->comm ? n_->s.GroupStart() : ncclInvalidUsage;
 	if (n_->comm) {
+		/* the op's tag first: every rank's (step, phase) in its own
+		 * element, zeros elsewhere; the max gives each rank all of them */
+		if (tag && (r == ncclSuccess || r == ncclInProgress))
+			r = n_->s.AllReduce(tag, tag, (size_t)c->world, ncclFloat64, ncclMax, n_->comm,
+					    (cudaStream_t)s);
 		for (size_t i = 0; i < n && (r == ncclSuccess || r == ncclInProgress); i++)
 			r = n_->s.AllReduce((void *)(uintptr_t)seg[i].addr, (void *)(uintptr_t)seg[i].addr,
 					    seg[i].bytes / es, nccl_dtype(t), ncclAvg, n_->comm,
@@ -539,7 +544,7 @@ ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_s
 	char what[96];
 	snprintf(what, sizeof what, "grouped allreduce #%" PRIu64 " (%s, %zu ranges)", c->seq,
 		 ddp_dtype_name(t), n);
-	DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, t, s));
+	DDP_CHECK(coll_nccl_allreduce_group_enqueue(c, seg, n, t, s, NULL));
 	return nccl_watch(c, what, ncclSuccess, s);
 }
 
@@ -602,9 +607,9 @@ ddp_result coll_nccl_allreduce_enqueue(struct ddp_comm *c, void *buf, size_t cou
 }
 
 ddp_result coll_nccl_allreduce_group_enqueue(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,
-					     enum ddp_dtype t, CUstream s)
+					     enum ddp_dtype t, CUstream s, double *tag)
 {
-	(void)seg, (void)n, (void)t, (void)s;
+	(void)seg, (void)n, (void)t, (void)s, (void)tag;
 	return coll_fail(c, DDP_ERR_UNSUPPORTED, 1, "NCCL backend not built");
 }
 ddp_result coll_nccl_allreduce_group(struct ddp_comm *c, const struct ddp_coll_seg *seg, size_t n,

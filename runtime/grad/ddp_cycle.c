@@ -19,12 +19,15 @@ struct cyc_acc {
 	uint64_t whi;          /* a write: where it may reach (to the end)  */
 	uint32_t alloc_id;
 	uint8_t wrote, floaty;
+	uint8_t rd; /* read, or maybe read (a pointer whose constness is not
+		     * known): ddp_cycle_rewrote_any                         */
 };
 
 struct cyc_launch {
 	uint64_t id;
 	const char *kname;
 	uint32_t acc0, nacc;
+	uint8_t opaque; /* its writes cannot all be seen (ddp_cycle_rewrote_any) */
 };
 
 /* a period candidate: p launches apart, run launches in a row equal */
@@ -61,6 +64,13 @@ struct ddp_cycle {
 	size_t nseen, cseen;
 	uint32_t bucket[SEEN_BUCKETS];
 	int gave_up;
+	/* ddp_cycle_rewrote_any: the whole stream's first reads and writes,
+	 * kept in a second instance's seen set (all), launches [0, all_next)
+	 * replayed so far, the verdict and its example */
+	struct ddp_cycle *all;
+	size_t all_next;
+	int all_rewrote;
+	struct ddp_cycle_report all_ex;
 };
 
 ddp_result ddp_cycle_new(struct ddp_cycle **out)
@@ -81,6 +91,8 @@ static void release(struct ddp_cycle *c)
 	free(c->mfirst);
 	free(c->mlast);
 	free(c->seen);
+	ddp_cycle_free(c->all);
+	c->all = NULL;
 	c->ln = NULL;
 	c->acc = NULL;
 	c->mkey = NULL;
@@ -206,6 +218,8 @@ static void seen_reset(struct ddp_cycle *c)
  * (w < 0: either). */
 static struct cyc_seen *seen_find(struct ddp_cycle *c, uint32_t a, uint64_t lo, uint64_t hi, int w)
 {
+	if (!c->seen) /* nothing added yet (the analyzer cannot tell that from the buckets) */
+		return NULL;
 	for (uint32_t i = c->bucket[a % SEEN_BUCKETS]; i != UINT32_MAX; i = c->seen[i].next) {
 		struct cyc_seen *s = &c->seen[i];
 		if (s->alloc_id == a && s->lo < hi && lo < s->hi && (w < 0 || s->wrote == w))
@@ -277,6 +291,65 @@ static int feed(struct ddp_cycle *c, size_t x)
 	return 0;
 }
 
+/* The whole stream, without cycles: does launch x write bytes (of any
+ * type, to wherever it may reach) that an earlier launch read first?
+ * Stricter than feed (a cycle's rewrite of floating-point bytes it surely
+ * writes): this is the evidence that no update ran.  A pointer whose
+ * constness is unknown (untyped, in a struct, or a signature with no const
+ * pointer) is taken as read and written; a launch whose writes cannot all
+ * be seen (opaque) makes the answer unknown (-1). */
+static int feed_all(struct ddp_cycle *c, size_t x)
+{
+	struct ddp_cycle *g = c->all;
+	const struct cyc_launch *l = &c->ln[x];
+	if (l->opaque)
+		return -1;
+	for (uint32_t k = 0; k < l->nacc; k++) {
+		struct cyc_acc a = c->acc[l->acc0 + k];
+		a.wrote = 0; /* its read */
+		if (a.rd && !seen_find(g, a.alloc_id, a.lo, a.hi, -1) && seen_add(g, &a, (uint32_t)x))
+			return -1;
+	}
+	for (uint32_t k = 0; k < l->nacc; k++) {
+		const struct cyc_acc *a = &c->acc[l->acc0 + k];
+		if (!a->wrote)
+			continue;
+		struct cyc_seen *r = seen_find(g, a->alloc_id, a->lo, a->whi, 0);
+		if (!c->all_rewrote && r && r->who != x) {
+			c->all_rewrote = 1;
+			c->all_ex.writer = l->kname;
+			c->all_ex.reader = c->ln[r->who].kname;
+			c->all_ex.alloc_id = a->alloc_id;
+			c->all_ex.alloc_base = a->base;
+			c->all_ex.lo = r->lo > a->lo ? r->lo : a->lo;
+			c->all_ex.hi = r->hi < a->whi ? r->hi : a->whi;
+		}
+		if (seen_add(g, a, (uint32_t)x))
+			return -1;
+	}
+	return 0;
+}
+
+int ddp_cycle_rewrote_any(struct ddp_cycle *c, struct ddp_cycle_report *rep, uint64_t *launches)
+{
+	if (!c || c->gave_up)
+		return -1;
+	if (!c->all && ddp_cycle_new(&c->all) != DDP_OK)
+		return -1;
+	for (; !c->all_rewrote && c->all_next < c->n; c->all_next++)
+		if (feed_all(c, c->all_next))
+			return -1;
+	if (launches)
+		*launches = c->n;
+	if (!c->all_rewrote)
+		return 0;
+	*rep = c->all_ex;
+	rep->period = c->period;
+	rep->cycles = c->cycles;
+	rep->first = c->n ? c->ln[0].kname : "?";
+	return 1;
+}
+
 static void cycle_end(struct ddp_cycle *c, size_t next_start)
 {
 	c->cycles++;
@@ -335,14 +408,23 @@ static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 	l->kname = L->kname ? L->kname : "?";
 	l->acc0 = (uint32_t)c->nacc;
 	l->nacc = L->nargs;
+	/* a launch whose pointers the decoder dropped, or that writes no
+	 * argument it shows, writes where nothing here sees */
+	int writes = 0;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		struct cyc_acc *a = &c->acc[c->nacc++];
-		certain_range(&L->args[i], &a->lo, &a->hi, &a->whi);
-		a->alloc_id = L->args[i].alloc_id;
-		a->base = L->args[i].base;
-		a->wrote = L->args[i].access != DDP_GA_READ;
-		a->floaty = (uint8_t)floaty(L->args[i].dtype);
+		const struct ddp_grad_arg *g = &L->args[i];
+		certain_range(g, &a->lo, &a->hi, &a->whi);
+		a->alloc_id = g->alloc_id;
+		a->base = g->base;
+		a->wrote = g->access != DDP_GA_READ;
+		a->floaty = (uint8_t)floaty(g->dtype);
+		/* only a const-correct signature's non-const pointer is taken
+		 * for a pure output */
+		a->rd = g->access == DDP_GA_READ || g->access == DDP_GA_UNKNOWN || g->in_struct || !L->const_correct;
+		writes |= a->wrote;
 	}
+	l->opaque = L->truncated || !writes;
 	return 0;
 }
 

@@ -72,6 +72,16 @@ int ddp_cycle_launch(struct ddp_cycle *c, const struct ddp_grad_launch *L, struc
  * stream grew past DDP_CYCLE_MAX_LAUNCHES (or memory ran out) with no
  * decision: then it sees nothing more. */
 uint64_t ddp_cycle_period(const struct ddp_cycle *c);
+
+/* The evidence that no update ran (an evaluation or inference program):
+ * whether any launch of the whole stream so far (warm-up and tail
+ * included, not only cycles) wrote bytes of any type, to wherever it may
+ * reach, that an earlier launch had read first.  0: none (*launches, when
+ * not NULL, gets the launches it covers); 1: one did (*rep names the
+ * writer, the first reader and the bytes); -1: unknown (the stream was
+ * given up or memory ran out).  Incremental: each call replays only the
+ * launches recorded since the last one. */
+int ddp_cycle_rewrote_any(struct ddp_cycle *c, struct ddp_cycle_report *rep, uint64_t *launches);
 int ddp_cycle_gave_up(const struct ddp_cycle *c);
 
 #endif /* DDP_CYCLE_H */

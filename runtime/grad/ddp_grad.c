@@ -25,11 +25,15 @@
 #include "ddp_log.h"
 #include "ddp_grad_int.h"
 
+/* Every error is one "libddp: " line (the caller prints it and stops). */
 ddp_result grad_fail(struct ddp_grad *g, ddp_result rc, const char *fmt, ...)
 {
+	static const char pfx[] = "libddp: ";
+	size_t off = strncmp(fmt, pfx, sizeof pfx - 1) ? sizeof pfx - 1 : 0;
 	va_list ap;
+	memcpy(g->err, pfx, off);
 	va_start(ap, fmt);
-	vsnprintf(g->err, sizeof g->err, fmt, ap);
+	vsnprintf(g->err + off, sizeof g->err - off, fmt, ap);
 	va_end(ap);
 	return rc;
 }
@@ -322,6 +326,7 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->xlist);
 	free(g->xrd);
 	ddp_flow_free(g->flow);
+	grad_plan_free(g);
 	free(g);
 }
 
@@ -337,6 +342,20 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 			g->ngrad--;
 		grad_buf_reset(g, b);
 	}
+}
+
+int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base)
+{
+	int64_t v = *hash_slot(g, base);
+	if (!v)
+		return 0;
+	const struct alloc_ix *x = &g->allocs[v - 1];
+	for (uint32_t i = 0; i < x->n; i++) {
+		const struct ddp_grad_buf *b = g->bufs[x->rec[i]];
+		if (b->role == DDP_GR_PARAM && ddp_grad_buf_current(g, b))
+			return 1;
+	}
+	return 0;
 }
 
 size_t ddp_grad_nbufs(const struct ddp_grad *g)
@@ -427,7 +446,7 @@ int ddp_grad_active(const struct ddp_grad *g)
 }
 
 
-ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
+static ddp_result dispatch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	if (L->boundary) {
 		if (g->in_update)
@@ -452,7 +471,22 @@ ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 }
 
 
-ddp_result ddp_grad_finish(struct ddp_grad *g)
+ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_plan **plan)
 {
-	return grad_end_update(g);
+	grad_plan_start(g, L);
+	ddp_result rc = dispatch(g, L);
+	if (rc != DDP_OK)
+		g->plan.n = 0;
+	*plan = &g->plan;
+	return rc;
+}
+
+ddp_result ddp_grad_finish(struct ddp_grad *g, const struct ddp_plan **plan)
+{
+	grad_plan_start(g, NULL);
+	ddp_result rc = grad_end_update(g);
+	if (rc != DDP_OK)
+		g->plan.n = 0;
+	*plan = &g->plan;
+	return rc;
 }

@@ -3,9 +3,11 @@
  * ddp_grad.h - the step and gradient tracker: from the stream of kernel
  * launches it learns which buffers are gradients (G) and which are
  * parameters or optimizer state (P), and decides WHEN to average G and
- * broadcast P.  It does no I/O itself: every action goes through a table of
- * callbacks (struct ddp_grad_ops), implemented by ddp_sync.c on the real
- * driver and by tests/unit/test_grad.c on host memory.
+ * broadcast P.  It does no I/O itself: each launch returns a plan
+ * (ddp_plan.h), the actions it needs in order, which one executor carries
+ * out (ddp_sync_exec.c on the driver; tests/unit/test_grad.c's on host
+ * memory); only measurements (calibration) and liveness are asked while it
+ * decides (struct ddp_grad_ops).
  *
  * The rules (docs/gradient-sync.md tells the story):
  * - Kernels come in three classes (decided by name, by the caller):
@@ -87,9 +89,10 @@
  *   parameter or state range the open update rewrote.
  *
  * Contract: one tracker per process; the caller serialises calls (one lock
- * in ddp_sync.c).  Callbacks are made from inside ddp_grad_launch.  Memory:
- * the tables grow with malloc (slow path only).  A callback error stops
- * processing and is returned; the caller treats it as fatal.
+ * in ddp_sync.c).  Measurement callbacks are made from inside
+ * ddp_grad_launch, before the plan holds any action that moves bytes.
+ * Memory: the tables grow with malloc (slow path only).  A callback error
+ * stops processing and is returned; the caller treats it as fatal.
  */
 #ifndef DDP_GRAD_H
 #define DDP_GRAD_H
@@ -99,6 +102,7 @@
 #include "ddp_dtype.h"
 #include "ddp_err.h"
 #include "ddp_kfamily.h"
+#include "ddp_plan.h"
 
 /* Element types are enum ddp_dtype (ddp_dtype.h), stored in uint8_t fields.
  * Only reducible types (f32, f16, bf16) make a gradient; the tracker treats
@@ -157,7 +161,7 @@ struct ddp_grad_launch {
 	uint8_t template_dtype; /* enum ddp_dtype (functor<T>)               */
 	uint32_t nargs;
 	const struct ddp_grad_arg *args;
-	void *stream;          /* opaque: passed back to the callbacks      */
+	void *stream;          /* opaque: passed back in the plan, callbacks */
 	void *launch_ctx;      /* opaque: passed to ops->relaunch           */
 	uint32_t truncated;    /* buffers the decoder dropped (more than it
 				  * can hold): args[] is incomplete           */
@@ -258,49 +262,20 @@ struct ddp_grad_read {
 	const char *label;
 };
 
+/* What the tracker asks of its caller WHILE it decides (everything else it
+ * decides is returned as the launch's plan, ddp_plan.h): measuring an
+ * optimizer launch in the calibration steps, and whether an allocation is
+ * still live. */
 struct ddp_grad_ops {
 	void *ctx;
-	/* Average bufs[0..n) (G, in tracker order) across ranks, in place. */
-	ddp_result (*allreduce)(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-	/* Copy rank 0's bytes of bufs[0..n) (P) to every rank. */
-	ddp_result (*broadcast)(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
 	/* Synchronous device <-> host copies (calibration). */
 	ddp_result (*read)(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream);
 	ddp_result (*write)(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream);
 	/* Run the current launch now and wait for it (calibration). */
 	ddp_result (*relaunch)(void *ctx, void *launch_ctx);
-	/* Step boundaries (may be NULL).  step counts from 1. */
-	ddp_result (*step_begin)(void *ctx, uint64_t step);
-	ddp_result (*step_end)(void *ctx, uint64_t step);
 	/* Is b's allocation still live (same base and allocation id)?  May be
 	 * NULL (always).  A freed buffer is forgotten, never reduced. */
 	int (*alive)(void *ctx, const struct ddp_grad_buf *b);
-	/* An optimizer launch of step `step` is about to run, after every
-	 * reduction and broadcast it needs: r[0..n) are the ranges it reads
-	 * (the invariant check hashes them).  May be NULL. */
-	ddp_result (*opt_reads)(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
-				const struct ddp_grad_read *r, size_t n);
-	/* Optional, replaces allreduce at a consumer: the dirty G/candidate
-	 * records themselves (not merged into spans), in tracker order; the
-	 * callee groups them (buckets), may find some already reduced (early
-	 * reductions), and must leave every one averaged before anything
-	 * later on `stream` runs.  The tracker clears their dirty flags. */
-	ddp_result (*reduce)(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-	/* Optional: whether reduce is used now (asked at each consumer;
-	 * NULL: whenever reduce is set).  0: the synchronous allreduce path. */
-	int (*reduce_on)(void *ctx);
-	/* Optional: a non-optimizer launch L may write [lo, hi) of the
-	 * G/candidate b (its argument's range: `bound` (enum ddp_grad_bound)
-	 * says how hi is known; to the allocation's end when not; it may reach
-	 * beyond b; a truncated launch: b's whole allocation, DDP_GB_EXACT).
-	 * Called once per (argument, range), after b's wseq, wkid and writes
-	 * were updated (the overlap layer's slices). */
-	void (*written)(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-			uint64_t hi, uint8_t bound);
-	/* Optional: copies `bytes` of device memory from src to dst in
-	 * `stream`'s order (the replay of a copy the program made of a
-	 * gradient, after the gradient was averaged: ddp_grad_copied). */
-	ddp_result (*copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 };
 
 struct ddp_grad;
@@ -319,15 +294,20 @@ void ddp_grad_set_strict(struct ddp_grad *g, int strict);
 void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on);
 void ddp_grad_free(struct ddp_grad *g);
 
-/* Processes one launch, BEFORE it reaches the driver.  Errors are fatal for
- * the job (the message is in ddp_grad_last_error).  A launch whose argument
- * list is incomplete (L->truncated): an optimizer or reader launch is an
- * error (its gradients cannot all be seen); any other launch marks every
- * gradient dirty (averaging an already averaged gradient changes nothing). */
-ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L);
+/* Processes one launch, BEFORE it reaches the driver, and returns in *plan
+ * what must happen before the launch runs (ddp_plan.h: broadcasts,
+ * reductions, copies, the ranges the invariant check hashes, step
+ * boundaries), in order; the caller carries it out, then lets the launch
+ * go.  Errors are fatal for the job (the message is in ddp_grad_last_error;
+ * *plan is then empty).  A launch whose argument list is incomplete
+ * (L->truncated): an optimizer or reader launch is an error (its gradients
+ * cannot all be seen); any other launch marks every gradient dirty
+ * (averaging an already averaged gradient changes nothing). */
+ddp_result ddp_grad_launch(struct ddp_grad *g, const struct ddp_grad_launch *L,
+			   const struct ddp_plan **plan /* OUT */);
 
-/* Ends an open update phase (at exit). */
-ddp_result ddp_grad_finish(struct ddp_grad *g);
+/* Ends an open update phase (at exit); *plan as ddp_grad_launch's. */
+ddp_result ddp_grad_finish(struct ddp_grad *g, const struct ddp_plan **plan /* OUT */);
 
 /* Must "other" launches be decoded?  (No while no gradient is known, no
  * update phase is open and the first step is over.) */
@@ -350,10 +330,15 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
  * only: an update that reads a copy of a gradient the program made in that
  * step (PyTorch's SGD momentum: buf = torch.clone(grad), a device-to-device
  * copy, in step 1 only) has the gradient averaged at its source, the copy
- * made again from the average (ops.copy), and the copy taken as optimizer
+ * made again from the average (a COPY action), and the copy taken as optimizer
  * state (equal on every rank: no broadcast). */
 void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
 		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes);
+
+/* Does the allocation at base hold a parameter or state range that is
+ * current (ddp_grad_buf_current)?  A hash probe, not a scan (asked at every
+ * cuMemFree until the final compare ran). */
+int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

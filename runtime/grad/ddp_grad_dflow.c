@@ -198,9 +198,7 @@ static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 	g->flow_update = 1;
 	if (!p->bcast_done) {
 		struct ddp_grad_buf *one[1] = { p };
-		ddp_result rc = g->ops.broadcast(g->ops.ctx, one, 1, L->stream);
-		if (rc != DDP_OK)
-			return g->err[0] ? rc : grad_fail(g, rc, "parameter broadcast failed");
+		DDP_CHECK(grad_plan_bufs(g, DDP_PLAN_BROADCAST, one, 1));
 		p->bcast_done = 1;
 	}
 	for (size_t i = 0; i < g->nbufs; i++) {
@@ -209,11 +207,9 @@ static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 			b->flow_red = g->steps;
 	}
 	q->flow_red = g->steps;
-	DDP_CHECK(grad_reduce_dirty(g, L->stream));
+	DDP_CHECK(grad_reduce_dirty(g));
 	if (g->steps_done == 0)
 		DDP_CHECK(ddp_flow_learn(g->flow, key, DDP_FLOW_CUT));
-	if (!g->ops.opt_reads)
-		return DDP_OK;
 	/* the data-parallel invariant: what the cut reads, its parameter, its
 	 * gradient and every other read-only argument (a second tensor the
 	 * same launch updates, whose gradient the rules did not find, differs
@@ -234,7 +230,7 @@ static ddp_result flow_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 						    a->param, a->word,
 						    r ? r->role : (uint8_t)DDP_GR_NONE, r ? r->label : NULL };
 	}
-	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
+	return grad_plan_reads(g, rd, nrd);
 }
 
 /* The data-flow part of a launch that names no optimizer: *upd = 1 when it

@@ -274,7 +274,6 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 	uint32_t n = L->nargs;
 	size_t nl = 0, nbc = 0, nrd = 0, ncp = 0;
 	uint64_t stamp = ++g->xstamp_seq;
-	ddp_result rc;
 
 	DDP_CHECK(x_scratch(g, n ? n : 1));
 	if (g->nclog) {
@@ -302,7 +301,7 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		g->xrec[i] = NULL;
 		struct ddp_grad_arg src;
 		const struct copy_ent *ce = NULL;
-		if (in_glist && L->kclass == DDP_GK_OPT && g->ops.copy && g->nclog && x_copy_of(g, a, &src, &ce)) {
+		if (in_glist && L->kclass == DDP_GK_OPT && g->nclog && x_copy_of(g, a, &src, &ce)) {
 			/* the update reads a copy of a gradient made in this step
 			 * (SGD momentum's torch.clone(grad)): the gradient is the
 			 * copy's source, averaged there; the copy is made again
@@ -369,19 +368,14 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			bc[i] = bc[nbc - 1 - i];
 			bc[nbc - 1 - i] = t;
 		}
-		rc = g->ops.broadcast(g->ops.ctx, bc, nbc, L->stream);
-		if (rc != DDP_OK)
-			return g->err[0] ? rc : grad_fail(g, rc, "parameter broadcast failed");
+		DDP_CHECK(grad_plan_bufs(g, DDP_PLAN_BROADCAST, bc, nbc));
 		for (size_t j = 0; j < nbc; j++)
 			bc[j]->bcast_done = 1;
 	}
-	DDP_CHECK(grad_reduce_bufs(g, g->xlist, nl, L->stream));
-	for (size_t i = 0; i < ncp; i++) {
-		rc = g->ops.copy(g->ops.ctx, g->xcp[i].dst, g->xcp[i].src, g->xcp[i].bytes, L->stream);
-		if (rc != DDP_OK)
-			return g->err[0] ? rc : grad_fail(g, rc, "copying an averaged gradient again failed");
-	}
-	if (L->kclass != DDP_GK_OPT || !g->ops.opt_reads)
+	DDP_CHECK(grad_reduce_bufs(g, g->xlist, nl));
+	for (size_t i = 0; i < ncp; i++)
+		DDP_CHECK(grad_plan_copy(g, g->xcp[i].dst, g->xcp[i].src, g->xcp[i].bytes));
+	if (L->kclass != DDP_GK_OPT)
 		return DDP_OK;
 	/* what this launch reads, for the data-parallel invariant */
 	for (uint32_t i = 0; i < n; i++) {
@@ -399,5 +393,5 @@ ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		r->role = b ? b->role : DDP_GR_NONE;
 		r->label = b ? b->label : NULL;
 	}
-	return g->ops.opt_reads(g->ops.ctx, L, g->steps, g->xrd, nrd);
+	return grad_plan_reads(g, g->xrd, nrd);
 }

@@ -11,7 +11,8 @@
  *                        calibration, non-optimizer writes;
  *   ddp_grad_dflow.c     the update found from the data flow (ddp_flow.h);
  *   ddp_grad_explicit.c  explicit launches (PyTorch's tensor lists);
- *   ddp_grad_sig.c       collective signatures.
+ *   ddp_grad_sig.c       collective signatures;
+ *   ddp_grad_plan.c      the plan a launch returns (ddp_plan.h).
  * Names shared across these files carry the grad_ prefix; nothing here is
  * exported from libddp.so (hidden visibility).
  *
@@ -99,6 +100,7 @@ struct ddp_grad {
 	uint64_t flow_seq;   /* launches noted in the flow history   */
 	int debug_avg_state; /* DDP_DEBUG_AVG_STATE                  */
 	size_t xcap_rec, xcap_list, xcap_rd;
+	struct ddp_plan plan; /* the current launch's actions (ddp_plan.h) */
 	char err[512];
 };
 
@@ -124,8 +126,8 @@ int grad_cmp_order(const void *a, const void *b);
 ddp_result grad_end_update(struct ddp_grad *g);
 int grad_gone(struct ddp_grad *g, struct ddp_grad_buf *b);
 void grad_next_epoch(struct ddp_grad *g);
-ddp_result grad_reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size_t n, void *stream);
-ddp_result grad_reduce_dirty(struct ddp_grad *g, void *stream);
+ddp_result grad_reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size_t n);
+ddp_result grad_reduce_dirty(struct ddp_grad *g);
 
 /* ddp_grad_opt.c */
 void grad_absorb(struct ddp_grad *g, struct ddp_grad_buf *b, int role);
@@ -147,6 +149,16 @@ enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad_launch
 int grad_flow_applies(const struct ddp_grad *g, const struct ddp_grad_launch *L);
 ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd);
 ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, int *upd);
+
+/* ddp_grad_plan.c: appending actions (each returns the tracker's error) */
+void grad_plan_start(struct ddp_grad *g, const struct ddp_grad_launch *L);
+ddp_result grad_plan_step(struct ddp_grad *g, enum ddp_plan_kind kind, uint64_t step);
+ddp_result grad_plan_bufs(struct ddp_grad *g, enum ddp_plan_kind kind, struct ddp_grad_buf *const *b, size_t n);
+ddp_result grad_plan_copy(struct ddp_grad *g, uint64_t dst, uint64_t src, uint64_t bytes);
+ddp_result grad_plan_written(struct ddp_grad *g, struct ddp_grad_buf *b, uint64_t lo, uint64_t hi, uint8_t bound);
+ddp_result grad_plan_reads(struct ddp_grad *g, const struct ddp_grad_read *r, size_t n);
+int grad_plan_moves_bytes(const struct ddp_grad *g);
+void grad_plan_free(struct ddp_grad *g);
 
 /* ddp_grad_explicit.c */
 ddp_result grad_on_explicit(struct ddp_grad *g, const struct ddp_grad_launch *L);

@@ -164,6 +164,12 @@ static ddp_result calibrate(struct ddp_grad *g, const struct ddp_grad_launch *L,
 	uint64_t maxsz = 0;
 	ddp_result rc = DDP_OK;
 
+	if (grad_plan_moves_bytes(g)) { /* the plan runs after: it must not be needed before */
+		free(before);
+		return grad_fail(g, DDP_ERR_INTERNAL,
+				 "libddp: internal error: %s would be calibrated before a collective it needs ran",
+				 L->kname ? L->kname : "?");
+	}
 	if (!before)
 		return grad_fail(g, DDP_ERR_NOMEM, "out of memory (calibration)");
 	for (uint32_t i = 0; i < n; i++) {
@@ -240,15 +246,14 @@ out_free:
  * b: dirty, and it is the last writer; the overlap layer learns the
  * written extent and how it is known (ops.written; bound: enum
  * ddp_grad_bound). */
-static void mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struct ddp_grad_launch *L,
-			 uint64_t lo, uint64_t hi, uint8_t bound)
+static ddp_result mark_written(struct ddp_grad *g, struct ddp_grad_buf *b, const struct ddp_grad_launch *L,
+			       uint64_t lo, uint64_t hi, uint8_t bound)
 {
 	b->dirty = 1;
 	b->wseq = L->seq;
 	b->wkid = L->kid;
 	b->writes++;
-	if (g->ops.written)
-		g->ops.written(g->ops.ctx, b, L, lo, hi, bound);
+	return grad_plan_written(g, b, lo, hi, bound);
 }
 
 
@@ -295,8 +300,8 @@ ddp_result grad_on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		 * every gradient as written (re-averaging an average is a no-op) */
 		for (size_t i = 0; i < g->nbufs; i++)
 			if (g->bufs[i]->role == DDP_GR_GRAD || g->bufs[i]->role == DDP_GR_CAND)
-				mark_written(g, g->bufs[i], L, g->bufs[i]->alloc_base,
-					     g->bufs[i]->alloc_base + g->bufs[i]->alloc_size, DDP_GB_EXACT);
+				DDP_CHECK(mark_written(g, g->bufs[i], L, g->bufs[i]->alloc_base,
+						       g->bufs[i]->alloc_base + g->bufs[i]->alloc_size, DDP_GB_EXACT));
 		wrote_g = 1;
 	}
 	for (uint32_t i = 0; i < L->nargs; i++) {
@@ -329,8 +334,8 @@ ddp_result grad_on_other(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			if (upd && g->in_update && g->flow_update && b->flow_red == g->steps)
 				continue;
 			uint8_t was_dirty = b->dirty;
-			mark_written(g, b, L, lo, hi,
-				     a->bounded); /* the last writer, and early reductions before it are stale */
+			/* the last writer, and early reductions before it are stale */
+			DDP_CHECK(mark_written(g, b, L, lo, hi, a->bounded));
 			if (b->named && !a->bounded && !L->explicit_ranges)
 				b->dirty = was_dirty;
 			wrote_g |= b->role == DDP_GR_GRAD;
@@ -397,7 +402,7 @@ ddp_result grad_on_reader(struct ddp_grad *g, const struct ddp_grad_launch *L)
 				    a->access == DDP_GA_READ ? DDP_GE_SIG_CONST : DDP_GE_READER, NULL));
 		need = 1;
 	}
-	return need ? grad_reduce_dirty(g, L->stream) : DDP_OK;
+	return need ? grad_reduce_dirty(g) : DDP_OK;
 }
 
 /* Does a read-only range of `bytes` with gradient type t pair with a
@@ -465,9 +470,7 @@ ddp_result grad_begin_update(struct ddp_grad *g, const struct ddp_grad_launch *L
 	g->opener_set = L->explicit_ranges && L->nargs;
 	g->opener_kid = L->kid;
 	g->opener_ptr = L->nargs ? L->args[0].ptr : 0;
-	if (g->ops.step_begin)
-		return g->ops.step_begin(g->ops.ctx, g->steps);
-	return DDP_OK;
+	return grad_plan_step(g, DDP_PLAN_STEP_BEGIN, g->steps);
 }
 
 ddp_result grad_on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L)
@@ -480,7 +483,6 @@ ddp_result grad_on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L
 	uint32_t n = L->nargs < GRAD_MAX_ARGS ? L->nargs : GRAD_MAX_ARGS;
 	int any_cal = 0, need = 0;
 	size_t nbc = 0, nrd = 0;
-	ddp_result rc;
 
 	DDP_CHECK(grad_begin_update(g, L));
 	memset(is_param, 0, n);
@@ -604,19 +606,15 @@ ddp_result grad_on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L
 	}
 	if (nbc) {
 		qsort(bc, nbc, sizeof *bc, grad_cmp_order);
-		rc = g->ops.broadcast(g->ops.ctx, bc, nbc, L->stream);
-		if (rc != DDP_OK)
-			return g->err[0] ? rc : grad_fail(g, rc, "parameter broadcast failed");
+		DDP_CHECK(grad_plan_bufs(g, DDP_PLAN_BROADCAST, bc, nbc));
 		for (size_t j = 0; j < nbc; j++)
 			bc[j]->bcast_done = 1;
 	}
 	if (need)
-		DDP_CHECK(grad_reduce_dirty(g, L->stream));
+		DDP_CHECK(grad_reduce_dirty(g));
 	for (uint32_t i = 0; i < n && g->flow_update; i++)
 		if (is_param[i] && ev[i] != DDP_GE_FLOW_STATE)
 			DDP_CHECK(ddp_flow_upd_write(g->flow, L->args[i].alloc_id, lo[i], hi[i]));
-	if (!g->ops.opt_reads)
-		return DDP_OK;
 	/* what this launch reads, for the data-parallel invariant */
 	for (uint32_t i = 0; i < n; i++) {
 		int dup = 0;
@@ -632,5 +630,5 @@ ddp_result grad_on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L
 		rd[nrd].label = rec[i] ? rec[i]->label : NULL;
 		nrd++;
 	}
-	return g->ops.opt_reads(g->ops.ctx, L, g->steps, rd, nrd);
+	return grad_plan_reads(g, rd, nrd);
 }

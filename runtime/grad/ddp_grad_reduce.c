@@ -28,62 +28,19 @@ int grad_cmp_order(const void *a, const void *b)
 	return (x->order > y->order) - (x->order < y->order);
 }
 
-/* Averages list[0..n) (G or candidates, in order of first appearance);
- * ranges that follow each other in one allocation (and in that order) go
- * in one collective. */
-ddp_result grad_reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size_t n, void *stream)
+/* Averages list[0..n) (G or candidates, in order of first appearance): a
+ * REDUCE action; they are clean from here on. */
+ddp_result grad_reduce_bufs(struct ddp_grad *g, struct ddp_grad_buf **list, size_t n)
 {
-	struct ddp_grad_buf *spans = NULL, **sp = NULL;
-	size_t ns = 0;
-	ddp_result rc = DDP_OK;
-
 	if (!n)
 		return DDP_OK;
-	if (g->ops.reduce && (!g->ops.reduce_on || g->ops.reduce_on(g->ops.ctx))) {
-		rc = g->ops.reduce(g->ops.ctx, list, n, stream);
-		goto reduced;
-	}
-	spans = malloc(n * sizeof *spans);
-	sp = malloc(n * sizeof *sp);
-	if (!spans || !sp) {
-		rc = grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
-		goto out;
-	}
+	DDP_CHECK(grad_plan_bufs(g, DDP_PLAN_REDUCE, list, n));
 	for (size_t i = 0; i < n; i++) {
-		struct ddp_grad_buf *b = list[i], *s = ns ? &spans[ns - 1] : NULL;
-		if (s && s->alloc_id == b->alloc_id && s->alloc_base == b->alloc_base &&
-		    s->dtype == b->dtype && s->base + s->size == b->base) {
-			s->size += b->size;
-			s->count += b->count;
-			s->bcast_done++; /* ranges merged into this span, minus one */
-			continue;
-		}
-		spans[ns] = *b;
-		spans[ns].bcast_done = 0;
-		sp[ns] = &spans[ns];
-		ns++;
+		list[i]->dirty = 0;
+		list[i]->red_ep = g->epoch + 1;
 	}
-	for (size_t i = 0; i < ns; i++)
-		if (spans[i].bcast_done) {
-			char l[64];
-			snprintf(l, sizeof l, "%.48s (+%u)", spans[i].label, spans[i].bcast_done);
-			memcpy(spans[i].label, l, sizeof l);
-		}
-	rc = g->ops.allreduce(g->ops.ctx, sp, ns, stream);
-reduced:
-	if (rc == DDP_OK) {
-		for (size_t i = 0; i < n; i++) {
-			list[i]->dirty = 0;
-			list[i]->red_ep = g->epoch + 1;
-		}
-		g->reductions++;
-	} else if (!g->err[0]) {
-		grad_fail(g, rc, "gradient allreduce failed");
-	}
-out:
-	free(spans);
-	free(sp);
-	return rc;
+	g->reductions++;
+	return DDP_OK;
 }
 
 /* Is b (G or candidate) freed since it was learned?  Then it is forgotten
@@ -102,7 +59,7 @@ int grad_gone(struct ddp_grad *g, struct ddp_grad_buf *b)
 /* Averages every dirty G (and, in step 1, every dirty candidate) the
  * address rules learned, in order of first appearance (named gradients of
  * explicit launches are averaged by their consumers, never here). */
-ddp_result grad_reduce_dirty(struct ddp_grad *g, void *stream)
+ddp_result grad_reduce_dirty(struct ddp_grad *g)
 {
 	size_t cap = g->nbufs ? g->nbufs : 1, n = 0;
 	struct ddp_grad_buf **list = malloc(cap * sizeof *list);
@@ -117,7 +74,7 @@ ddp_result grad_reduce_dirty(struct ddp_grad *g, void *stream)
 		list[n++] = b;
 	}
 	qsort(list, n, sizeof *list, grad_cmp_order);
-	rc = grad_reduce_bufs(g, list, n, stream);
+	rc = grad_reduce_bufs(g, list, n);
 	free(list);
 	return rc;
 }
@@ -183,7 +140,5 @@ ddp_result grad_end_update(struct ddp_grad *g)
 			"apart, so the job stops: report the optimizer kernel (docs/gradient-sync.md, \"How ddprun "
 			"stops\")",
 			(unsigned long long)g->steps_done);
-	if (g->ops.step_end)
-		return g->ops.step_end(g->ops.ctx, g->steps);
-	return DDP_OK;
+	return grad_plan_step(g, DDP_PLAN_STEP_END, g->steps);
 }

@@ -87,6 +87,7 @@
 #include "ddp_job.h"
 #include "ddp_log.h"
 #include "ddp_overlap.h"
+#include "ddp_params.h"
 #include "ddp_rangelog.h"
 #include "ddp_slices.h"
 #include "ddp_stats.h"
@@ -162,6 +163,7 @@ void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket
 	ov.env = *env;
 	ov.on = on;
 	ov.split = slices;
+	ov.no_tags = ddp_param_debug_no_coll_tags();
 	ov.cap = bucket_bytes ? bucket_bytes : 25ull << 20;
 }
 
@@ -285,6 +287,15 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 
 /* ---- one async op over parts of ranges (one bucket) */
 
+/* "label" or "label[+lo,+hi)" */
+static void unit_text(char *out, size_t cap, const struct ddp_grad_buf *b, uint64_t lo, uint64_t hi)
+{
+	if (lo == 0 && hi == b->size)
+		snprintf(out, cap, "%s", b->label);
+	else
+		snprintf(out, cap, "%s[+%" PRIu64 ",+%" PRIu64 ")", b->label, lo, hi);
+}
+
 /* The text the ranks compare (as ddp_grad_signature's, a slice named by
  * its byte offsets in the range): "n=2 label bf16 count=N; label[+0,+64) bf16
  * count=32;", cut with " ...+K more fnv=<hash of the whole>" when long. */
@@ -322,7 +333,7 @@ static void parts_signature(const struct ov_part *p, size_t n, uint64_t *hash)
 }
 
 uint64_t overlap_reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream,
-			     uint64_t step, uint64_t *bytes_out)
+			     uint64_t step, int ph, uint64_t *bytes_out)
 {
 	uint64_t h, t = 0, bytes = 0;
 	enum ddp_dtype dt = (enum ddp_dtype)p[0].b->dtype;
@@ -337,7 +348,21 @@ uint64_t overlap_reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_
 	parts_signature(p, n, &h);
 	ov.env.check_sig(c, "allreduce", ov.sig, h);
 	size_t ns = ddp_coll_bucket_segments(ov.rg, n, ov.tmp, ov.seg);
+	/* the ranks compare step and phase at the op itself: the composition
+	 * above is checked once, the first time it occurs, and a re-reduction
+	 * of a whole range looks like its early reduction */
+	if (!ov.no_tags) {
+		char what[200], lab[160];
+		unit_text(lab, sizeof lab, p[0].b, p[0].lo, p[0].hi);
+		if (n > 1)
+			snprintf(what, sizeof what, "%s and %zu more", lab, n - 1);
+		else
+			snprintf(what, sizeof what, "%s", lab);
+		ddp_coll_set_tag(c, step, (enum ddp_coll_phase)ph, what);
+	}
 	ddp_result rc = ddp_allreduce_avg_segs_async(c, ov.seg, ns, dt, 1, (CUstream)stream, DDP_SEG_AUTO, &t);
+	if (!ov.no_tags)
+		ddp_coll_set_tag(c, 0, DDP_COLL_PH_NONE, NULL);
 	if (rc != DDP_OK) {
 		char what[160];
 		snprintf(what, sizeof what, "allreduce of a bucket of %zu gradient range%s (%s%s)", n,
@@ -437,7 +462,7 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			 * says what the bytes hold now */
 			if (r->b->named && (r->b->wseq != seq || r->xseq != seq))
 				continue;
-			ov.parts[n] = (struct ov_part){ r->b, u->lo, u->hi };
+			ov.parts[n] = (struct ov_part){ r->b, u->lo, u->hi, 0 };
 			us[n++] = u;
 		}
 		if (!n)
@@ -445,7 +470,7 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 		if (!c)
 			c = overlap_comm();
 		uint64_t before = *bytes;
-		uint64_t t = overlap_reduce_parts(c, ov.parts, n, stream, step, bytes);
+		uint64_t t = overlap_reduce_parts(c, ov.parts, n, stream, step, DDP_COLL_PH_EARLY, bytes);
 		ov.fly = overlap_grow(ov.fly, &ov.flycap, ov.nfly + n, sizeof *ov.fly);
 		for (size_t i = 0; i < n; i++) {
 			const struct ddp_grad_buf *b = ov.parts[i].b;

@@ -59,6 +59,7 @@ struct ov_ref { /* a unit of the plan                    */
 struct ov_part { /* bytes [lo, hi) of b, in one collective */
 	struct ddp_grad_buf *b;
 	uint64_t lo, hi;
+	int again; /* bytes of a unit written after its early reduction */
 };
 
 struct ov_fly {                      /* a unit reduced early, until the consumer */
@@ -88,6 +89,7 @@ struct ov_step {
 struct ov_state {
 	struct ddp_overlap_env env;
 	int on, split;
+	int no_tags; /* DDP_DEBUG_NO_COLL_TAGS                   */
 	uint64_t cap;
 	uint64_t base;
 	int have_base;
@@ -131,8 +133,10 @@ extern struct ov_state ov;
 struct ddp_comm *overlap_comm(void);
 void overlap_die_oom(void);
 void *overlap_grow(void *p, size_t *cap, size_t need, size_t elem);
+/* One async op over p[0..n) (enum ddp_coll_phase ph: tagged with step and
+ * phase for the ranks to compare, ddp_coll_set_tag). */
 uint64_t overlap_reduce_parts(struct ddp_comm *c, const struct ov_part *p, size_t n, void *stream,
-			     uint64_t step, uint64_t *bytes_out);
+			     uint64_t step, int ph, uint64_t *bytes_out);
 struct ov_rng *overlap_rng_get(struct ddp_grad_buf *b);
 void overlap_scratch(size_t n);
 struct ddp_slice *overlap_slice_scratch(struct ov_slice_scratch *s, size_t n);

@@ -132,6 +132,7 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 		struct ov_rng *r = overlap_rng_get(b);
 		struct ddp_slice *clean = overlap_slice_scratch(&ov.sl, r->nu + 1);
 		size_t nc = 0;
+		int again = 0;
 		for (size_t k = 0; k < r->nu; k++) {
 			struct ov_unit *u = &r->u[k];
 			if (!u->ticket)
@@ -145,6 +146,7 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 			}
 			/* written after its early reduction: again, here */
 			char lab[128];
+			again = 1;
 			unit_label(lab, sizeof lab, b, u);
 			ov.rereductions++;
 			overlap_step_rec(step)->rered++;
@@ -167,8 +169,13 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 		struct ddp_slice *rest = overlap_slice_scratch(&ov.sl2, nc + 1);
 		size_t nr = ddp_slices_complement(b->size, clean, nc, rest);
 		ov.parts = overlap_grow(ov.parts, &ov.partcap, np + nr, sizeof *ov.parts);
-		for (size_t k = 0; k < nr; k++)
-			ov.parts[np++] = (struct ov_part){ b, rest[k].lo, rest[k].hi };
+		for (size_t k = 0; k < nr; k++) {
+			int ag = 0; /* overlaps a unit written again */
+			for (size_t q = 0; again && q < r->nu && !ag; q++)
+				ag = r->u[q].ticket && r->u[q].rewritten && r->u[q].lo < rest[k].hi &&
+				     rest[k].lo < r->u[q].hi;
+			ov.parts[np++] = (struct ov_part){ b, rest[k].lo, rest[k].hi, ag };
+		}
 	}
 	/* when the producing stream reached the consumer */
 	__atomic_store_n(&ov.pdone[step % OV_PDONE_RING], 0, __ATOMIC_RELAXED);
@@ -191,7 +198,11 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 		}
 		size_t nb = ddp_coll_bucket_plan(ov.rg, np, ov.cap, bk, np);
 		for (size_t k = 0; k < nb; k++) {
-			uint64_t t = overlap_reduce_parts(c, need + bk[k].first, bk[k].n, stream, step, bytes);
+			int ph = DDP_COLL_PH_CONSUMER;
+			for (size_t q = 0; q < bk[k].n; q++)
+				if (need[bk[k].first + q].again)
+					ph = DDP_COLL_PH_AGAIN;
+			uint64_t t = overlap_reduce_parts(c, need + bk[k].first, bk[k].n, stream, step, ph, bytes);
 			if (t > wait_t)
 				wait_t = t;
 			ov.consumer_ops++;

@@ -103,6 +103,8 @@ ddp_result sync_coll_fail(ddp_result rc, const char *what)
 		detail = ddp_coll_last_error(c);
 	else
 		detail = ddp_job_comm_error();
+	if (detail && !strncmp(detail, "libddp: ", 8))
+		detail += 8; /* one prefix per line */
 	snprintf(msg, sizeof msg, "libddp: %s failed at step %" PRIu64 ": %s%s", what, sync_st.cur_step,
 		 detail && *detail ? detail : ddp_strerror(rc),
 		 rc == DDP_ERR_TIMEOUT ? " (DDP_COLL_TIMEOUT)" : "");
@@ -156,18 +158,12 @@ void sync_check_sig(struct ddp_comm *c, const char *kind, const char *sig, uint6
 
 void ddp_sync_init(int rank, int world)
 {
-	static struct ddp_grad_ops ops = {
+	static const struct ddp_grad_ops ops = {
 		.ctx = NULL,
-		.allreduce = sync_op_allreduce,
-		.broadcast = sync_op_broadcast,
 		.read = sync_op_read,
 		.write = sync_op_write,
 		.relaunch = sync_op_relaunch,
-		.step_begin = sync_op_step_begin,
-		.step_end = sync_op_step_end,
 		.alive = sync_op_alive,
-		.opt_reads = sync_op_opt_reads,
-		.copy = sync_op_copy,
 	};
 	static const struct ddp_overlap_env env = {
 		.coll_fail = sync_ov_coll_fail,
@@ -184,6 +180,7 @@ void ddp_sync_init(int rank, int world)
 		/* ddprun inspect: the tracker runs dry (no job, no collectives)
 		 * so that the report can show every range's role and evidence */
 		sync_st.dry = 1;
+		ddp_inspect_use_tracker();
 	} else if (mode == 2 || world <= 1) {
 		if (mode == 1 && world <= 1)
 			DDP_INFO(GRAD, "DDP_SYNC=on with one rank: nothing to synchronise");
@@ -228,12 +225,8 @@ void ddp_sync_init(int rank, int world)
 		sync_die(msg);
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
-	ddp_overlap_init(&env, overlap, bucket_bytes ? bucket_bytes : 1, ddp_param_overlap_slices());
-	if (overlap) {
-		ops.reduce = sync_op_reduce;
-		ops.reduce_on = sync_op_reduce_on;
-		ops.written = sync_op_written;
-	}
+	sync_st.bucket_bytes = bucket_bytes ? bucket_bytes : 1;
+	ddp_overlap_init(&env, overlap, sync_st.bucket_bytes, ddp_param_overlap_slices());
 	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {

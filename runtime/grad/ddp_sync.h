@@ -60,6 +60,15 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * thread; takes the sync lock. */
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
 
+/* The program wrote device memory without a kernel (a host-to-device or
+ * device-to-device copy, a memset) that reached the driver.  Counted once
+ * a kernel was launched: an update made on the host (weights computed on
+ * the CPU and copied back) looks, launch by launch, exactly like the next
+ * batch of inputs, so a run with such writes is never taken for an
+ * evaluation program (ddp_sync_exit.c, the output gate).  Any thread;
+ * lock-free. */
+void ddp_sync_device_written(void) __attribute__((visibility("hidden")));
+
 /* The program is already data-parallel (it runs collectives of its own,
  * e.g. it launched NCCL kernels libddp did not make): gradient
  * synchronisation stops for good, with one line naming why (rank 0 at
@@ -83,6 +92,13 @@ void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden"))
  * (the final compare: the last moment they can be read; a mismatch stops
  * the rank with one line naming the range, its role and the step). */
 void ddp_sync_freeing(uint64_t p) __attribute__((visibility("hidden")));
+
+/* The program is about to destroy context ctx (interpose/hook_mem.c, before
+ * cuCtxDestroy, the last cuDevicePrimaryCtxRelease or
+ * cuDevicePrimaryCtxReset; fn names the call): when ctx is the context the
+ * gradient tracker's launches ran in, the final compare runs now, as
+ * ddp_sync_freeing's, while the parameters can still be read. */
+void ddp_sync_ctx_going(void *ctx, const char *fn) __attribute__((visibility("hidden")));
 
 /* At exit: ends an open step, logs the summary (and writes
  * DIR/rank<k>.sync.json with DDP_TRACE=DIR), closes the job.  Returns

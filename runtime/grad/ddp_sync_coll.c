@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
- * ddp_sync_coll.c - the tracker's callbacks (struct ddp_grad_ops): the injected
- * collectives (allreduce-average, broadcast), copies, the calibration
- * relaunch, and what the overlap layer needs.
+ * ddp_sync_coll.c - what the executor (ddp_sync_exec.c) issues: the injected
+ * collectives (allreduce-average, broadcast, the overlap layer's reduction
+ * at the consumer), copies; and the tracker's measurement callbacks
+ * (struct ddp_grad_ops: device reads and writes, the calibration relaunch,
+ * liveness) and what the overlap layer needs.
  * Split from ddp_sync.c (moves only); ddp_sync_int.h lists the glue's
  * files, ddp_sync.c's header tells the story.
  *
@@ -36,7 +38,7 @@
 #include "ddp_torch_launch.h"
 #include "ddp_sync_int.h"
 
-/* ---- tracker callbacks */
+/* ---- collectives */
 
 /* One injected collective over bufs: the gradients' allreduce-average or the
  * parameters' broadcast from rank 0.  Checks the signature the first time,
@@ -72,26 +74,60 @@ uint64_t sync_reduce_step(void)
 
 #define GROUP_MAX 256 /* ncclAllReduce calls in one NCCL group */
 
-/* bufs[0..n) averaged as NCCL groups: runs of one dtype, at most GROUP_MAX
- * each; *bytes and *colls (groups) are set. */
-static ddp_result grouped_allreduce(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n,
-				    void *stream, uint64_t *bytes, size_t *colls)
+/* The synchronous allreduce of bufs[0..n) (gradient ranges, in tracker
+ * order) through the bucket planner, as the overlap layer's reductions:
+ * buckets of one dtype up to DDP_BUCKET_MB (ddp_coll_bucket_plan), each
+ * bucket's ranges of one allocation that touch merged into one segment
+ * (ddp_coll_bucket_segments); one call per bucket (an NCCL group of at
+ * most GROUP_MAX; the host backend reduces the segments one by one).
+ * DDP_DEBUG_SKIP_AVG=i leaves the call's i-th segment out (the invariant
+ * check's negative control).  Sets *bytes and *colls (calls issued). */
+static ddp_result allreduce_buckets(struct ddp_comm *c, struct ddp_grad_buf *const *bufs, size_t n, void *stream,
+				    uint64_t *bytes, size_t *colls)
 {
-	struct ddp_coll_seg seg[GROUP_MAX];
+	struct ddp_coll_range *r = malloc(2 * n * sizeof *r);
+	struct ddp_coll_bucket *bk = malloc(n * sizeof *bk);
+	struct ddp_coll_seg *seg = malloc(n * sizeof *seg);
+	ddp_result rc = DDP_OK;
+	size_t segno = 0;
 	*bytes = 0;
 	*colls = 0;
-	for (size_t i = 0; i < n;) {
-		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
-		size_t m = 0;
-		for (; i < n && m < GROUP_MAX && bufs[i]->dtype == dt; i++, m++) {
-			seg[m].addr = bufs[i]->base;
-			seg[m].bytes = bufs[i]->count * ddp_dtype_size(dt);
-			*bytes += seg[m].bytes;
-		}
-		DDP_CHECK(ddp_allreduce_avg_segs(c, seg, m, dt, 1, sync_the_stream(stream)));
-		(*colls)++;
+	if (!r || !bk || !seg) {
+		rc = DDP_ERR_NOMEM;
+		goto out;
 	}
-	return DDP_OK;
+	for (size_t i = 0; i < n; i++) {
+		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
+		r[i] = (struct ddp_coll_range){ bufs[i]->base, bufs[i]->count * ddp_dtype_size(dt), bufs[i]->alloc_id,
+						dt };
+	}
+	size_t nb = ddp_coll_bucket_plan(r, n, sync_st.bucket_bytes, bk, n);
+	for (size_t b = 0; b < nb && rc == DDP_OK; b++) {
+		size_t ns = ddp_coll_bucket_segments(r + bk[b].first, bk[b].n, r + n, seg), m = 0;
+		for (size_t i = 0; i < ns; i++, segno++) {
+			if (sync_st.skip_avg >= 0 && (size_t)sync_st.skip_avg == segno) {
+				DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: %" PRIu64 " gradient bytes at 0x%" PRIx64
+					 " are NOT averaged (debug setting)",
+					 sync_st.skip_avg, seg[i].bytes, seg[i].addr);
+				continue;
+			}
+			seg[m++] = seg[i];
+		}
+		for (size_t i = 0; i < m && rc == DDP_OK; i += GROUP_MAX) {
+			size_t k = m - i < GROUP_MAX ? m - i : GROUP_MAX;
+			rc = ddp_allreduce_avg_segs(c, seg + i, k, bk[b].dtype, 1, sync_the_stream(stream));
+			*colls += ddp_comm_backend(c) == DDP_COLL_NCCL ? 1 : k;
+		}
+		for (size_t i = 0; i < m; i++) {
+			ddp_rangelog_add(sync_reduce_step(), 'A', seg[i].addr, seg[i].bytes);
+			*bytes += seg[i].bytes;
+		}
+	}
+out:
+	free(r);
+	free(bk);
+	free(seg);
+	return rc;
 }
 
 static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf *const *bufs, size_t n,
@@ -110,42 +146,31 @@ static ddp_result run_collective(const struct coll_kind *k, struct ddp_grad_buf 
 		sync_check_sig(c, k->name, sig, h);
 	}
 	size_t colls = n;
-	if (k->is_allreduce && !sync_st.dry && sync_st.skip_avg < 0 && n > 1 && ddp_comm_backend(c) == DDP_COLL_NCCL) {
-		/* NCCL: runs of one dtype as groups (one launch each, not one per
-		 * tensor: PyTorch's caching allocator leaves gaps between its
-		 * tensors, so they do not merge into spans) */
-		rc = grouped_allreduce(c, bufs, n, stream, &bytes, &colls);
-		if (rc != DDP_OK)
-			sync_coll_fail(rc, "grouped allreduce of gradients");
-		for (size_t i = 0; i < n; i++)
-			ddp_rangelog_add(sync_reduce_step(), 'A', bufs[i]->base,
-					 bufs[i]->count * ddp_dtype_size((enum ddp_dtype)bufs[i]->dtype));
+	if (k->is_allreduce && !sync_st.dry) {
+		rc = allreduce_buckets(c, bufs, n, stream, &bytes, &colls);
+		if (rc != DDP_OK) {
+			char what[160];
+			snprintf(what, sizeof what, "allreduce of %zu gradient range%s (%s%s)", n, n == 1 ? "" : "s",
+				 bufs[0]->label, n > 1 ? ", ..." : "");
+			sync_coll_fail(rc, what);
+		}
 		goto done;
 	}
 	for (size_t i = 0; i < n; i++) {
 		void *base = (void *)(uintptr_t)bufs[i]->base;
 		enum ddp_dtype dt = (enum ddp_dtype)bufs[i]->dtype;
 		uint64_t b = k->is_allreduce ? bufs[i]->count * ddp_dtype_size(dt) : bufs[i]->size;
-		if (k->is_allreduce && sync_st.skip_avg >= 0 && (size_t)sync_st.skip_avg == i) {
-			/* DDP_DEBUG_SKIP_AVG: the negative control of the invariant check */
-			DDP_WARN("DDP_DEBUG_SKIP_AVG=%ld: gradient %s is NOT averaged (debug setting)",
-				 sync_st.skip_avg, bufs[i]->label);
-			continue;
-		}
 		if (sync_st.dry) {
 			bytes += b;
 			continue;
 		}
-		rc = k->is_allreduce
-			     ? ddp_allreduce_avg(c, base, (size_t)bufs[i]->count, dt, 1, sync_the_stream(stream))
-			     : ddp_broadcast(c, base, (size_t)bufs[i]->size, 0, 1, sync_the_stream(stream));
+		rc = ddp_broadcast(c, base, (size_t)bufs[i]->size, 0, 1, sync_the_stream(stream));
 		if (rc != DDP_OK) {
 			char what[128];
 			snprintf(what, sizeof what, "%s of %s %s", k->name, k->what, bufs[i]->label);
 			sync_coll_fail(rc, what);
 		}
-		ddp_rangelog_add(k->is_allreduce ? sync_reduce_step() : (sync_st.cur_step ? sync_st.cur_step : 1),
-				 k->is_allreduce ? 'A' : 'B', bufs[i]->base, b);
+		ddp_rangelog_add(sync_st.cur_step ? sync_st.cur_step : 1, 'B', bufs[i]->base, b);
 		bytes += b;
 	}
 done:
@@ -167,13 +192,12 @@ done:
 	return DDP_OK;
 }
 
-ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_allreduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = {
 		"allreduce",        "gradient", 1, &sync_st.stats.allreduce_calls, &sync_st.stats.allreduce_bytes,
 		&sync_st.stats.allreduce_ns
 	};
-	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
 
@@ -181,12 +205,11 @@ ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t
  * it can run (decided once, when the communicator exists): otherwise the
  * synchronous reductions, with one line saying why.  DDP_OVERLAP=on asks for
  * it regardless (it then fails at its first collective, naming the cause). */
-int sync_op_reduce_on(void *ctx)
+int sync_reduce_overlapped(void)
 {
 	static int decided;
 	struct ddp_comm *c = NULL;
 	char why[160];
-	(void)ctx;
 	if (!decided && sync_st.overlap_mode == 0 && ddp_job_comm(&c) == DDP_OK && c) {
 		decided = 1;
 		if (!ddp_coll_async_usable(c, why, sizeof why)) {
@@ -200,10 +223,9 @@ int sync_op_reduce_on(void *ctx)
 }
 
 /* DDP_OVERLAP=on: the tracker's consumer hands over the ranges themselves. */
-ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	uint64_t colls = 0, bytes = 0, t0 = ddp_now_ns(), st = sync_reduce_step();
-	(void)ctx;
 	ddp_status_coll_begin("allreduce"); /* ddprun sees who waits where */
 	ddp_result rc = ddp_overlap_reduce(bufs, n, stream, st, &colls, &bytes);
 	if (rc != DDP_OK)
@@ -220,13 +242,24 @@ ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n,
 	return rc;
 }
 
-ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream)
+ddp_result sync_do_broadcast(struct ddp_grad_buf *const *bufs, size_t n, void *stream)
 {
 	static const struct coll_kind k = { "broadcast",        "parameter/state",  0,
 					    &sync_st.stats.bcast_calls, &sync_st.stats.bcast_bytes, &sync_st.stats.bcast_ns };
-	(void)ctx;
 	return run_collective(&k, bufs, n, stream);
 }
+
+ddp_result sync_do_copy(uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
+{
+	if (!ddp_driver_.memcpyDtoDAsync)
+		return DDP_ERR_UNSUPPORTED;
+	return ddp_cu_result(
+		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
+		"cuMemcpyDtoDAsync (libddp)");
+}
+
+/* ---- the tracker's measurement callbacks (struct ddp_grad_ops) */
+
 
 ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream)
 {
@@ -234,16 +267,6 @@ ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void 
 	DDP_CUCHECK(ddp_driver_.memcpyDtoHAsync(host, (CUdeviceptr)dev, bytes, sync_the_stream(stream)),
 		    "cuMemcpyDtoHAsync (libddp)");
 	return ddp_cu_result(sync_st.real_sync(sync_the_stream(stream)), "cuStreamSynchronize (libddp)");
-}
-
-ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream)
-{
-	(void)ctx;
-	if (!ddp_driver_.memcpyDtoDAsync)
-		return DDP_ERR_UNSUPPORTED;
-	return ddp_cu_result(
-		ddp_driver_.memcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, (size_t)bytes, sync_the_stream(stream)),
-		"cuMemcpyDtoDAsync (libddp)");
 }
 
 ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream)
@@ -296,9 +319,3 @@ int sync_ov_alive(const struct ddp_grad_buf *b)
 	return sync_op_alive(NULL, b);
 }
 
-void sync_op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-		       uint64_t hi, uint8_t bound)
-{
-	(void)ctx;
-	ddp_overlap_written(b, L, lo, hi, bound);
-}

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include "ddp_array.h"
 #include "ddp_coll.h"
+#include "ddp_cycle.h"
 #include "ddp_extent.h"
 #include "ddp_port.h"
 #include "ddp_grad.h"
@@ -49,30 +50,51 @@ void ddp_sync_step_aside(const char *why)
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
 }
 
+/* The run ends for the tracker: an open update phase ends first (its step
+ * counts; the compare covers its parameter check), its plan runs, then the
+ * final compare; a difference stops the rank.  Under sync_st.lock. */
+static void finish_and_compare(void)
+{
+	const struct ddp_plan *plan = NULL;
+	sync_st.at_exit = 1;
+	if (ddp_grad_finish(sync_st.tracker, &plan) != DDP_OK) {
+		const char *e = ddp_grad_last_error(sync_st.tracker);
+		sync_die(e && *e ? e : "libddp: gradient tracking failed");
+	}
+	sync_exec_plan(plan);
+	sync_st.at_exit = 0;
+	char msg[700];
+	if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
+		sync_die(msg);
+}
+
 void ddp_sync_freeing(uint64_t p)
 {
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker && ddp_grad_steps(sync_st.tracker) > 0) {
-		for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
-			const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
-			if (b->role != DDP_GR_PARAM || p < b->alloc_base || p >= b->alloc_base + b->alloc_size ||
-			    !ddp_grad_buf_current(sync_st.tracker, b))
-				continue;
-			/* an open update phase ends first (its step counts; the
-			 * compare below covers its parameter check) */
-			sync_st.at_exit = 1;
-			ddp_result frc = ddp_grad_finish(sync_st.tracker);
-			sync_st.at_exit = 0;
-			if (frc != DDP_OK) {
-				const char *e = ddp_grad_last_error(sync_st.tracker);
-				sync_die(e && *e ? e : "libddp: gradient tracking failed");
-			}
-			char msg[700];
-			if (sync_final_compare(ddp_grad_steps(sync_st.tracker), msg, sizeof msg))
-				sync_die(msg);
-			break;
-		}
+		if (ddp_grad_alloc_holds_param(sync_st.tracker, p)) /* p: an allocation's base */
+			finish_and_compare();
+	}
+	pthread_mutex_unlock(&sync_st.lock);
+	ddp_port_own_end();
+}
+
+void ddp_sync_ctx_going(void *ctx, const char *fn)
+{
+	ddp_port_own_begin();
+	pthread_mutex_lock(&sync_st.lock);
+	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker &&
+	    ctx && ctx == sync_st.train_ctx && ddp_grad_steps(sync_st.tracker) > 0) {
+		/* the compare reads through the current context: ctx for now */
+		CUcontext cur = NULL;
+		int swap = ddp_driver_.ctxGetCurrent && ddp_driver_.ctxSetCurrent &&
+			   ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS && cur != (CUcontext)ctx &&
+			   ddp_driver_.ctxSetCurrent((CUcontext)ctx) == CUDA_SUCCESS;
+		DDP_DEBUG(GRAD, "%s: the parameters' context goes; the final compare runs first", fn);
+		finish_and_compare();
+		if (swap)
+			(void)ddp_driver_.ctxSetCurrent(cur);
 	}
 	pthread_mutex_unlock(&sync_st.lock);
 	ddp_port_own_end();
@@ -90,11 +112,13 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	pthread_mutex_lock(&sync_st.lock);
 	/* an open update phase ends here (its invariant check, if due, runs) */
 	sync_st.at_exit = 1;
-	if (ddp_grad_finish(sync_st.tracker) != DDP_OK) {
+	const struct ddp_plan *plan = NULL;
+	if (ddp_grad_finish(sync_st.tracker, &plan) != DDP_OK) {
 		const char *e = ddp_grad_last_error(sync_st.tracker);
 		DDP_ERROR("%s", e && *e ? e : "libddp: gradient tracking failed at exit");
 		failed = 1;
 	}
+	sync_exec_plan(plan);
 	uint64_t steps = ddp_grad_steps(sync_st.tracker);
 	uint64_t red = ddp_grad_reductions(sync_st.tracker);
 	double per = steps ? 1.0 / (double)steps : 0.0;
@@ -102,20 +126,37 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 	if (!sync_st.dry)
 		ddp_overlap_finish();
 	ddp_overlap_summary(ovs, sizeof ovs);
-	if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
+	struct ddp_cycle_report rep;
+	uint64_t seen = 0;
+	if (!sync_st.dry && !failed && red == 0 && steps == 0 && sync_st.stats.launches > 0 &&
+	    sync_no_update_evidence(&rep, &seen)) {
+		/* evaluation or inference: every launch libddp saw, from the
+		 * first, wrote only memory no earlier launch had read first
+		 * (ddp_cycle_rewrote_any): no update ran, so nothing had to be
+		 * averaged; each rank computed on its own inputs */
+		if (sync_st.my_rank == 0)
+			DDP_WARN("libddp: no update ran and nothing was averaged: none of the %" PRIu64
+				 " kernel launches of rank 0 rewrote memory that an earlier launch had read (an "
+				 "evaluation or inference program); each rank computed on its own inputs",
+				 seen);
+		else
+			DDP_INFO(GRAD, "rank %d: no update ran and nothing was averaged (%" PRIu64
+				       " launches, none rewrote memory an earlier launch had read)",
+				 sync_st.my_rank, seen);
+	} else if (!sync_st.dry && !failed && (red == 0 || steps == 0) && sync_st.stats.launches > 0) {
 		/* nothing is silent: a rank of a multi-rank job that launched kernels
 		 * and averaged nothing did not train as one model with the others;
 		 * one whose optimizer was never recognised cannot be known to have
 		 * (a reader, e.g. a gradient norm, may have averaged what it read) */
 		DDP_ERROR("libddp: this rank launched %" PRIu64
 			  " kernels and %s; it is not known to have trained as "
-			  "one model with the other ranks: %sreport the update kernel (the "
+			  "one model with the other ranks%s: %sreport the update kernel (the "
 			  "last kernel launched: %.100s; docs/gradient-sync.md, \"How ddprun stops\")",
 			  sync_st.stats.launches,
 			  steps ? "averaged no gradient (optimizer steps ran but no gradient was found)"
 			  : red ? "no kernel was recognised as an optimizer (gradient readers averaged what they read)"
 				: "averaged no gradient (no kernel was recognised as an optimizer)",
-			  sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
+			  sync_host_writes_note(), sync_st.torch_seen ? "PyTorch optimizers built with foreach=False are not recognised: use foreach=True "
 				       "or fused=True; else "
 				     : "",
 			  sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");
@@ -254,6 +295,7 @@ void ddp_sync_explain(const char *path)
 	if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
+	sync_exec_explain(f);
 	pthread_mutex_unlock(&sync_st.lock);
 	fclose(f);
 }

@@ -4,8 +4,10 @@
  * (ddp_sync.h has the interface):
  *   ddp_sync.c         the state, the fatal path, helpers (the signature
  *                      check, tracing), settings and init;
- *   ddp_sync_coll.c    the tracker's callbacks: collectives, copies,
- *                      calibration relaunch, what the overlap layer needs;
+ *   ddp_sync_exec.c    the executor: carries out each plan the tracker
+ *                      returns (ddp_plan.h), in order;
+ *   ddp_sync_coll.c    what it issues (collectives, copies), the tracker's
+ *                      measurement callbacks, what the overlap layer needs;
  *   ddp_sync_check.c   checks: --check hashes, the data-parallel invariant,
  *                      step begin and end;
  *   ddp_sync_launch.c  the launch path: the cheap path, library calls'
@@ -23,6 +25,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "ddp_grad.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
@@ -48,20 +51,32 @@ CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
 
-/* ddp_sync_coll.c */
+/* ddp_sync_launch.c: the evidence that no update ran (an evaluation
+ * program): 1 and *seen (launches covered) when it holds */
+struct ddp_cycle_report;
+int sync_no_update_evidence(struct ddp_cycle_report *rep, uint64_t *seen);
+/* "" or a clause saying why host writes withhold that evidence */
+const char *sync_host_writes_note(void);
+
+/* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
+ * a failure stops the rank */
+void sync_exec_plan(const struct ddp_plan *p);
+/* ddprun inspect's "Plan" section: what the executor did in steps 1-2 */
+void sync_exec_explain(FILE *f);
+
+/* ddp_sync_coll.c: what the executor issues */
 void sync_account_step_bytes(uint64_t st, uint64_t bytes);
+ddp_result sync_do_allreduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+ddp_result sync_do_broadcast(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+ddp_result sync_do_copy(uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
+ddp_result sync_do_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *stream);
+int sync_reduce_overlapped(void);
+/* ... and the tracker's measurement callbacks (struct ddp_grad_ops) */
 int sync_op_alive(void *ctx, const struct ddp_grad_buf *b);
-ddp_result sync_op_allreduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-ddp_result sync_op_broadcast(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-ddp_result sync_op_copy(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *stream);
 ddp_result sync_op_drain(void *ctx);
 ddp_result sync_op_read(void *ctx, uint64_t dev, void *host, size_t bytes, void *stream);
-ddp_result sync_op_reduce(void *ctx, struct ddp_grad_buf *const *bufs, size_t n, void *stream);
-int sync_op_reduce_on(void *ctx);
 ddp_result sync_op_relaunch(void *ctx, void *launch_ctx);
 ddp_result sync_op_write(void *ctx, uint64_t dev, const void *host, size_t bytes, void *stream);
-void sync_op_written(void *ctx, struct ddp_grad_buf *b, const struct ddp_grad_launch *L, uint64_t lo,
-		       uint64_t hi, uint8_t bound);
 int sync_ov_alive(const struct ddp_grad_buf *b);
 void sync_ov_coll_fail(ddp_result rc, const char *what);
 uint64_t sync_reduce_step(void);
@@ -106,6 +121,7 @@ struct sync_state {
 	int no_measure;   /* DDP_DEBUG_NO_MEASURE                */
 	long opt_wait_s;  /* DDP_OPT_WAIT                        */
 	int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off    */
+	uint64_t bucket_bytes; /* DDP_BUCKET_MB in bytes (both reduction paths) */
 	CUresult (*real_sync)(CUstream);
 	CUresult (*real_ctx_sync)(void);
 	struct ddp_cycle *cycles; /* the steps while no update is known (ddp_cycle.h) */
@@ -118,6 +134,10 @@ struct sync_state {
 	int phase_open; /* between step_begin and step_end     */
 	int at_exit;    /* ddp_sync_exit / the final compare end the run */
 	int final_done; /* the final compare ran (ddp_sync_check.c) */
+
+	/* the context of the first launch the tracker saw (ddp_sync_launch.c):
+	 * the parameters' context, for ddp_sync_ctx_going (ddp_sync_exit.c) */
+	void *train_ctx;
 
 	/* the launch being processed: ddp_sync_launch.c (the callbacks read it) */
 	struct ddp_kfunc *cur_k;
@@ -145,6 +165,14 @@ struct sync_state {
 	size_t ninv, invcap;
 	uint64_t inv_step; /* the step inv[] belongs to           */
 	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
+
+	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */
+	char *plan_text;
+	size_t nplan_text, plan_cap;
+
+	/* device memory written without a kernel after the first launch
+	 * (ddp_sync_device_written; atomic): no evaluation evidence then */
+	uint64_t host_writes;
 
 	/* ddp_sync_step_aside (ddp_sync_exit.c): the job stays until exit (atomic) */
 	int stepped_aside;

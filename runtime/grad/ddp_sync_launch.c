@@ -227,6 +227,38 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 
 /* ---- device-to-device copies (the first step's: ddp_grad_copied) */
 
+void ddp_sync_device_written(void)
+{
+	if (__atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&sync_st.host_writes, 1, __ATOMIC_RELAXED);
+}
+
+const char *sync_host_writes_note(void)
+{
+	static char note[256];
+	uint64_t n = __atomic_load_n(&sync_st.host_writes, __ATOMIC_RELAXED);
+	if (!n)
+		return "";
+	snprintf(note, sizeof note,
+		 "; after its first launch it wrote device memory %" PRIu64
+		 " times without a kernel (copies, memsets): an update made on the host cannot be told from "
+		 "new inputs, so it is not taken for an evaluation program",
+		 n);
+	return note;
+}
+
+/* The evidence of an evaluation program: no launch rewrote memory an
+ * earlier one read (ddp_cycle_rewrote_any, over every launch this rank
+ * made) and nothing wrote device memory without a kernel after the first
+ * launch (ddp_sync_device_written).  *seen: the launches covered.  Under
+ * sync_st.lock. */
+int sync_no_update_evidence(struct ddp_cycle_report *rep, uint64_t *seen)
+{
+	*seen = 0;
+	return sync_st.cycles && !__atomic_load_n(&sync_st.host_writes, __ATOMIC_RELAXED) &&
+	       ddp_cycle_rewrote_any(sync_st.cycles, rep, seen) == 0 && *seen == sync_st.stats.launches;
+}
+
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes)
 {
 	struct ddp_alloc_ent d, s;
@@ -432,19 +464,33 @@ int ddp_sync_gate_open(void)
 
 void ddp_sync_output_open(const char *path)
 {
-	char msg[1000];
+	char msg[1400];
+	struct ddp_cycle_report rep;
+	uint64_t seen = 0;
 	pthread_mutex_lock(&sync_st.lock);
 	if (!ddp_sync_gate_open() || !sync_st.stats.launches) {
+		pthread_mutex_unlock(&sync_st.lock);
+		return;
+	}
+	/* no launch so far rewrote memory that another had read (an
+	 * evaluation or inference program writing its outputs): nothing
+	 * trained apart yet; the cycles and the exit still watch */
+	if (sync_no_update_evidence(&rep, &seen)) {
+		DDP_DEBUG(GRAD,
+			  "%s opened for writing after %" PRIu64 " launches, none of which rewrote memory another "
+			  "had read (no update so far): let through",
+			  path, seen);
 		pthread_mutex_unlock(&sync_st.lock);
 		return;
 	}
 	snprintf(msg, sizeof msg,
 		 "libddp: the program opens %.300s for writing after %" PRIu64 " kernel launches, and "
 		 "no update of its parameters was found among them (no optimizer kernel, and no launch that reads a "
-		 "parameter and a gradient the way an update does; the last kernel launched: %.200s): the ranks "
+		 "parameter and a gradient the way an update does; the last kernel launched: %.200s)%s: the ranks "
 		 "would train apart, so the job stops before the file is written (docs/gradient-sync.md, \"Which "
 		 "updates libddp finds\")",
-		 path, sync_st.stats.launches, sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?");
+		 path, sync_st.stats.launches, sync_st.cur_k && sync_st.cur_k->demangled ? sync_st.cur_k->demangled : "?",
+		 sync_host_writes_note());
 	sync_die(msg);
 }
 
@@ -486,6 +532,11 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	sync_st.stats.launches++;
+	if (!sync_st.train_ctx && ddp_driver_.ctxGetCurrent) {
+		CUcontext cur = NULL;
+		if (ddp_driver_.ctxGetCurrent(&cur) == CUDA_SUCCESS)
+			sync_st.train_ctx = cur;
+	}
 	if (!sync_st.opt_seen)
 		no_optimizer_check(k, cls);
 	if (!k->sync_torch_state) {
@@ -608,14 +659,16 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	sync_st.check_stream = (void *)s;
 	sync_st.cur_k = k;
 	sync_st.cur_call = c;
-	ddp_result rc = ddp_grad_launch(sync_st.tracker, &gl);
-	sync_st.cur_call = NULL;
+	const struct ddp_plan *plan = NULL;
+	ddp_result rc = ddp_grad_launch(sync_st.tracker, &gl, &plan);
 	if (!sync_st.opt_seen && ddp_grad_steps(sync_st.tracker)) /* an update found from the data flow */
 		__atomic_store_n(&sync_st.opt_seen, 1, __ATOMIC_RELAXED);
 	if (rc != DDP_OK) {
 		const char *e = ddp_grad_last_error(sync_st.tracker);
 		sync_die(e && *e ? e : "libddp: gradient tracking failed");
 	}
+	sync_exec_plan(plan); /* (the invariant check hashes cur_call's scalars) */
+	sync_st.cur_call = NULL;
 	if (sync_st.cycles) { /* no update known yet: the steps, from the stream's cycle */
 		struct ddp_cycle_report rep;
 		if (!sync_st.opt_seen && ddp_cycle_launch(sync_st.cycles, &gl, &rep))

@@ -35,6 +35,18 @@ static long insp_steps_max;
 static long insp_steps;
 static int last_was_opt;
 static int insp_written;
+static int insp_tracker;        /* the gradient tracker counts the steps */
+static long insp_tracker_steps; /* steps it ended (atomic)               */
+
+void ddp_inspect_use_tracker(void)
+{
+	__atomic_store_n(&insp_tracker, 1, __ATOMIC_RELEASE);
+}
+
+void ddp_inspect_tracker_steps(long steps)
+{
+	__atomic_store_n(&insp_tracker_steps, steps, __ATOMIC_RELEASE);
+}
 
 ddp_result ddp_inspect_init(const char *path, long steps)
 {
@@ -96,8 +108,15 @@ void ddp_inspect_launch(const struct ddp_launch *L)
 		else
 			u->unknown++;
 	}
-	/* an optimizer step ends at the first other kernel after optimizer ones */
-	if (last_was_opt && !k->optimizer) {
+	/* the tracker's steps (ended ones: the launch after the last one
+	 * stops); without it, an optimizer step ends at the first other kernel
+	 * after optimizer ones (a guess by name: a data-flow update per layer
+	 * would count a step per layer) */
+	if (__atomic_load_n(&insp_tracker, __ATOMIC_ACQUIRE)) {
+		insp_steps = __atomic_load_n(&insp_tracker_steps, __ATOMIC_ACQUIRE);
+		if (insp_steps_max && insp_steps >= insp_steps_max)
+			stop = 1;
+	} else if (last_was_opt && !k->optimizer) {
 		insp_steps++;
 		if (insp_steps_max && insp_steps >= insp_steps_max)
 			stop = 1;

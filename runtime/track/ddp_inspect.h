@@ -22,6 +22,13 @@ ddp_result ddp_inspect_init(const char *path, long steps);
 int ddp_inspect_enabled(void);
 void ddp_inspect_launch(const struct ddp_launch *L);
 
+/* The gradient tracker runs (dry) and counts the steps: from then on the
+ * inspection stops at the first launch after it ended DDP_INSPECT_STEPS of
+ * them (ddp_inspect_tracker_steps: the steps ended so far), not by kernel
+ * names.  Any thread. */
+void ddp_inspect_use_tracker(void);
+void ddp_inspect_tracker_steps(long steps);
+
 /* Writes the report to the DDP_INSPECT file (once). */
 void ddp_inspect_write(void);
 

@@ -16,3 +16,12 @@ $(BUILD)/tests/e2e/progs/hiddenupd: $(BUILD)/tests/e2e/progs/hiddenupd.o $(BUILD
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
 BINS += $(BUILD)/tests/e2e/progs/hiddenupd $(BUILD)/tests/e2e/progs/hiddenupd.kern.so
 $(eval $(call sim_kernel_lib,$(BUILD)/tests/e2e/progs/hiddenupd.kern.so,tests/e2e/progs/hiddenupd.cu,$(BUILD)/tests/e2e/progs/hiddenupd.fatbin))
+
+# evalonly: an evaluation program (load weights, forward over the rank's
+# shard, write predictions) for evalonly.sh; its CPU-device kernels beside it.
+TESTS += tests/e2e/sync/evalonly.sh
+$(BUILD)/tests/e2e/progs/evalonly: $(BUILD)/tests/e2e/progs/evalonly.o $(BUILD)/tests/e2e/progs/evalonly.fatbin.o
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
+BINS += $(BUILD)/tests/e2e/progs/evalonly $(BUILD)/tests/e2e/progs/evalonly.kern.so
+$(eval $(call sim_kernel_lib,$(BUILD)/tests/e2e/progs/evalonly.kern.so,tests/e2e/progs/evalonly.cu,$(BUILD)/tests/e2e/progs/evalonly.fatbin))

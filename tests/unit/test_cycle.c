@@ -10,7 +10,11 @@
  * micro-step repeats inside the optimizer step), for an untyped update
  * whose pointer runs to its allocation's end; an evaluation loop, a loop
  * whose only rewrite is of an integer buffer (token ids), and a stream with
- * no period are never stopped.
+ * no period are never stopped.  ddp_cycle_rewrote_any (the evidence that
+ * no update ran): none for an evaluation loop of const-correct kernels;
+ * found for an integer rewrite, a one-off update after the loop, kernels
+ * with no const pointer (their pointers may be read); unknown for a launch
+ * that writes nothing it shows.
  */
 #define CHECK_MAIN
 #include <string.h>
@@ -26,6 +30,8 @@ struct acc {
 	uint32_t alloc;
 	int wrote;
 };
+
+static int g_const_correct; /* the launches' signatures mark const pointers */
 
 /* One launch of kernel kid over the given allocations (each KB bytes at
  * alloc * 1 MiB, bounded, f32 unless the allocation is TOK). */
@@ -44,7 +50,9 @@ static int launch(struct ddp_cycle *c, uint32_t kid, const struct acc *a, uint32
 		args[i].access = a[i].wrote ? DDP_GA_WRITE : DDP_GA_READ;
 		args[i].dtype = a[i].alloc == TOK ? DDP_DT_I32 : DDP_DT_F32;
 	}
-	struct ddp_grad_launch L = { .kname = "k", .kid = kid, .nargs = n, .args = args };
+	struct ddp_grad_launch L = {
+		.kname = "k", .kid = kid, .nargs = n, .args = args, .const_correct = (uint8_t)g_const_correct
+	};
 	return ddp_cycle_launch(c, &L, rep);
 }
 
@@ -191,6 +199,72 @@ TEST(the_report_names_the_rewrite)
 	CHECK_EQ_INT((long long)(r.hi - r.lo), KB);
 	CHECK_EQ_INT((long long)(r.lo - r.alloc_base), 0);
 	ddp_cycle_free(c);
+}
+
+/* 200 steps of forward(W, X -> Y), loss(Y -> Z), out(Z -> DW) */
+static void eval_loop(struct ddp_cycle *c)
+{
+	struct ddp_cycle_report r;
+	for (int s = 0; s < 200; s++) {
+		const struct acc f[] = { RD(W), RD(X), WR(Y) }, l[] = { RD(Y), WR(Z) }, o[] = { RD(Z), WR(DW) };
+		launch(c, 10, f, 3, 0, &r);
+		launch(c, 13, l, 2, 0, &r);
+		launch(c, 14, o, 2, 0, &r);
+	}
+}
+
+TEST(evaluation_rewrites_nothing_then_a_one_off_update_does)
+{
+	struct ddp_cycle *c;
+	struct ddp_cycle_report r;
+	uint64_t n = 0;
+	memset(&r, 0, sizeof r);
+	g_const_correct = 1;
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	eval_loop(c);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, &n), 0);
+	CHECK_EQ_INT((long long)n, 600);
+	const struct acc u[] = { RD(DW), WR(W) }; /* once, after the loop */
+	CHECK(!launch(c, 12, u, 2, 0, &r));
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, &n), 1);
+	CHECK_EQ_INT((long long)r.alloc_id, W);
+	ddp_cycle_free(c);
+	g_const_correct = 0;
+}
+
+TEST(rewrote_any_counts_integers_and_unknown_constness)
+{
+	struct ddp_cycle *c;
+	struct ddp_cycle_report r;
+	g_const_correct = 1; /* the sampler rewrites the token ids the embedding read */
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	for (int s = 0; s < 5; s++) {
+		const struct acc e[] = { RD(TOK), RD(W), WR(Y) }, smp[] = { RD(Y), WR(TOK) };
+		launch(c, 20, e, 3, 0, &r);
+		launch(c, 21, smp, 2, 0, &r);
+	}
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 1);
+	CHECK_EQ_INT((long long)r.alloc_id, TOK);
+	ddp_cycle_free(c);
+	g_const_correct = 0; /* no const in the signatures: Y may be read too */
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	eval_loop(c);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 1);
+	ddp_cycle_free(c);
+}
+
+TEST(a_launch_that_writes_nothing_it_shows_is_unknown)
+{
+	struct ddp_cycle *c;
+	struct ddp_cycle_report r;
+	g_const_correct = 1;
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	eval_loop(c);
+	const struct acc h[] = { RD(X) }; /* e.g. its pointers in a table in device memory */
+	launch(c, 30, h, 1, 0, &r);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), -1);
+	ddp_cycle_free(c);
+	g_const_correct = 0;
 }
 
 int main(int argc, char **argv)

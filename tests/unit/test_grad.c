@@ -80,8 +80,53 @@ static ddp_result m_step_end(void *ctx, uint64_t step)
 }
 
 static const struct ddp_grad_ops ops = {
-	NULL, m_allreduce, m_broadcast, m_read, m_write, m_relaunch, NULL, m_step_end, NULL, NULL, NULL, NULL, NULL, NULL,
+	.read = m_read,
+	.write = m_write,
+	.relaunch = m_relaunch,
 };
+
+/* The host executor (ddp_plan.h): a plan as the event log -- AR[ranges],
+ * BC[ranges], |E<step>|, and copies and reads where a test asks for them. */
+static ddp_result (*exec_copy)(void *ctx, uint64_t dst, uint64_t src, uint64_t bytes, void *st);
+static ddp_result (*exec_reads)(void *ctx, const struct ddp_grad_launch *Lc, uint64_t step,
+				const struct ddp_grad_read *r, size_t n);
+
+static ddp_result host_exec(const struct ddp_plan *p)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct ddp_plan_item *it = &p->items[i];
+		struct ddp_grad_buf *const *b = p->bufs + it->first;
+		ddp_result rc = DDP_OK;
+		switch (it->kind) {
+		case DDP_PLAN_STEP_END: rc = m_step_end(NULL, it->step); break;
+		case DDP_PLAN_BROADCAST: rc = m_broadcast(NULL, b, it->n, p->stream); break;
+		case DDP_PLAN_REDUCE: rc = m_allreduce(NULL, b, it->n, p->stream); break;
+		case DDP_PLAN_COPY:
+			if (exec_copy)
+				rc = exec_copy(NULL, it->lo, it->hi, it->bytes, p->stream);
+			break;
+		case DDP_PLAN_READS:
+			if (exec_reads)
+				rc = exec_reads(NULL, p->L, it->step, p->reads + it->first, it->n);
+			break;
+		default: break;
+		}
+		if (rc != DDP_OK)
+			return rc;
+	}
+	return DDP_OK;
+}
+
+/* ddp_grad_launch, then its plan carried out */
+static ddp_result launch(struct ddp_grad *g, const struct ddp_grad_launch *l)
+{
+	const struct ddp_plan *p = NULL;
+	ddp_result rc = ddp_grad_launch(g, l, &p);
+	REQUIRE(p != NULL);
+	if (rc == DDP_OK)
+		rc = host_exec(p);
+	return rc;
+}
 
 static struct ddp_grad *fresh(enum ddp_dtype ov)
 {
@@ -89,6 +134,8 @@ static struct ddp_grad *fresh(enum ddp_dtype ov)
 	evlog[0] = '\0';
 	relaunches = 0;
 	relaunch_fn = NULL;
+	exec_copy = NULL;
+	exec_reads = NULL;
 	REQUIRE(ddp_grad_new(&ops, ov, &g) == DDP_OK);
 	return g;
 }
@@ -133,7 +180,7 @@ static ddp_result L(struct ddp_grad *g, const char *name, int cls, const struct 
 {
 	struct ddp_grad_launch l = { .kname = name, .kclass = (uint8_t)cls, .nargs = n, .args = args,
 				     .const_correct = (uint8_t)has_const(args, n) };
-	return ddp_grad_launch(g, &l);
+	return launch(g, &l);
 }
 
 #define W DDP_GA_WRITE
@@ -176,6 +223,58 @@ TEST(per_tensor_sgd_learns_then_reduces_once_per_step)
 	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
 	CHECK_EQ_INT(ddp_grad_steps(g), 2);
 	CHECK_EQ_INT(ddp_grad_reductions(g), 3);
+	ddp_grad_free(g);
+}
+
+/* The plan a launch returns (ddp_plan.h): its actions, in the order they
+ * must run, before the launch; nothing is done by the tracker itself. */
+static const char *plan_kinds(struct ddp_grad *g, const char *name, int cls, const struct ddp_grad_arg *args,
+			      uint32_t n)
+{
+	static char out[256];
+	const struct ddp_plan *p = NULL;
+	struct ddp_grad_launch l = { .kname = name, .kclass = (uint8_t)cls, .nargs = n, .args = args,
+				     .const_correct = (uint8_t)has_const(args, n) };
+	out[0] = '\0';
+	REQUIRE(ddp_grad_launch(g, &l, &p) == DDP_OK && p);
+	for (size_t i = 0; i < p->n; i++) {
+		char b[48];
+		snprintf(b, sizeof b, "%s%s:%zu", i ? " " : "", ddp_plan_kind_name((enum ddp_plan_kind)p->items[i].kind),
+			 p->items[i].kind == DDP_PLAN_STEP_BEGIN || p->items[i].kind == DDP_PLAN_STEP_END
+				 ? (size_t)p->items[i].step
+				 : p->items[i].n);
+		strncat(out, b, sizeof out - strlen(out) - 1);
+	}
+	return out;
+}
+
+TEST(the_plan_orders_every_action_of_a_launch)
+{
+	struct ddp_grad *g = fresh(DDP_DT_UNKNOWN);
+	struct ddp_grad_arg bw[] = { A(act, sizeof act, 9, 0, R, F32), A(g0, sizeof g0, 2, 1, W, F32),
+				     A(g1, sizeof g1, 5, 2, W, F32) };
+	struct ddp_grad_arg o0[] = { A(p0, sizeof p0, 1, 0, W, F32), A(g0, sizeof g0, 2, 1, R, F32),
+				     A(m0, sizeof m0, 3, 2, W, F32) };
+	CHECK_EQ_STR(plan_kinds(g, "backward", DDP_GK_OTHER, bw, 3), "");
+	/* step 1: the step begins, parameter and state broadcast before their
+	 * first update, the gradient averaged, then what the update reads */
+	CHECK_EQ_STR(plan_kinds(g, "sgd", DDP_GK_OPT, o0, 3), "step-begin:1 broadcast:2 reduce:1 reads:3");
+	/* the next backward: its writes of both gradients, then the step ends */
+	CHECK_EQ_STR(plan_kinds(g, "backward", DDP_GK_OTHER, bw, 3), "written:1 step-end:1");
+	/* step 2: nothing broadcast again */
+	CHECK_EQ_STR(plan_kinds(g, "sgd", DDP_GK_OPT, o0, 3), "step-begin:2 reduce:1 reads:3");
+	CHECK_EQ_STR(evlog, ""); /* the tracker itself did nothing */
+	/* the allocations that hold a parameter or state range (the final
+	 * compare runs before the first of them is freed) */
+	CHECK(ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)p0));
+	CHECK(ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)m0));
+	CHECK(!ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)g0));
+	CHECK(!ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)act));
+	/* a failing launch returns an empty plan */
+	const struct ddp_plan *p = NULL;
+	struct ddp_grad_launch bad = { .kname = "opt", .kclass = DDP_GK_OPT, .nargs = 1, .args = o0, .truncated = 3 };
+	CHECK_EQ_INT(ddp_grad_launch(g, &bad, &p), DDP_ERR_UNSUPPORTED);
+	CHECK(p && p->n == 0);
 	ddp_grad_free(g);
 }
 
@@ -274,8 +373,9 @@ TEST(flat_buffer_reduced_before_the_norm_reader)
 	evlog[0] = '\0';
 	charlm_step(g, 0, 0);
 	charlm_step(g, 0, 0);
-	/* adjacent ranges of one allocation: one collective */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
+	/* one reduction of the four ranges (the executor merges adjacent ones into one segment) */
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]"
+		     "|E2|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]");
 	CHECK_EQ_INT(ddp_grad_steps(g), 3);
 	ddp_grad_free(g);
 }
@@ -320,7 +420,7 @@ TEST(struct_pointers_calibrated_and_restored)
 	struct ddp_grad_launch l = { .kname = "multi_tensor_apply_kernel", .kid = 7, .kclass = DDP_GK_OPT,
 				     .template_dtype = DDP_DT_BF16, .nargs = 3, .args = op };
 	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(launch(g, &l), DDP_OK);
 	CHECK_EQ_INT(relaunches, 1);
 	/* what the calibration launch changed is back as it was */
 	CHECK(fp[0] == 1.0f && fp[N - 1] == 1.0f && fm[0] == 0.0f && fm[N - 1] == 0.0f);
@@ -336,7 +436,7 @@ TEST(struct_pointers_calibrated_and_restored)
 	/* the next step: no calibration, one reduction */
 	evlog[0] = '\0';
 	CHECK_EQ_INT(L(g, "backward_bf16", DDP_GK_OTHER, bw, 1), DDP_OK);
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(launch(g, &l), DDP_OK);
 	CHECK_EQ_INT(relaunches, 1);
 	CHECK_EQ_STR(evlog, "|E1|AR[multi_tensor_apply_kernel:0.36]");
 	ddp_grad_free(g);
@@ -356,7 +456,7 @@ TEST(unknown_dtype_refused_override_accepted)
 		for (int i = 0; i < N; i++)
 			fp[i] = 1.0f, fm[i] = 0.0f;
 		l.template_dtype = (uint8_t)tmpl[t];
-		CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_ERR_UNSUPPORTED);
+		CHECK_EQ_INT(launch(g, &l), DDP_ERR_UNSUPPORTED);
 		CHECK(strstr(ddp_grad_last_error(g), "extern_c_adam") != NULL);
 		CHECK(strstr(ddp_grad_last_error(g), "DDP_GRAD_DTYPE") != NULL);
 		CHECK(strstr(evlog, "AR") == NULL);   /* nothing reduced as guessed bytes */
@@ -366,7 +466,7 @@ TEST(unknown_dtype_refused_override_accepted)
 	l.template_dtype = DDP_DT_UNKNOWN;
 	g = fresh(DDP_DT_BF16);
 	relaunch_fn = fused_kernel;
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(launch(g, &l), DDP_OK);
 	CHECK(strstr(evlog, "AR[extern_c_adam:0.36]") != NULL);
 	ddp_grad_free(g);
 
@@ -525,7 +625,7 @@ TEST(truncated_argument_lists)
 	struct ddp_grad_arg bw[] = { A(act, sizeof act, 9, 0, R, F32) };
 	struct ddp_grad_launch l = { .kname = "huge_backward", .kid = 3, .kclass = DDP_GK_OTHER, .nargs = 1, .args = bw,
 				     .truncated = 40 };
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(launch(g, &l), DDP_OK);
 	sgd(g, 0);
 	CHECK_EQ_STR(evlog, "|E1|AR[sgd:1,sgd:1]");
 	/* an optimizer launch with a cut argument list: an error naming it */
@@ -533,11 +633,11 @@ TEST(truncated_argument_lists)
 	struct ddp_grad_arg op[] = { A(p2, sizeof p2, 40, 0, W, F32), A(g2, sizeof g2, 41, 1, R, F32) };
 	struct ddp_grad_launch lo = { .kname = "huge_adam", .kid = 4, .kclass = DDP_GK_OPT, .nargs = 2, .args = op,
 				      .truncated = 300 };
-	CHECK_EQ_INT(ddp_grad_launch(g, &lo), DDP_ERR_UNSUPPORTED);
+	CHECK_EQ_INT(launch(g, &lo), DDP_ERR_UNSUPPORTED);
 	CHECK(strstr(ddp_grad_last_error(g), "huge_adam") != NULL);
 	CHECK(strstr(ddp_grad_last_error(g), "more buffers than libddp can decode") != NULL);
 	lo.kclass = DDP_GK_READER;
-	CHECK_EQ_INT(ddp_grad_launch(g, &lo), DDP_ERR_UNSUPPORTED);
+	CHECK_EQ_INT(launch(g, &lo), DDP_ERR_UNSUPPORTED);
 	ddp_grad_free(g);
 }
 
@@ -675,7 +775,8 @@ TEST(pattern3_reader_found_gradient_passed_nonconst)
 			evlog[0] = '\0';
 	}
 	/* still a gradient from step 2 on, averaged once per step at the norm */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0 (+3)]|E2|AR[adamw_update:1+0 (+3)]");
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]"
+		     "|E2|AR[adamw_update:1+0,adamw_update:1+256,adamw_update:1+512,adamw_update:1+768]");
 	CHECK_EQ_INT(pat_calibrations, 4);       /* step 1, one per tensor range */
 	CHECK_EQ_INT(count_role(g, DDP_GR_GRAD), 4);
 	CHECK_EQ_INT(count_role(g, DDP_GR_PARAM), 8);
@@ -725,7 +826,7 @@ TEST(pattern5_bf16_subranges_pair_per_range)
 {
 	struct ddp_grad_ops o = ops;
 	struct ddp_grad *g = NULL;
-	o.opt_reads = m_opt_reads;
+	exec_reads = m_opt_reads;
 	evlog[0] = '\0';
 	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);
 	/* tensors of 64 elements at element offsets 0, 128, 192 (padding after
@@ -754,7 +855,7 @@ TEST(pattern5_bf16_subranges_pair_per_range)
 	}
 	/* step 2: the last two ranges are adjacent (one collective), the first
 	 * is followed by padding (its own) */
-	CHECK_EQ_STR(evlog, "|E1|AR[adamw_kernel3:2+0,adamw_kernel3:2+256 (+1)]");
+	CHECK_EQ_STR(evlog, "|E1|AR[adamw_kernel3:2+0,adamw_kernel3:2+256,adamw_kernel3:2+384]");
 	CHECK_EQ_INT(ddp_grad_grad_bytes(g), 3 * N * 2);
 	struct ddp_grad_buf *gb = NULL;
 	for (size_t i = 0; i < ddp_grad_nbufs(g); i++)
@@ -816,7 +917,7 @@ static ddp_result XL(struct ddp_grad *g, const char *name, int cls, int grad_lis
 	struct ddp_grad_launch l = { .kname = name, .kid = kid, .kclass = (uint8_t)cls, .nargs = n, .args = args,
 				     .explicit_ranges = 1, .grad_list = (uint8_t)grad_list,
 				     .boundary = (uint8_t)boundary };
-	return ddp_grad_launch(g, &l);
+	return launch(g, &l);
 }
 
 #define NL DDP_GRAD_NO_LIST
@@ -887,7 +988,7 @@ static void x_scaler_update(struct ddp_grad *g)
 	struct ddp_grad_arg a[] = { A(act, sizeof act, 9, 0, W, F32) };
 	struct ddp_grad_launch l = { .kname = "amp_update_scale", .kid = 4, .kclass = DDP_GK_OTHER, .nargs = 1,
 				     .args = a, .boundary = 1 };
-	CHECK_EQ_INT(ddp_grad_launch(g, &l), DDP_OK);
+	CHECK_EQ_INT(launch(g, &l), DDP_OK);
 }
 
 TEST(explicit_skipped_step_ends_at_the_scaler_update)
@@ -1036,7 +1137,7 @@ static void x_sgd_momentum(struct ddp_grad *g, int step, int copies_known)
 TEST(explicit_clone_of_gradients_is_averaged_at_its_source)
 {
 	struct ddp_grad_ops o = ops;
-	o.copy = m_copy;
+	exec_copy = m_copy;
 	struct ddp_grad *g = NULL;
 	evlog[0] = '\0';
 	REQUIRE(ddp_grad_new(&o, DDP_DT_UNKNOWN, &g) == DDP_OK);

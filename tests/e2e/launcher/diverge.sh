@@ -15,11 +15,7 @@
 # minimal trainer; rank 1 runs with DDP_CHECK=4, so it alone exchanges
 # parameter hashes after step 4 while rank 0 goes on to step 5's allreduce.
 . "$(dirname "$0")/lib.sh"
-unset DDPRUN_NO_PRELOAD
-T=$build_dir/tests/e2e/progs/steptrainer NL=$build_dir/cpudev/lib/nccl/libnccl.so.2
-for f in "$build_dir/lib/libddp.so" "$T" "$T.kern.so"; do
-	[ -e "$f" ] || { echo "$f is not built"; exit 77; }
-done
+need_steptrainer
 export DDPRUN_GRACE=0.5 DDP_COLL_TIMEOUT=30   # a hang would last 30 s
 out=$TMP/out err=$TMP/err
 backends="host"

@@ -51,4 +51,13 @@ finish() {
 	[ "$failures" -eq 0 ]
 	exit $?
 }
+# the tests driving tests/e2e/progs/steptrainer: sync on (no DDPRUN_NO_PRELOAD),
+# T the trainer, NL the NCCL stand-in; skip (77) when they are not built
+need_steptrainer() {
+	unset DDPRUN_NO_PRELOAD
+	T=$build_dir/tests/e2e/progs/steptrainer NL=$build_dir/cpudev/lib/nccl/libnccl.so.2
+	for f in "$build_dir/lib/libddp.so" "$T" "$T.kern.so"; do
+		[ -e "$f" ] || { echo "$f is not built"; exit 77; }
+	done
+}
 need_built

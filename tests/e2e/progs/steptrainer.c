@@ -14,7 +14,14 @@
  *                     kernels (no progress, not inside a collective)
  *   STEP_FAULT=slow   that step launches its gradient kernel every 0.25 s
  *                     for STEP_SLOW seconds (slow but progressing)
- *   STEP_FAULT_RANK (default 1), STEP_FAULT_AT (default 5)
+ *   STEP_FAULT_RANK (default 1; -1: every rank alike), STEP_FAULT_AT (default 5)
+ * How it ends, from STEP_END (none frees its buffers: the context's end
+ * frees them):
+ *   release (default) cuDevicePrimaryCtxRelease of the primary context
+ *   reset             cuDevicePrimaryCtxReset
+ *   destroy           a context of its own (cuCtxCreate, not the primary
+ *                     one: the host backend only) destroyed with cuCtxDestroy
+ *   exit              nothing: the process exits with its context
  * It prints "step N" on stdout after each step and "fault: rank R MODE at
  * step N" on stderr when the fault happens.
  * Usage: steptrainer STEPS
@@ -49,6 +56,8 @@ int main(int argc, char **argv)
 	int steps = argc > 1 ? atoi(argv[1]) : 20, n = N;
 	int rank = env_int("RANK", 0), fault_rank = env_int("STEP_FAULT_RANK", 1);
 	int fault_at = env_int("STEP_FAULT_AT", 5);
+	if (fault_rank == -1)
+		fault_rank = rank;
 	const char *fault = getenv("STEP_FAULT") ? getenv("STEP_FAULT") : "";
 	double slow = env_int("STEP_SLOW", 3);
 	float lr = 0.1f, *x = malloc(sizeof(float) * N), w0;
@@ -62,9 +71,14 @@ int main(int argc, char **argv)
 		return 1;
 	ck(cuInit(0), "cuInit");
 	ck(cuDeviceGet(&dev, 0), "cuDeviceGet");
-	/* the primary context, as the runtime API uses: NCCL needs it */
-	ck(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-	ck(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	const char *end = getenv("STEP_END") ? getenv("STEP_END") : "release";
+	if (!strcmp(end, "destroy")) {
+		ck(cuCtxCreate(&ctx, NULL, 0, dev), "cuCtxCreate"); /* (CUDA 13: _v4) */
+	} else {
+		/* the primary context, as the runtime API uses: NCCL needs it */
+		ck(cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+		ck(cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+	}
 	ck(cuModuleLoadData(&mod, tests_e2e_progs_steptrainer_fatbin), "cuModuleLoadData");
 	ck(cuModuleGetFunction(&fgrad, mod, "_Z16steptrainer_gradPKfS0_Pfi"), "cuModuleGetFunction grad");
 	ck(cuModuleGetFunction(&fsgd, mod, "_Z22steptrainer_sgd_updatePfPKffi"), "cuModuleGetFunction sgd");
@@ -102,6 +116,12 @@ int main(int argc, char **argv)
 	}
 	ck(cuMemcpyDtoH(&w0, w, sizeof w0), "cuMemcpyDtoH");
 	printf("done w0=%.6f\n", w0);
-	cuDevicePrimaryCtxRelease(dev);
+	fflush(stdout);
+	if (!strcmp(end, "destroy"))
+		ck(cuCtxDestroy(ctx), "cuCtxDestroy");
+	else if (!strcmp(end, "reset"))
+		ck(cuDevicePrimaryCtxReset(dev), "cuDevicePrimaryCtxReset");
+	else if (strcmp(end, "exit"))
+		ck(cuDevicePrimaryCtxRelease(dev), "cuDevicePrimaryCtxRelease");
 	return 0;
 }

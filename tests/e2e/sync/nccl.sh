@@ -117,12 +117,13 @@ done
 g=$(sed -n 's/.* groups \([0-9]*\) .*/\1/p' "$TMP/tl_on.stats"/simnccl.0.*)
 if [ "${g:-0}" -gt 0 ] 2>/dev/null; then ok "torchlike, overlap on: $g buckets of several tensors went as NCCL groups"
 else not_ok "torchlike, overlap on: no NCCL group ($(cat "$TMP/tl_on.stats"/simnccl.0.*))"; fi
-# overlap off: the 304 gradients, not
-# adjacent in the caching allocator's segment, go as 2 groups per step
-# (256 + 48 calls), not as 304 collectives
+# overlap off: the 304 gradients (170304 bytes), not adjacent in the
+# caching allocator's segment, go through the same bucket planner as the
+# early reductions: 4 buckets of at most 0.05 MiB, each one NCCL group, per
+# step -- not 304 collectives
 pc=$(syncq tl_off 0 'sorted(set(ps[s]["collectives"] for s in ps))')
-if [ "$pc" = "[2]" ]; then ok "torchlike, overlap off: 2 NCCL groups per step for 304 gradients"
-else not_ok "torchlike, overlap off: collectives per step $pc, want [2]"; fi
+if [ "$pc" = "[4]" ]; then ok "torchlike, overlap off: 4 NCCL groups (buckets of 0.05 MiB) per step for 304 gradients"
+else not_ok "torchlike, overlap off: collectives per step $pc, want [4]"; fi
 
 # mlp creates its own context: refused with one line, as on a GPU
 timeout 60 "$DDPRUN" -n 2 --backend nccl --shard "$M" -- "$BUILD/samples/mlp" --data "$M" --steps 3 \

@@ -63,7 +63,7 @@ done
 # (whichever thread meets the error first reports it: the watchdog, or the
 # next enqueue, to which the stand-in returns the communicator's error)
 line=$(grep -m1 -o 'async allreduce #[0-9]* .*failed on rank 0: remote process exited or there was a network error: rank 1 (pid [0-9]*) exited during allreduce #50.*' "$TMP/n0.err")
-n=$(grep -c '^\[rank 0\] libddp ERROR ddp_coll[a-z_]*.c:[0-9]* async allreduce #[0-9]* .*failed on rank 0' "$TMP/n0.err")
+n=$(grep -c '^\[rank 0\] libddp ERROR ddp_coll[a-z_]*.c:[0-9]* \(grouped \)\?async allreduce #[0-9]* .*failed on rank 0' "$TMP/n0.err")
 if [ $r0 -ne 0 ] && [ $r0 -ne 124 ] && [ -n "$line" ] && [ "$n" = 1 ] && [ "$(echo "$t < 20" | bc)" = 1 ] &&
 	grep -q 'rank 1 (pid [0-9]*) killed by signal SIGKILL' "$TMP/n1.err"; then
 	ok "a rank killed inside a collective (other node): NCCL's async error stops rank 0 in $t s (rc $r0, $r1): ${line:0:150}"
