@@ -108,25 +108,43 @@ static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 }
 
 /* Is b a parameter or optimizer-state range whose bytes must be identical
- * on every rank once an update phase has ended?  Role P, still describing
- * its bytes (ddp_grad_buf_current: a range learned from a tensor list holds
- * for the epoch that named it; the caching allocator gives its bytes to
- * other tensors later), not an optimizer list's out-of-place result (a
- * temporary: its memory is reused), not a range that is a current gradient
- * too (PyTorch's clipping scales the gradients in place: written by the
- * update, but each rank's own until the next reduction). */
-static int state_range(const struct ddp_grad_buf *b)
+ * on every rank once the update phase of step `step` has ended?  Role P;
+ * a range learned from a tensor list only while it describes its bytes:
+ * written by the update of this step, or by the launch that ends it (the
+ * executor carries out a step's end after the tracker took in the whole
+ * launch, which may begin the next step: ddp_grad_buf_current would then
+ * call this step's ranges stale; the launch has not run yet, so their
+ * bytes are this step's); not an optimizer list's out-of-place result (a
+ * temporary: the caching allocator gives its bytes to the next step's
+ * tensors, or the program frees it); not a range that is a current
+ * gradient too (PyTorch's clipping scales the gradients in place: written
+ * by the update, but each rank's own until the next reduction). */
+static int state_range(const struct ddp_grad_buf *b, uint64_t step)
 {
-	return b->role == DDP_GR_PARAM && ddp_grad_buf_current(sync_st.tracker, b) &&
-	       !(b->evidence == DDP_GE_LIST_WRITE && !b->in_place) && !is_gradient_too(b);
+	if (b->role != DDP_GR_PARAM)
+		return 0;
+	if (b->xsrc && b->opt_phase != step && b->opt_phase != ddp_grad_steps(sync_st.tracker))
+		return 0;
+	return !(b->evidence == DDP_GE_LIST_WRITE && !b->in_place) && !is_gradient_too(b);
+}
+
+int sync_alloc_holds_state(uint64_t base)
+{
+	uint64_t step = ddp_grad_steps(sync_st.tracker);
+	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
+		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
+		if (b->alloc_base == base && state_range(b, step))
+			return 1;
+	}
+	return 0;
 }
 
 /* Hashes of every parameter and optimizer-state range (state_range), in
  * the tracker's order, after the context is idle: *out (malloc'd, with the
  * ranges in *bufs) and its length; *bytes: the bytes hashed.  A range the
  * program freed is forgotten. */
-static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs, const char *who,
-			  uint64_t *bytes)
+static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const struct ddp_grad_buf ***bufs,
+			  const char *who, uint64_t *bytes)
 {
 	size_t nb = ddp_grad_nbufs(sync_st.tracker), np = 0;
 	uint64_t *h = calloc(nb ? nb : 1, sizeof *h);
@@ -153,7 +171,7 @@ static size_t hash_params(void *stream, uint64_t **out, const struct ddp_grad_bu
 			ddp_grad_forget(sync_st.tracker, b->alloc_base);
 			continue;
 		}
-		if (!state_range(b))
+		if (!state_range(b, step))
 			continue;
 		if (b->size > hostcap) {
 			free(host);
@@ -193,7 +211,7 @@ static void perturb(uint64_t step)
 		sync_st.real_ctx_sync();
 	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
 		const struct ddp_grad_buf *c = ddp_grad_buf_at(sync_st.tracker, i);
-		if (state_range(c) && sync_op_alive(NULL, c))
+		if (state_range(c, step ? step : ddp_grad_steps(sync_st.tracker)) && sync_op_alive(NULL, c))
 			b = c;
 	}
 	if (!b)
@@ -230,7 +248,7 @@ static void check_hashes(uint64_t step, void *stream)
 	const struct ddp_grad_buf **pb;
 	uint64_t *h, bytes, t0 = ddp_now_ns();
 	char msg[800];
-	size_t np = hash_params(stream, &h, &pb, who, &bytes);
+	size_t np = hash_params(step, stream, &h, &pb, who, &bytes);
 	uint64_t t1 = ddp_now_ns();
 	struct ddp_xr_diff d;
 
@@ -286,7 +304,7 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 	const struct ddp_grad_buf **pb;
 	uint64_t *h, bytes;
 	perturb(0);
-	size_t np = hash_params(NULL, &h, &pb, "the final check", &bytes);
+	size_t np = hash_params(steps, NULL, &h, &pb, "the final check", &bytes);
 	struct ddp_xr_diff d;
 	int failed = 0;
 
