@@ -344,17 +344,35 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base)
 	}
 }
 
-int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base)
+int ddp_grad_is_state(const struct ddp_grad *g, const struct ddp_grad_buf *b, uint64_t step)
+{
+	if (b->role != DDP_GR_PARAM)
+		return 0;
+	if (b->xsrc && b->opt_phase != step && b->opt_phase != g->steps)
+		return 0;
+	if (b->evidence == DDP_GE_LIST_WRITE && !b->in_place)
+		return 0;
+	/* a current gradient too (the allocation's index: a binary search) */
+	int64_t v = *hash_slot(g, b->alloc_base);
+	const struct alloc_ix *x = v ? &g->allocs[v - 1] : NULL;
+	if (!x || x->alloc_id != b->alloc_id)
+		return 1;
+	struct ddp_grad_buf *o;
+	for (uint32_t pos = 0; (o = grad_rec_overlap(g, x, b->base, b->base + b->size, M(DDP_GR_GRAD), &pos));)
+		if (ddp_grad_buf_current(g, o))
+			return 0;
+	return 1;
+}
+
+int ddp_grad_alloc_holds_state(const struct ddp_grad *g, uint64_t base, uint64_t step)
 {
 	int64_t v = *hash_slot(g, base);
 	if (!v)
 		return 0;
 	const struct alloc_ix *x = &g->allocs[v - 1];
-	for (uint32_t i = 0; i < x->n; i++) {
-		const struct ddp_grad_buf *b = g->bufs[x->rec[i]];
-		if (b->role == DDP_GR_PARAM && ddp_grad_buf_current(g, b))
+	for (uint32_t i = 0; i < x->n; i++)
+		if (ddp_grad_is_state(g, g->bufs[x->rec[i]], step))
 			return 1;
-	}
 	return 0;
 }
 

@@ -335,10 +335,24 @@ void ddp_grad_forget(struct ddp_grad *g, uint64_t base);
 void ddp_grad_copied(struct ddp_grad *g, uint64_t dst, uint64_t dst_base, uint64_t dst_size, uint32_t dst_id,
 		     uint64_t src, uint64_t src_base, uint64_t src_size, uint32_t src_id, uint64_t bytes);
 
-/* Does the allocation at base hold a parameter or state range that is
- * current (ddp_grad_buf_current)?  A hash probe, not a scan (asked at every
- * cuMemFree until the final compare ran). */
-int ddp_grad_alloc_holds_param(const struct ddp_grad *g, uint64_t base);
+/* Is b a parameter or optimizer-state range whose bytes must be identical
+ * on every rank once the update phase of step `step` has ended (what the
+ * parameter check at checked steps and the final compare hash)?  Role P;
+ * a range learned from a tensor list only while it describes its bytes:
+ * written by the update of this step, or by the launch that ends it (its
+ * plan's step end runs after the tracker took in the whole launch, which
+ * may begin the next step: ddp_grad_buf_current would then call this
+ * step's ranges stale; the launch has not run yet, so their bytes are this
+ * step's); not an optimizer list's out-of-place result (a temporary: the
+ * caching allocator gives its bytes to the next step's tensors, or the
+ * program frees it); not a range that is a current gradient too
+ * (PyTorch's clipping scales the gradients in place: written by the
+ * update, but each rank's own until the next reduction). */
+int ddp_grad_is_state(const struct ddp_grad *g, const struct ddp_grad_buf *b, uint64_t step);
+/* Does the allocation at base hold such a range (step: the tracker's
+ * current one)?  A hash probe and the allocation's records, not a scan
+ * (asked at every cuMemFree until the final compare ran). */
+int ddp_grad_alloc_holds_state(const struct ddp_grad *g, uint64_t base, uint64_t step);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

@@ -78,19 +78,6 @@ static size_t xr_index(const struct ddp_xr_diff *d)
 	return d->at / sizeof(uint64_t);
 }
 
-/* Does a current gradient range overlap b (PyTorch's optimizers also write
- * the gradients they read: clipping scales them in place)? */
-static int is_gradient_too(const struct ddp_grad_buf *b)
-{
-	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
-		const struct ddp_grad_buf *g = ddp_grad_buf_at(sync_st.tracker, i);
-		if (g->role == DDP_GR_GRAD && g->alloc_id == b->alloc_id && g->base < b->base + b->size &&
-		    b->base < g->base + g->size && ddp_grad_buf_current(sync_st.tracker, g))
-			return 1;
-	}
-	return 0;
-}
-
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
  * mix): fast enough for gigabytes, the same on every rank. */
 static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
@@ -107,39 +94,7 @@ static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 	return h ^ (h >> 32);
 }
 
-/* Is b a parameter or optimizer-state range whose bytes must be identical
- * on every rank once the update phase of step `step` has ended?  Role P;
- * a range learned from a tensor list only while it describes its bytes:
- * written by the update of this step, or by the launch that ends it (the
- * executor carries out a step's end after the tracker took in the whole
- * launch, which may begin the next step: ddp_grad_buf_current would then
- * call this step's ranges stale; the launch has not run yet, so their
- * bytes are this step's); not an optimizer list's out-of-place result (a
- * temporary: the caching allocator gives its bytes to the next step's
- * tensors, or the program frees it); not a range that is a current
- * gradient too (PyTorch's clipping scales the gradients in place: written
- * by the update, but each rank's own until the next reduction). */
-static int state_range(const struct ddp_grad_buf *b, uint64_t step)
-{
-	if (b->role != DDP_GR_PARAM)
-		return 0;
-	if (b->xsrc && b->opt_phase != step && b->opt_phase != ddp_grad_steps(sync_st.tracker))
-		return 0;
-	return !(b->evidence == DDP_GE_LIST_WRITE && !b->in_place) && !is_gradient_too(b);
-}
-
-int sync_alloc_holds_state(uint64_t base)
-{
-	uint64_t step = ddp_grad_steps(sync_st.tracker);
-	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
-		const struct ddp_grad_buf *b = ddp_grad_buf_at(sync_st.tracker, i);
-		if (b->alloc_base == base && state_range(b, step))
-			return 1;
-	}
-	return 0;
-}
-
-/* Hashes of every parameter and optimizer-state range (state_range), in
+/* Hashes of every parameter and optimizer-state range (ddp_grad_is_state), in
  * the tracker's order, after the context is idle: *out (malloc'd, with the
  * ranges in *bufs) and its length; *bytes: the bytes hashed.  A range the
  * program freed is forgotten. */
@@ -171,7 +126,7 @@ static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const str
 			ddp_grad_forget(sync_st.tracker, b->alloc_base);
 			continue;
 		}
-		if (!state_range(b, step))
+		if (!ddp_grad_is_state(sync_st.tracker, b, step))
 			continue;
 		if (b->size > hostcap) {
 			free(host);
@@ -211,7 +166,8 @@ static void perturb(uint64_t step)
 		sync_st.real_ctx_sync();
 	for (size_t i = 0, n = ddp_grad_nbufs(sync_st.tracker); i < n; i++) {
 		const struct ddp_grad_buf *c = ddp_grad_buf_at(sync_st.tracker, i);
-		if (state_range(c, step ? step : ddp_grad_steps(sync_st.tracker)) && sync_op_alive(NULL, c))
+		if (ddp_grad_is_state(sync_st.tracker, c, step ? step : ddp_grad_steps(sync_st.tracker)) &&
+		    sync_op_alive(NULL, c))
 			b = c;
 	}
 	if (!b)

@@ -73,8 +73,9 @@ void ddp_sync_freeing(uint64_t p)
 	ddp_port_own_begin();
 	pthread_mutex_lock(&sync_st.lock);
 	if (ddp_sync_on_ && !sync_st.dry && !sync_st.final_done && sync_st.check_inv && sync_st.tracker && ddp_grad_steps(sync_st.tracker) > 0) {
-		if (ddp_grad_alloc_holds_param(sync_st.tracker, p) && /* p: an allocation's base */
-		    sync_alloc_holds_state(p)) /* not a temporary's (cudaMallocAsync frees them each step) */
+		/* p: an allocation's base; a temporary's (cudaMallocAsync frees
+		 * them each step) is no parameter or state */
+		if (ddp_grad_alloc_holds_state(sync_st.tracker, p, ddp_grad_steps(sync_st.tracker)))
 			finish_and_compare();
 	}
 	pthread_mutex_unlock(&sync_st.lock);

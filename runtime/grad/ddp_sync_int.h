@@ -89,10 +89,6 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step);
 /* The final compare (every parameter and state range across ranks, once;
  * ddp_sync_freeing, ddp_sync_exit): 1 and *msg on a difference. */
 int sync_final_compare(uint64_t steps, char *msg, size_t cap);
-/* Does the allocation at base hold a parameter or optimizer-state range
- * (what the parameter check and the final compare take), not only a P
- * record of a temporary (ddp_sync_freeing)? */
-int sync_alloc_holds_state(uint64_t base);
 
 /* One range the optimizer read at a checked step (the invariant check). */
 struct inv_item {

@@ -266,10 +266,10 @@ TEST(the_plan_orders_every_action_of_a_launch)
 	CHECK_EQ_STR(evlog, ""); /* the tracker itself did nothing */
 	/* the allocations that hold a parameter or state range (the final
 	 * compare runs before the first of them is freed) */
-	CHECK(ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)p0));
-	CHECK(ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)m0));
-	CHECK(!ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)g0));
-	CHECK(!ddp_grad_alloc_holds_param(g, (uint64_t)(uintptr_t)act));
+	CHECK(ddp_grad_alloc_holds_state(g, (uint64_t)(uintptr_t)p0, 1));
+	CHECK(ddp_grad_alloc_holds_state(g, (uint64_t)(uintptr_t)m0, 1));
+	CHECK(!ddp_grad_alloc_holds_state(g, (uint64_t)(uintptr_t)g0, 1));
+	CHECK(!ddp_grad_alloc_holds_state(g, (uint64_t)(uintptr_t)act, 1));
 	/* a failing launch returns an empty plan */
 	const struct ddp_plan *p = NULL;
 	struct ddp_grad_launch bad = { .kname = "opt", .kclass = DDP_GK_OPT, .nargs = 1, .args = o0, .truncated = 3 };
