@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT
  *
  * ddp_sync.c - gradient synchronisation glue (see ddp_sync.h).  This file:
- * the state, the fatal path, helpers, settings and init; the callbacks,
- * checks, launch path and exit report live in the files ddp_sync_int.h
- * lists.
+ * the state, the fatal path, helpers, settings and init; the executor,
+ * collectives, checks, launch path and exit report live in the files
+ * ddp_sync_int.h lists.
  *
  * Per launch (sync on): classify the kernel once by name (optimizer /
  * gradient reader / other; DDP_OPT_KERNELS, DDP_GRAD_READER_KERNELS; cached
  * on the kernel record), decode its arguments against the allocation table
- * (ddp_launch.h), hand them to the tracker (ddp_grad.h), and carry out what
- * it asks: allreduce-average of gradients, broadcast of parameters from rank
- * 0, synchronous copies and a relaunch for calibration, and at step ends the
- * `--check N` hash comparison.  "Other" kernels are not even decoded until a
+ * (ddp_launch.h), hand them to the tracker (ddp_grad.h), answer its
+ * measurements (synchronous copies and a relaunch for calibration) and carry
+ * out the plan it returns (ddp_sync_exec.c): allreduce-average of gradients,
+ * broadcast of parameters from rank 0, copies, the invariant's hashes, and
+ * at step ends the parameter check.  "Other" kernels are not even decoded until a
  * gradient is known.
  *
  * Before a collective whose composition (kind, buffers, counts, dtypes) was
@@ -20,11 +21,12 @@
  * message instead of hanging or corrupting.  Every error on this path is
  * fatal: one `libddp:` line, then _exit(1), and ddprun stops the job.
  *
- * Reductions (DDP_OVERLAP=on, the default): the tracker hands the ranges to
- * reduce to sync_op_reduce, and the overlap layer (ddp_overlap.c) reduces them
- * stream-ordered, in buckets, early where the previous step showed their
- * last writer; DDP_OVERLAP=off keeps the synchronous collectives of
- * run_collective for gradients too.
+ * Reductions: the tracker's plan names the ranges to reduce and the
+ * executor (ddp_sync_exec.c) hands them to the overlap layer (DDP_OVERLAP=on,
+ * the default: ddp_overlap.c reduces them stream-ordered, in buckets, early
+ * where the previous step showed their last writer) or, with
+ * DDP_OVERLAP=off, to the synchronous collectives through the same bucket
+ * planner (ddp_sync_coll.c).
  *
  * The cheap path (steady state, ddp_grad_steady): a non-optimizer,
  * non-reader launch is checked without the lock and without decoding: the
