@@ -182,6 +182,14 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
  * on each side. */
 int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap);
 
+/* After every local rank exited 0: did they end at different optimizer
+ * steps (each rank's last step as libddp counted it)?  Then one of them
+ * skipped or added an update the others did not, and their weights
+ * differ, even where no collective was left to show it (the last step,
+ * the value checks off).  Returns 1 and names the lowest and highest rank
+ * and step in *why. */
+int launch_progress_unequal_end(struct launch_job *job, char *why, size_t cap);
+
 /* Two running local ranks (not stopped) waiting inside collectives of
  * different kinds (an allreduce and a hash exchange): they can never meet (a
  * rank skipped or added a step, ranks run with different settings).  Each

@@ -359,6 +359,30 @@ int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, siz
 	return 0;
 }
 
+int launch_progress_unequal_end(struct launch_job *job, char *why, size_t cap)
+{
+	int lo = -1, hi = -1;
+	uint64_t slo = 0, shi = 0;
+	why[0] = '\0';
+	for (int i = 0; i < job->nranks; i++) {
+		struct ddp_status_slot *s = slot_of(job, i);
+		if (!s)
+			return 0; /* a rank never attached: nothing to compare */
+		uint64_t step = DDP_STATUS_LOAD(s->step);
+		if (lo < 0 || step < slo)
+			lo = i, slo = step;
+		if (hi < 0 || step > shi)
+			hi = i, shi = step;
+	}
+	if (lo < 0 || slo == shi)
+		return 0;
+	snprintf(why, cap,
+		 "rank %d ended at optimizer step %llu and rank %d at step %llu: a rank skipped or added an update "
+		 "the others did not, so their weights differ",
+		 job->ranks[lo].rank, (unsigned long long)slo, job->ranks[hi].rank, (unsigned long long)shi);
+	return 1;
+}
+
 /* Summed over the attached local ranks: steps (the highest step), time in
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {

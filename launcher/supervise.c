@@ -570,6 +570,11 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.broken) {
 		code = 1;
 	}
+	char unequal[300] = "";
+	if (!code && job->nranks > 1 && launch_progress_unequal_end(job, unequal, sizeof unequal)) {
+		launch_msg("the ranks ended at different steps: %s; the job fails", unequal);
+		code = 1;
+	}
 	char why[96] = "", sig[32];
 	if (st.first_fail >= 0) {
 		const struct launch_rank *r = &job->ranks[st.first_fail];
@@ -592,6 +597,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		snprintf(why, sizeof why, "a rank made no progress while the others waited for it");
 	} else if (st.interrupted) {
 		snprintf(why, sizeof why, "ddprun got %s", sig_name(st.interrupted, sig, sizeof sig));
+	} else if (unequal[0]) {
+		snprintf(why, sizeof why, "the ranks ended at different optimizer steps");
 	}
 	launch_progress_end(job, launch_now(), code, why);
 	free(pfd);

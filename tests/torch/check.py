@@ -7,7 +7,10 @@
 # "[rank k] OPT step=S ran=N" and "[rank k] DONE steps=N opt_steps=M");
 # TRACE_DIR: the ranks' rank<k>.sync.json, whose
 # "ranges" are [step, "A"|"B", address, bytes] records (runtime/grad/
-# ddp_rangelog.h).  Per rank and step:
+# ddp_rangelog.h).  When the script's own log shows its ranks diverged (a
+# rank skipped an optimizer step another ran: trace mode's GradScaler), it
+# prints where and exits 3: run.sh then requires that libddp stopped the run
+# (the collectives' step tags no longer pair).  Otherwise, per rank and step:
 #   - the averaged ranges ("A"), merged where adjacent, are exactly the
 #     gradients the script printed, merged the same way;
 #   - the bytes averaged equal the gradient bytes (nothing averaged twice);
@@ -55,6 +58,18 @@ def main():
             done[int(m.group(1))] = int(m.group(2))
             if m.group(3) is not None:
                 opt_done[int(m.group(1))] = int(m.group(3))
+    # the script's own log shows its ranks diverged (in trace mode
+    # GradScaler's found_inf holds leftover bytes, so a rank may skip an
+    # optimizer step another runs): libddp must stop such a run (exit 3,
+    # run.sh checks the stop); nothing else is checked
+    for s in sorted({s for r in ran_after for s in ran_after[r]}):
+        did = {r: ran_after[r].get(s, 0) - ran_after[r].get(s - 1, 0) for r in ran_after if s in ran_after[r]}
+        if len(did) > 1 and len(set(did.values())) > 1:
+            ran = sorted(r for r in did if did[r])
+            skipped = sorted(r for r in did if not did[r])
+            print(f"the ranks' programs diverged at iteration {s}: rank(s) {skipped} skipped the optimizer step "
+                  f"rank(s) {ran} ran")
+            return 3
     bad = []
     if not truth:
         bad.append("no TRUTH lines in the output: the script did not run")

@@ -68,6 +68,15 @@ for be in $backends; do
 		rc=$?
 		check "$be, overlap $ov, control (no skip): exit 0 (got $rc)" [ $rc = 0 ]
 		check "$be, overlap $ov, control: no divergence line" hasnt "$err" 'different numbers|different collectives|still need'
+		# rank 1 skips only the LAST step's optimizer launch, the value
+		# checks off (no final compare): no collective is left to show it
+		# and both ranks exit 0; ddprun compares the steps they ended at
+		DDPRUN_BACKEND=$be DDP_OVERLAP=$ov DDP_CHECK_INVARIANT=0 STEP_FAULT=noopt STEP_FAULT_AT=12 timeout 60 \
+			"$DDPRUN" -n 2 "$T" 12 >"$out" 2>"$err"
+		rc=$?
+		check "$be, overlap $ov, rank 1 skips the last update, checks off: exit 1 (got $rc)" [ $rc = 1 ]
+		check "$be, overlap $ov, rank 1 skips the last update: named" \
+			grep -q 'ddprun: the ranks ended at different steps: rank 1 ended at optimizer step 11 and rank 0 at step 12\|rank 1 ran fewer optimizer steps than the others' "$err"
 		# rank 1 skips only step 3's optimizer launch (backward runs): with
 		# overlap its allreduce of step 3 meets rank 0's hash exchange
 		# (different kinds); without, the same as a skipped step
