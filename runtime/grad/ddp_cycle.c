@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ddp_array.h"
 #include "ddp_cycle.h"
 #include "ddp_dtype.h"
 
@@ -238,14 +239,10 @@ static int seen_add(struct ddp_cycle *c, const struct cyc_acc *x, uint32_t who)
 		if (s->alloc_id == x->alloc_id && s->lo == x->lo && s->hi == hi && s->wrote == x->wrote)
 			return 0;
 	}
-	if (c->nseen == c->cseen) {
-		size_t nc = c->cseen ? c->cseen * 2 : 256;
-		struct cyc_seen *nv = realloc(c->seen, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		c->seen = nv;
-		c->cseen = nc;
-	}
+	struct cyc_seen *nv = ddp_array_grow(c->seen, &c->cseen, c->nseen + 1, sizeof *nv, 256);
+	if (!nv)
+		return -1;
+	c->seen = nv;
 	struct cyc_seen *s = &c->seen[c->nseen];
 	s->lo = x->lo;
 	s->hi = hi;
@@ -385,24 +382,14 @@ static int confirm(struct ddp_cycle *c, size_t p, size_t t, size_t run)
 
 static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 {
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 1024;
-		struct cyc_launch *nv = realloc(c->ln, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		c->ln = nv;
-		c->cap = nc;
-	}
-	if (c->nacc + L->nargs > c->cacc) {
-		size_t nc = c->cacc ? c->cacc * 2 : 4096;
-		while (nc < c->nacc + L->nargs)
-			nc *= 2;
-		struct cyc_acc *nv = realloc(c->acc, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		c->acc = nv;
-		c->cacc = nc;
-	}
+	struct cyc_launch *ln = ddp_array_grow(c->ln, &c->cap, c->n + 1, sizeof *ln, 1024);
+	if (!ln)
+		return -1;
+	c->ln = ln;
+	struct cyc_acc *acc = ddp_array_grow(c->acc, &c->cacc, c->nacc + L->nargs, sizeof *acc, 4096);
+	if (!acc)
+		return -1;
+	c->acc = acc;
 	struct cyc_launch *l = &c->ln[c->n++];
 	l->id = identity(L);
 	l->kname = L->kname ? L->kname : "?";

@@ -229,6 +229,10 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 
 void ddp_sync_device_written(void)
 {
+	/* once an update is known the evidence is never asked: no shared
+	 * counter on every copy of a training run */
+	if (__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED))
+		return;
 	if (__atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
 		__atomic_fetch_add(&sync_st.host_writes, 1, __ATOMIC_RELAXED);
 }
