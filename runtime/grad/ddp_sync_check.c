@@ -239,6 +239,7 @@ static void check_hashes(uint64_t step, void *stream)
 	ddp_xr_diff_free(&d);
 	uint64_t ns = ddp_now_ns() - t0;
 	sync_st.stats.hash_checks++;
+	sync_st.stats.hash_ns += ns;
 	DDP_INFO(GRAD,
 		 "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks (every parameter and "
 		 "optimizer-state range in full: %" PRIu64 " bytes hashed in %.1f ms, exchange %.1f ms)",
@@ -258,7 +259,7 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 {
 	sync_st.final_done = 1;
 	const struct ddp_grad_buf **pb;
-	uint64_t *h, bytes;
+	uint64_t *h, bytes, t0 = ddp_now_ns();
 	perturb(0);
 	size_t np = hash_params(steps, NULL, &h, &pb, "the final check", &bytes);
 	struct ddp_xr_diff d;
@@ -304,6 +305,8 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 	}
 	ddp_xr_diff_free(&d);
 	sync_st.stats.hash_checks++;
+	sync_st.stats.hash_ns += ddp_now_ns() - t0;
+	sync_st.final_differs = failed;
 	free(hv);
 	free(h);
 	free(pb);

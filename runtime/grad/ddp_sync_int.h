@@ -37,6 +37,7 @@ struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
+	uint64_t hash_ns; /* parameter checks and the final compare */
 	uint64_t inv_checks, inv_bytes, inv_ns; /* the invariant check    */
 	uint64_t step_first_ns, step_last_ns;
 	uint64_t launches;    /* seen with sync on      */
@@ -134,6 +135,7 @@ struct sync_state {
 	int phase_open; /* between step_begin and step_end     */
 	int at_exit;    /* ddp_sync_exit / the final compare end the run */
 	int final_done; /* the final compare ran (ddp_sync_check.c) */
+	int final_differs; /* ... and found ranks that differ */
 
 	/* the context of the first launch the tracker saw (ddp_sync_launch.c):
 	 * the parameters' context, for ddp_sync_ctx_going (ddp_sync_exit.c) */
