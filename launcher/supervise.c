@@ -421,7 +421,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 {
 	struct sup_state st = { .first_fail = -1, .left = -1 };
 	const struct launch_opts *o = job->o;
-	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
+	/* --quiet and -r 3 hide the ranks' output, not ddprun's progress line:
+	 * a long quiet job still says it is alive */
+	if (job->progress_every > 0)
 		st.next_progress = job->start + job->progress_every;
 	size_t nfds = 2 * (size_t)job->nranks + 3;
 	struct pollfd *pfd = calloc(nfds, sizeof *pfd);
