@@ -26,7 +26,6 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,7 +367,7 @@ static int verdict(const struct report_run *run, char *buf, size_t cap)
 				 c->rank);
 			return 0;
 		}
-		if (strcmp(c->final, "equal")) {
+		if (strcmp(c->final, "equal") != 0) {
 			snprintf(buf, cap, "not compared at the end: rank %d's final check %s", c->rank,
 				 !strcmp(c->final, "-") ? "is not in its sync.json" : "did not run (no optimizer step?)");
 			return 0;
@@ -419,32 +418,40 @@ static void head(const struct report_run *run, const char *title)
 	}
 }
 
-enum row_kind { ROW_MS, ROW_COUNT, ROW_RATE, ROW_TEXT, ROW_PCT };
+enum row_kind { ROW_MS, ROW_COUNT, ROW_RATE, ROW_PCT };
+enum run_field { F_USED, F_MED, F_P90, F_SPS, F_SKEW_MED, F_SKEW_MAX, F_EXPOSED, F_CHECK_MS };
 
-static void row(const struct report_run *run, const char *label, enum row_kind k, size_t off)
+static double field(const struct rank_col *c, enum run_field f)
+{
+	switch (f) {
+	case F_USED: return (double)c->used;
+	case F_MED: return c->med;
+	case F_P90: return c->p90;
+	case F_SPS: return c->sps;
+	case F_SKEW_MED: return c->skew_known ? c->skew_med : NAN;
+	case F_SKEW_MAX: return c->skew_known ? c->skew_max : NAN;
+	case F_EXPOSED: return c->exposed_known ? c->exposed_med : NAN;
+	default: return c->check_ms;
+	}
+}
+
+static void row(const struct report_run *run, const char *label, enum row_kind k, enum run_field f)
 {
 	printf("\n%-44s", label);
 	for (size_t r = 0; r < run->n; r++) {
 		const struct rank_col *c = &run->col[r];
-		const char *base = (const char *)c + off;
+		double v = field(c, f);
 		char b[32];
-		switch (k) {
-		case ROW_MS: printf(" %14s", fmt_ms(b, sizeof b, *(const double *)base)); break;
-		case ROW_COUNT: printf(" %14zu", *(const size_t *)base); break;
-		case ROW_RATE:
-			if (isnan(*(const double *)base))
-				printf(" %14s", "-");
-			else
-				printf(" %14.2f", *(const double *)base);
-			break;
-		case ROW_PCT:
-			if (c->all_ms > 0)
-				printf(" %13.1f%%", 100.0 * *(const double *)base / c->all_ms);
-			else
-				printf(" %14s", "-");
-			break;
-		default: printf(" %14s", base); break;
-		}
+		if (isnan(v) || (k == ROW_PCT && !(c->all_ms > 0)))
+			printf(" %14s", "-");
+		else if (k == ROW_MS)
+			printf(" %14s", fmt_ms(b, sizeof b, v));
+		else if (k == ROW_COUNT)
+			printf(" %14.0f", v);
+		else if (k == ROW_RATE)
+			printf(" %14.2f", v);
+		else
+			printf(" %13.1f%%", 100.0 * v / c->all_ms);
 	}
 }
 
@@ -460,13 +467,13 @@ void report_run_print(struct report_run *run)
 		char t[96];
 		snprintf(t, sizeof t, "Steps (the traces' step events; figures over steps %d+)", run->first_step);
 		head(run, t);
-		row(run, "steps in the figures", ROW_COUNT, offsetof(struct rank_col, used));
-		row(run, "step time, median", ROW_MS, offsetof(struct rank_col, med));
-		row(run, "step time, p90", ROW_MS, offsetof(struct rank_col, p90));
-		row(run, "steps/s", ROW_RATE, offsetof(struct rank_col, sps));
-		row(run, "skew: step ends after the first rank, median", ROW_MS, offsetof(struct rank_col, skew_med));
-		row(run, "skew: step ends after the first rank, max", ROW_MS, offsetof(struct rank_col, skew_max));
-		row(run, "exposed communication per step, median", ROW_MS, offsetof(struct rank_col, exposed_med));
+		row(run, "steps in the figures", ROW_COUNT, F_USED);
+		row(run, "step time, median", ROW_MS, F_MED);
+		row(run, "step time, p90", ROW_MS, F_P90);
+		row(run, "steps/s", ROW_RATE, F_SPS);
+		row(run, "skew: step ends after the first rank, median", ROW_MS, F_SKEW_MED);
+		row(run, "skew: step ends after the first rank, max", ROW_MS, F_SKEW_MAX);
+		row(run, "exposed communication per step, median", ROW_MS, F_EXPOSED);
 		printf("\n");
 	}
 	if (run->nbw) {
@@ -497,9 +504,11 @@ void report_run_print(struct report_run *run)
 		printf("\n%-44s", "compares run");
 		for (size_t r = 0; r < run->n; r++)
 			printf(" %14.0f", run->col[r].checks);
-		row(run, "time in checks", ROW_MS, offsetof(struct rank_col, check_ms));
-		row(run, "of the time of all steps", ROW_PCT, offsetof(struct rank_col, check_ms));
-		row(run, "final compare", ROW_TEXT, offsetof(struct rank_col, final));
+		row(run, "time in checks", ROW_MS, F_CHECK_MS);
+		row(run, "of the time of all steps", ROW_PCT, F_CHECK_MS);
+		printf("\n%-44s", "final compare");
+		for (size_t r = 0; r < run->n; r++)
+			printf(" %14s", run->col[r].final);
 		printf("\n");
 	}
 	char v[300];
