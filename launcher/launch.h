@@ -19,6 +19,7 @@
 #define LAUNCH_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "ddp_err.h"
@@ -88,6 +89,10 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 /* Applies options given in another option's terms (--rdzv-endpoint). */
 ddp_result launch_options_resolve(struct launch_opts *o);
 
+/* --signals-to-handle: "SIGTERM,SIGUSR1" (SIG optional, any case) into *out;
+ * one `ddprun:` line and DDP_ERR_INVALID for a signal ddprun does not pass on. */
+ddp_result launch_parse_signals(const char *list, sigset_t *out);
+
 /* Frees what launch_options_parse allocated inside *o (its lists). */
 void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
@@ -141,7 +146,11 @@ struct launch_job {
 	char *write_dir;
 	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
-	double grace;          /* seconds between SIGTERM and SIGKILL */
+	double grace;          /* seconds between SIGTERM and SIGKILL (DDPRUN_GRACE) */
+	sigset_t forward;      /* signals passed to the ranks (--signals-to-handle) */
+	int restart_count;     /* this attempt (--max-restarts): TORCHELASTIC_RESTART_COUNT */
+	int interrupted;       /* after launch_supervise: the stopping signal ddprun got, 0 */
+	const char *run_id;    /* TORCHELASTIC_RUN_ID */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
 	double stall_default;  /* without --timeout: a rank others wait for is named after
 				   * this many seconds without progress (half DDP_COLL_TIMEOUT) */
@@ -216,6 +225,8 @@ void launch_write_notice(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
+/* Frees the ranks' environments (launch_build_env), before a restart. */
+void launch_env_free(struct launch_job *job);
 /* Frees what run() and launch_build_env allocated in *job (not the store). */
 void launch_job_free(struct launch_job *job);
 /* Prints the plan of --dry-run. */
