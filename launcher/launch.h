@@ -98,6 +98,11 @@ void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
 ddp_result launch_options_validate(const struct launch_opts *o);
 void launch_options_help(int fd);
+/* The option table as --help lines, man page entries (.TP), a markdown
+ * table, or the man page's examples: what tools/ddprun_doc_main.c writes
+ * into docs/ddprun.1, docs/launcher.md and docs/configuration.md. */
+enum launch_doc { LAUNCH_DOC_HELP, LAUNCH_DOC_MAN, LAUNCH_DOC_MD, LAUNCH_DOC_MAN_EXAMPLES };
+void launch_options_doc(int fd, enum launch_doc fmt);
 
 /* Parses "0,2-3" into a bitmap of n entries (1 = listed).  Values must be
  * < n.  Returns DDP_ERR_INVALID with a message naming `what` otherwise. */

@@ -809,6 +809,133 @@ void launch_options_free(struct launch_opts *o)
 #undef LAUNCH_OPT
 }
 
+/* Examples, for --help and the man page (one table: launch_options_doc). */
+static const struct {
+	const char *cmd, *what;
+} examples[] = {
+	{ "ddprun -n 4 ./trainer --epochs 3", "four ranks of an unmodified single-GPU trainer" },
+	{ "ddprun -n 2 --gpus 2,3 --log-dir logs ./trainer", "GPUs 2 and 3; each rank's output in logs/latest/" },
+	{ "ddprun -n 4 --shard data/train.bin --trace tr ./trainer && ddprun report tr",
+	  "each rank reads its own part of data/train.bin; then the report" },
+	{ "ddprun -n 8 --max-restarts 3 python3 train.py",
+	  "restart every rank after a failure, up to 3 times (train.py resumes from its checkpoint)" },
+	{ "DDPRUN_SECRET=$(openssl rand -hex 32) ddprun --nnodes 2 --node-rank 0 --master-addr node0 "
+	  "--master-port 29500 -n 8 ./trainer",
+	  "node 0 of two (node 1: --node-rank 1, the same secret)" },
+};
+
+/* The left column of option d: "-n, --nproc-per-node N". */
+static void opt_left(const struct opt_desc *d, char *buf, size_t cap)
+{
+	int n = 0;
+	if (d->shrt)
+		n = snprintf(buf, cap, "-%c, ", d->shrt);
+	snprintf(buf + n, cap - (size_t)n, "--%s%s%s", d->lng, *d->meta ? " " : "", d->meta);
+}
+
+/* The default worth saying ("" for none: flags, counts, 0, unset). */
+static const char *opt_default(const struct opt_desc *d)
+{
+	if (!d->def || d->type == LOPT_FLAG || d->type == LOPT_COUNT || strcmp(d->def, "0") == 0)
+		return "";
+	return d->def;
+}
+
+/* s for roff: '-' as \-, '\' as \e. */
+static void put_roff(int fd, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '-')
+			dprintf(fd, "\\-");
+		else if (*s == '\\')
+			dprintf(fd, "\\e");
+		else
+			dprintf(fd, "%c", *s);
+	}
+}
+
+/* s for a markdown table cell: '|' as \|. */
+static void put_md(int fd, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			dprintf(fd, "\\|");
+		else
+			dprintf(fd, "%c", *s);
+	}
+}
+
+void launch_options_doc(int fd, enum launch_doc fmt)
+{
+	if (fmt == LAUNCH_DOC_MD)
+		dprintf(fd, "| option | variable | meaning |\n|---|---|---|\n");
+	for (int id = 0; id < LOPT_COUNT_; id++) {
+		const struct opt_desc *d = &opt_table[id];
+		char left[96];
+		const char *def = opt_default(d);
+		int env = d->type != LOPT_ACTION;
+		opt_left(d, left, sizeof left);
+		switch (fmt) {
+		case LAUNCH_DOC_HELP:
+			dprintf(fd, "  %-26s %s", left, d->help);
+			if (*def)
+				dprintf(fd, " (default %s)", def);
+			if (env)
+				dprintf(fd, "\n  %-26s   [%s]", "", d->env);
+			dprintf(fd, "\n");
+			break;
+		case LAUNCH_DOC_MAN:
+			dprintf(fd, ".TP\n");
+			if (d->shrt)
+				dprintf(fd, "\\fB\\-%c\\fR, ", d->shrt);
+			dprintf(fd, "\\fB\\-\\-");
+			put_roff(fd, d->lng);
+			dprintf(fd, "\\fR");
+			if (*d->meta) {
+				dprintf(fd, " \\fI");
+				put_roff(fd, d->meta);
+				dprintf(fd, "\\fR");
+			}
+			dprintf(fd, "\n");
+			put_roff(fd, d->help);
+			if (*def) {
+				dprintf(fd, " (default ");
+				put_roff(fd, def);
+				dprintf(fd, ")");
+			}
+			dprintf(fd, ".\n");
+			if (env) {
+				dprintf(fd, ".br\n[\\fB");
+				put_roff(fd, d->env);
+				dprintf(fd, "\\fR]\n");
+			}
+			break;
+		case LAUNCH_DOC_MD:
+			dprintf(fd, "| `");
+			put_md(fd, left);
+			dprintf(fd, "` | %s%s%s | ", env ? "`" : "", env ? d->env : "", env ? "`" : "");
+			put_md(fd, d->help);
+			if (*def) {
+				dprintf(fd, " (default `");
+				put_md(fd, def);
+				dprintf(fd, "`)");
+			}
+			dprintf(fd, " |\n");
+			break;
+		case LAUNCH_DOC_MAN_EXAMPLES:
+			break;
+		}
+	}
+	if (fmt == LAUNCH_DOC_MAN_EXAMPLES)
+		for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+			dprintf(fd, ".TP\n.B ");
+			put_roff(fd, examples[i].cmd);
+			dprintf(fd, "\n");
+			put_roff(fd, examples[i].what);
+			dprintf(fd, ".\n");
+		}
+}
+
 void launch_options_help(int fd)
 {
 	dprintf(fd, "usage: ddprun [options] [--] PROGRAM [ARGS...]\n"
@@ -816,28 +943,15 @@ void launch_options_help(int fd)
 		    "       ddprun inspect ...      look inside fatbins and programs (ddprun inspect --help)\n"
 		    "\n"
 		    "Runs PROGRAM as a data-parallel job: N ranks, each with libddp.so preloaded.\n"
-		    "Each option can also be set by the environment variable shown; the command\n"
-		    "line wins.\n\n");
-	for (int id = 0; id < LOPT_COUNT_; id++) {
-		const struct opt_desc *d = &opt_table[id];
-		char left[64];
-		int n = 0;
-		if (d->shrt)
-			n = snprintf(left, sizeof left, "-%c, ", d->shrt);
-		snprintf(left + n, sizeof left - n, "--%s%s%s", d->lng, *d->meta ? " " : "",
-			 d->type == LOPT_ENUM ? "WORD" : d->meta);
-		if (d->type == LOPT_ENUM)
-			snprintf(left + n, sizeof left - n, "--%s %s", d->lng, d->meta);
-		dprintf(fd, "  %-26s %s", left, d->help);
-		if (d->def && d->type != LOPT_FLAG && d->type != LOPT_COUNT && strcmp(d->def, "0") != 0)
-			dprintf(fd, " (default %s)", d->def);
-		if (d->type == LOPT_ACTION)
-			dprintf(fd, "\n");
-		else
-			dprintf(fd, "\n  %-26s   [%s]\n", "", d->env);
-	}
+		    "Each option can also be set by the environment variable shown (or torchrun's\n"
+		    "PET_<NAME>); the command line wins.\n\n");
+	launch_options_doc(fd, LAUNCH_DOC_HELP);
+	dprintf(fd, "\nExamples:\n");
+	for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+		dprintf(fd, "  %s\n      %s\n", examples[i].cmd, examples[i].what);
 	dprintf(fd, "\nExit status: 0 when every rank exits 0; else the code of the first rank\n"
 		    "that failed (128+N when it died on signal N); 124 when --timeout stopped\n"
-		    "the job; 126/127 when PROGRAM cannot be run; 2 for a usage error.\n"
-		    "See docs/launcher.md and `man -l docs/ddprun.1`.\n");
+		    "the job; 128+N when ddprun got signal N; 126/127 when PROGRAM cannot be run;\n"
+		    "2 for a usage error.\n"
+		    "See docs/launcher.md, docs/configuration.md and `man -l docs/ddprun.1`.\n");
 }
