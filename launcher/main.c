@@ -375,44 +375,63 @@ static ddp_result resolve_master(const struct launch_opts *o)
 	return DDP_OK;
 }
 
+/* meet_nodes' steps: connect (DDP_ERR_SYS when node 0's store
+ * never answered, DDP_ERR_REMOTE when it refused the secret), count this
+ * node in and wait for --nnodes (*met: the nodes counted). */
+static ddp_result meet_at_store(const struct launch_job *job, const char *host, double limit, int64_t *met)
+{
+	struct ddp_store *s = NULL;
+	double t0 = launch_now();
+	ddp_result rc = ddp_store_connect(host, job->port, job->secret, -1, limit, &s);
+	if (rc != DDP_OK)
+		return rc == DDP_ERR_REMOTE ? rc : DDP_ERR_SYS;
+	/* a counter read every 50 ms, not a barrier: nothing to time out and
+	 * be logged inside the store */
+	rc = ddp_store_add(s, "ddprun/nodes-met", 1, met);
+	while (rc == DDP_OK && *met < job->o->nnodes && launch_now() - t0 < limit) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		rc = ddp_store_add(s, "ddprun/nodes-met", 0, met);
+	}
+	ddp_store_close(s);
+	return rc == DDP_OK && *met >= job->o->nnodes ? DDP_OK : DDP_ERR_TIMEOUT;
+}
+
 /* Multi-node, like torchrun's rendezvous before its workers start: every
  * node's ddprun meets the others at node 0's store (connect, prove the
- * secret, a barrier of --nnodes) within --rdzv-timeout; a node whose peer
+ * secret, count itself in, wait for --nnodes) within --rdzv-timeout; a node whose peer
  * never comes fails then, with one line, and starts no rank. */
 static ddp_result meet_nodes(struct launch_job *job)
 {
 	const struct launch_opts *o = job->o;
 	const char *host = o->node_rank ? job->master_addr : (o->local_addr ? o->local_addr : "127.0.0.1");
-	struct ddp_store *s = NULL;
-	double t0 = launch_now(), limit = (double)o->rdzv_timeout;
+	double limit = (double)o->rdzv_timeout;
 	int64_t met = 0;
 
 	if (o->nnodes < 2)
 		return DDP_OK;
-	ddp_result rc = ddp_store_connect(host, job->port, job->secret, -1, limit, &s);
-	if (rc != DDP_OK) {
-		if (rc == DDP_ERR_REMOTE)
-			launch_msg("node %ld: node 0's store at %s:%d refused this node's secret; every node "
-				   "needs the same DDPRUN_SECRET (or --secret-file)",
-				   o->node_rank, host, job->port);
-		else
-			launch_msg("node %ld: node 0's store at %s:%d did not answer within %ld s "
-				   "(--rdzv-timeout); is ddprun running there, with --master-port %ld?",
-				   o->node_rank, host, job->port, o->rdzv_timeout, o->master_port);
-		return DDP_ERR_TIMEOUT;
-	}
-	double left = limit - (launch_now() - t0);
-	if (ddp_store_add(s, "ddprun/nodes-met", 1, &met) == DDP_OK &&
-	    (rc = ddp_store_barrier(s, "ddprun/nodes", (int)o->nnodes, left > 0.1 ? left : 0.1)) == DDP_OK) {
-		ddp_store_close(s);
+	/* the store client's own warnings would say it twice: one line below
+	 * (not on node 0, whose store thread logs what it refuses) */
+	int level = ddp_log_level_;
+	if (level < DDP_LOG_INFO && o->node_rank)
+		ddp_log_level_ = DDP_LOG_ERROR;
+	ddp_result rc = meet_at_store(job, host, limit, &met);
+	ddp_log_level_ = level;
+	if (rc == DDP_OK)
 		return DDP_OK;
-	}
-	if (ddp_store_add(s, "ddprun/nodes-met", 0, &met) != DDP_OK)
-		met = 0;
-	ddp_store_close(s);
-	launch_msg("node %ld: %lld of %ld nodes met at node 0's store (%s:%d) within %ld s (--rdzv-timeout); "
-		   "start ddprun on every node with the same --nnodes, --master-addr and --master-port",
-		   o->node_rank, (long long)met, o->nnodes, host, job->port, o->rdzv_timeout);
+	if (rc == DDP_ERR_REMOTE)
+		launch_msg("node %ld: node 0's store at %s:%d refused this node's secret; every node "
+			   "needs the same DDPRUN_SECRET (or --secret-file)",
+			   o->node_rank, host, job->port);
+	else if (rc == DDP_ERR_SYS)
+		launch_msg("node %ld: node 0's store at %s:%d did not answer within %ld s "
+			   "(--rdzv-timeout); is ddprun running there, with --master-port %ld?",
+			   o->node_rank, host, job->port, o->rdzv_timeout, o->master_port);
+	else
+		launch_msg("node %ld: %lld of %ld nodes met at node 0's store (%s:%d) within %ld s "
+			   "(--rdzv-timeout); start ddprun on every node with the same --nnodes, "
+			   "--master-addr and --master-port",
+			   o->node_rank, (long long)met, o->nnodes, host, job->port, o->rdzv_timeout);
 	return DDP_ERR_TIMEOUT;
 }
 
