@@ -498,6 +498,8 @@ static int run_attempt(struct launch_job *job, int sigfd)
 		goto stop_store;
 	}
 	DDP_INFO(LAUNCH, "started %d rank%s", job->nranks, job->nranks == 1 ? "" : "s");
+	if (job->restart_count == 0)
+		omp_notice(o);
 	job->start = launch_now();
 	code = launch_supervise(job, sigfd);
 stop_store:
@@ -674,7 +676,6 @@ static int run(int argc, char **argv)
 	 * the job's processes with it; the status board shows the ranks' progress */
 	launch_guard_start(&job);
 	launch_status_create(&job);
-	omp_notice(&o);
 
 	for (;;) {
 		code = run_attempt(&job, sigfd);
