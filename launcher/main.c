@@ -375,25 +375,48 @@ static ddp_result resolve_master(const struct launch_opts *o)
 	return DDP_OK;
 }
 
-/* meet_nodes' steps: connect (DDP_ERR_SYS when node 0's store
- * never answered, DDP_ERR_REMOTE when it refused the secret), count this
- * node in and wait for --nnodes (*met: the nodes counted). */
-static ddp_result meet_at_store(const struct launch_job *job, const char *host, double limit, int64_t *met)
+/* A stopping signal (SIGTERM, SIGINT, SIGHUP) waiting on sigfd, else 0;
+ * others (SIGUSR1: no rank to pass it to yet) are dropped. */
+static int stop_signal(int sigfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
+/* meet_nodes' steps: connect (DDP_ERR_SYS when node 0's store never
+ * answered, DDP_ERR_REMOTE when it refused the secret), count this node in
+ * and wait for --nnodes (*met: the nodes counted); tries of at most 1 s, so
+ * that a stopping signal ends the wait (*sig, DDP_ERR_INVALID). */
+static ddp_result meet_at_store(const struct launch_job *job, int sigfd, const char *host, double limit,
+				int64_t *met, int *sig)
 {
 	struct ddp_store *s = NULL;
-	double t0 = launch_now();
-	ddp_result rc = ddp_store_connect(host, job->port, job->secret, -1, limit, &s);
-	if (rc != DDP_OK)
-		return rc == DDP_ERR_REMOTE ? rc : DDP_ERR_SYS;
+	double t0 = launch_now(), left;
+	ddp_result rc;
+	while ((rc = ddp_store_connect(host, job->port, job->secret, -1,
+				       (left = limit - (launch_now() - t0)) < 1 ? (left > 0.05 ? left : 0.05) : 1,
+				       &s)) != DDP_OK) {
+		if (rc == DDP_ERR_REMOTE)
+			return rc;
+		if ((*sig = stop_signal(sigfd)))
+			return DDP_ERR_INVALID;
+		if (launch_now() - t0 >= limit)
+			return DDP_ERR_SYS;
+	}
 	/* a counter read every 50 ms, not a barrier: nothing to time out and
 	 * be logged inside the store */
 	rc = ddp_store_add(s, "ddprun/nodes-met", 1, met);
-	while (rc == DDP_OK && *met < job->o->nnodes && launch_now() - t0 < limit) {
+	while (rc == DDP_OK && *met < job->o->nnodes && launch_now() - t0 < limit && !(*sig = stop_signal(sigfd))) {
 		struct timespec ts = { 0, 50 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		rc = ddp_store_add(s, "ddprun/nodes-met", 0, met);
 	}
 	ddp_store_close(s);
+	if (*sig)
+		return DDP_ERR_INVALID;
 	return rc == DDP_OK && *met >= job->o->nnodes ? DDP_OK : DDP_ERR_TIMEOUT;
 }
 
@@ -401,12 +424,13 @@ static ddp_result meet_at_store(const struct launch_job *job, const char *host, 
  * node's ddprun meets the others at node 0's store (connect, prove the
  * secret, count itself in, wait for --nnodes) within --rdzv-timeout; a node whose peer
  * never comes fails then, with one line, and starts no rank. */
-static ddp_result meet_nodes(struct launch_job *job)
+static ddp_result meet_nodes(struct launch_job *job, int sigfd)
 {
 	const struct launch_opts *o = job->o;
 	const char *host = o->node_rank ? job->master_addr : (o->local_addr ? o->local_addr : "127.0.0.1");
 	double limit = (double)o->rdzv_timeout;
 	int64_t met = 0;
+	int sig = 0;
 
 	if (o->nnodes < 2)
 		return DDP_OK;
@@ -415,11 +439,15 @@ static ddp_result meet_nodes(struct launch_job *job)
 	int level = ddp_log_level_;
 	if (level < DDP_LOG_INFO && o->node_rank)
 		ddp_log_level_ = DDP_LOG_ERROR;
-	ddp_result rc = meet_at_store(job, host, limit, &met);
+	ddp_result rc = meet_at_store(job, sigfd, host, limit, &met, &sig);
 	ddp_log_level_ = level;
 	if (rc == DDP_OK)
 		return DDP_OK;
-	if (rc == DDP_ERR_REMOTE)
+	if (sig) {
+		job->interrupted = sig;
+		launch_msg("node %ld: got %s while waiting for the other nodes; no rank started (exit %d)",
+			   o->node_rank, sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP", 128 + sig);
+	} else if (rc == DDP_ERR_REMOTE)
 		launch_msg("node %ld: node 0's store at %s:%d refused this node's secret; every node "
 			   "needs the same DDPRUN_SECRET (or --secret-file)",
 			   o->node_rank, host, job->port);
@@ -483,8 +511,8 @@ static int run_attempt(struct launch_job *job, int sigfd)
 		code = DDPRUN_NOT_STARTED;
 		goto stop_store;
 	}
-	if (meet_nodes(job) != DDP_OK) {
-		code = DDPRUN_NOT_STARTED;
+	if (meet_nodes(job, sigfd) != DDP_OK) {
+		code = job->interrupted ? 128 + job->interrupted : DDPRUN_NOT_STARTED;
 		goto stop_store;
 	}
 	if (job->restart_count == 0)

@@ -132,4 +132,15 @@ for k in 0 1; do
 	check "node $k alone: one line naming --rdzv-timeout" \
 		[ "$(grep -vc 'CPU device' "$TMP/alone.err")" = 1 ] && has "$TMP/alone.err" "^ddprun: node $k: .*within 3 s \(--rdzv-timeout\)"
 done
+# ... and a stopping signal ends that wait at once
+DDPRUN_SECRET=$secret ip netns exec "$B" "$DDPRUN" --nnodes 2 --node-rank 1 --master-addr node0 \
+	--master-port 29500 --rdzv-timeout 30 -n 1 true >"$TMP/alone" 2>"$TMP/alone.err" &
+pid=$!
+sleep 1
+t0=$(now_ms)
+kill -TERM $pid
+wait $pid
+rc=$? t=$(($(now_ms) - t0))
+check "SIGTERM while a node waits for its peer: exit 143 at once (rc $rc, ${t} ms)" [ $rc = 143 -a $t -lt 2500 ]
+check "... saying so" has "$TMP/alone.err" '^ddprun: node 1: got SIGTERM while waiting for the other nodes; no rank started \(exit 143\)$'
 finish
