@@ -29,7 +29,7 @@ while [ "$s" -lt 6 ]; do
 	if [ "$RANK" = 1 ] && [ "$s" = 3 ] && [ "$TORCHELASTIC_RESTART_COUNT" -lt "$fail_until" ]; then
 		echo "rank 1 fails at step 3" >&2; exit 3
 	fi
-	s=$((s + 1)); echo "$s" >"$c"
+	s=$((s + 1)); echo "$s" >"$c.tmp" && mv "$c.tmp" "$c"   # whole, even when stopped mid-step
 	sleep 0.1
 done
 echo "done at step $s"
