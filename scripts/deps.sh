@@ -33,6 +33,8 @@ have_header lz4.h    || missing_pkgs+=(liblz4-dev)
 have_header jansson.h || missing_pkgs+=(libjansson-dev)
 command -v timeout >/dev/null || missing_pkgs+=(coreutils)
 command -v python3 >/dev/null || missing_pkgs+=(python3)
+# ip netns: the two-node tests (tests/e2e/launcher/netns.sh, readme_nodes.sh)
+command -v ip >/dev/null || missing_pkgs+=(iproute2)
 if [ $want_fuzz = 1 ]; then
 	command -v clang >/dev/null || missing_pkgs+=(clang)
 fi
