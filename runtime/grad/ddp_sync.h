@@ -60,6 +60,14 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * thread; takes the sync lock. */
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
 
+/* The program copied `bytes` from the host to device address dst (a copy
+ * that reached the driver).  Until the first update step the bytes are
+ * remembered as host-set (ddp_fused.h): input data and start-up state,
+ * which are never gradients, and which a launch rewriting them in place
+ * from other host-set data shows to be a fused update.  Any thread; takes
+ * the sync lock. */
+void ddp_sync_host_copied(uint64_t dst, uint64_t bytes) __attribute__((visibility("hidden")));
+
 /* The program wrote device memory without a kernel (a host-to-device or
  * device-to-device copy, a memset) that reached the driver.  Counted once
  * a kernel was launched: an update made on the host (weights computed on

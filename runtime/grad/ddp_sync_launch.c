@@ -622,12 +622,20 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			g->access = a->access;
 			g->in_struct = a->in_struct;
 			g->tlist = DDP_GRAD_NO_LIST;
+			g->input = 0;
+			g->host_set = 0;
 			g->dtype = DDP_DT_UNKNOWN;
 			if (k->types_known && !a->in_struct && a->param < k->nparams)
 				g->dtype = k->params[a->param].dtype;
 		}
 		bound_ranges(k, &p, c->grid, n);
 		libcall_bound(k, n);
+	}
+	if (sync_st.fused || sync_st.fused_kid) { /* until the first update step (ddp_fused.h) */
+		struct ddp_grad_launch fl = { .kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
+					      .nargs = n, .args = args, .truncated = truncated };
+		if (sync_fused_launch(args, &fl))
+			goto out_unlock; /* ddprun inspect: a fused update is no optimizer */
 	}
 	CUstream s = call_stream(c);
 	if (cls == DDP_GK_OPT && !explicit_ranges && !sync_st.no_measure) {
