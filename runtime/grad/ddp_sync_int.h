@@ -67,6 +67,11 @@ int sync_fused_launch(struct ddp_grad_arg *args, const struct ddp_grad_launch *L
 /* ddprun inspect's "Fused updates" section; 1 when it named one */
 int sync_fused_explain(FILE *f);
 
+/* ddp_sync_check.c: the invariant's hashes of a checked step compared now,
+ * before its end (a file opened for writing while they wait: a step whose
+ * end may never come).  Under sync_st.lock. */
+void sync_inv_pending(void);
+
 /* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
  * a failure stops the rank */
 void sync_exec_plan(const struct ddp_plan *p);
@@ -103,7 +108,8 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap);
 struct inv_item {
 	uint64_t hash, bytes, off;
 	uint32_t alloc_id;
-	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint16_t param, word; /* word 0xffff: scalar argument `param`         */
+	uint32_t kid;         /* the launch's kernel                         */
 	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
 	char kname[48];
 	char label[112];
@@ -178,6 +184,9 @@ struct sync_state {
 	struct inv_item *inv;
 	size_t ninv, invcap;
 	uint64_t inv_step; /* the step inv[] belongs to           */
+	uint64_t inv_done; /* a step compared before its end: at a repeated
+			    * launch or a file open (sync_inv_pending)    */
+	int inv_pending;   /* inv[] holds hashes not compared yet (atomic) */
 	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
 
 	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */

@@ -463,7 +463,9 @@ static void no_update_stop(const struct ddp_cycle_report *r)
 
 int ddp_sync_gate_open(void)
 {
-	return ddp_sync_on_ && !sync_st.dry && !__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED);
+	return ddp_sync_on_ && !sync_st.dry &&
+	       (!__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED) ||
+		__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED));
 }
 
 void ddp_sync_output_open(const char *path)
@@ -472,6 +474,7 @@ void ddp_sync_output_open(const char *path)
 	struct ddp_cycle_report rep;
 	uint64_t seen = 0;
 	pthread_mutex_lock(&sync_st.lock);
+	sync_inv_pending(); /* a check waiting for a step end acts before the file is written */
 	if (!ddp_sync_gate_open() || !sync_st.stats.launches) {
 		pthread_mutex_unlock(&sync_st.lock);
 		return;
