@@ -396,7 +396,8 @@ static int inv_repeats(const struct ddp_grad_launch *L, const struct ddp_grad_re
 
 void sync_inv_pending(void)
 {
-	if (__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED) && sync_st.ninv && sync_st.inv_step)
+	if (__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED) && sync_st.ninv && sync_st.inv_step &&
+	    pthread_equal(pthread_self(), sync_st.inv_thread))
 		inv_compare(sync_st.inv_step);
 }
 
@@ -497,6 +498,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			scalar_text(d, v, it->label, sizeof it->label);
 		}
 	}
+	sync_st.inv_thread = pthread_self();
 	__atomic_store_n(&sync_st.inv_pending, sync_st.ninv > 0, __ATOMIC_RELAXED);
 	sync_st.stats.inv_ns += ddp_now_ns() - t0;
 	return DDP_OK;

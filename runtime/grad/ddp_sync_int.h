@@ -187,6 +187,9 @@ struct sync_state {
 	uint64_t inv_done; /* a step compared before its end: at a repeated
 			    * launch or a file open (sync_inv_pending)    */
 	int inv_pending;   /* inv[] holds hashes not compared yet (atomic) */
+	pthread_t inv_thread; /* the thread that hashed them: only its own
+			       * file opens compare them (another thread's
+			       * open meets each rank at another point)   */
 	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
 
 	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */
