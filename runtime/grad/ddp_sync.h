@@ -87,12 +87,17 @@ void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
 /* Never late: the program opens an output file (interpose/hook_write.c,
  * hook_write_output_gate).  ddp_sync_gate_open() is a cheap test, any
  * thread: nonzero while synchronisation is on and no update (a recognised
- * optimizer, or one found from the data flow) is known yet.
- * ddp_sync_output_open(path): when kernels were launched and still no
- * update is known, the job stops with one line naming the file, before the
- * file is written (the ranks would have trained apart). */
+ * optimizer, or one found from the data flow) is known yet, or while the
+ * invariant's hashes of a step wait for a compare.
+ * ddp_sync_output_open(path): the waiting compare runs; when kernels were
+ * launched and still no update is known, the job stops with one line
+ * naming the file, before the file is written (the ranks would have
+ * trained apart).  ddp_sync_file_written(path): any other file opened for
+ * writing (a temporary folder's, say): only the waiting compare runs
+ * (nothing under /dev, /proc, /sys). */
 int ddp_sync_gate_open(void) __attribute__((visibility("hidden")));
 void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden")));
+void ddp_sync_file_written(const char *path) __attribute__((visibility("hidden")));
 
 /* The program is about to free device memory at p (interpose/hook_mem.c,
  * before cuMemFree): the first time p is a parameter's or optimizer state's

@@ -468,6 +468,16 @@ int ddp_sync_gate_open(void)
 		__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED));
 }
 
+void ddp_sync_file_written(const char *path)
+{
+	if (!path || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5) ||
+	    !__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&sync_st.lock);
+	sync_inv_pending();
+	pthread_mutex_unlock(&sync_st.lock);
+}
+
 void ddp_sync_output_open(const char *path)
 {
 	char msg[1400];
