@@ -227,9 +227,9 @@ int ddp_fused_launch(struct ddp_fused *f, const struct ddp_grad_launch *L, struc
 		const struct ddp_grad_arg *a = &L->args[i];
 		if (a->access == DDP_GA_READ && !a->in_struct)
 			continue;
-		uint64_t end = a->base + a->size;
-		uint64_t p = a->ptr && a->ptr >= a->base && a->ptr < end ? a->ptr : a->base;
-		cut(f, a->alloc_id, p, end); /* a write may reach its allocation's end */
+		uint64_t lo, hi;
+		ddp_fused_arg_range(a, &lo, &hi); /* its exact extent, else to the allocation's end */
+		cut(f, a->alloc_id, lo, hi);
 	}
 	return fused;
 }
