@@ -158,6 +158,15 @@ TEST(copies_merge_and_kernel_writes_cut)
 	CHECK(ddp_fused_launch(f, &L, &r) == 0);
 	CHECK(ddp_fused_host_set(f, X, b, b + 2048));
 	CHECK(!ddp_fused_host_set(f, X, b + 2048, b + 2049));
+	/* one with an exact extent inside the run splits it in two */
+	a.ptr = b + 512;
+	a.ext = 512;
+	a.bounded = DDP_GB_EXACT;
+	CHECK(ddp_fused_launch(f, &L, &r) == 0);
+	CHECK(ddp_fused_host_set(f, X, b, b + 512));
+	CHECK(ddp_fused_host_set(f, X, b + 1024, b + 2048));
+	CHECK(!ddp_fused_host_set(f, X, b + 512, b + 513));
+	CHECK(!ddp_fused_host_set(f, X, b, b + 2048));
 	ddp_fused_free(f);
 }
 
