@@ -16,7 +16,7 @@
 #               ratings (const float *) and the CSR index arrays (const int
 #               *); constant ratings with --shard, varied ratings split per
 #               rank (each rank its own file)
-# Before (issue 33; the first checked here with the control): cbow --mode all exited 0 as "an evaluation
+# Before (issue 33's figures): cbow --mode all exited 0 as "an evaluation
 # program" with ranks apart; --mode step trained to the end; mf with
 # constant ratings exited 0 with rank 1's data discarded; mf with varied
 # ratings stopped after the whole loop blaming "a clip scale".
