@@ -268,6 +268,7 @@ void ddp_sync_explain(const char *path)
 					b->base - b->alloc_base, b->size, b->label);
 		}
 	}
+	sync_fused_explain(f);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
@@ -296,7 +297,11 @@ void ddp_sync_explain(const char *path)
 							: "");
 		shown++;
 	}
-	if (!shown)
+	if (!shown && sync_st.fused_launches)
+		fprintf(f, "  none: a fused update (kernel %s: the update is computed inside the kernel from the "
+			   "data, no gradient exists; \"Fused updates\" above)\n",
+			sync_st.fused_rep.kname);
+	else if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
 	sync_exec_explain(f);
