@@ -383,6 +383,17 @@ int launch_progress_unequal_end(struct launch_job *job, char *why, size_t cap)
 	return 1;
 }
 
+int launch_progress_without_libddp(struct launch_job *job, int li)
+{
+	if (!job->status || !job->preload || job->world_size <= 1 || li < 0 || li >= job->nranks)
+		return 0;
+	const struct ddp_status_slot *s = &job->status[li];
+	const struct launch_rank *r = &job->ranks[li];
+	if (DDP_STATUS_LOAD(s->image_pid) != (int32_t)r->pid)
+		return 1;
+	return r->comm[0] && strncmp(s->image_comm, r->comm, sizeof r->comm - 1) != 0;
+}
+
 /* Summed over the attached local ranks: steps (the highest step), time in
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {

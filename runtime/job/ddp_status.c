@@ -9,10 +9,13 @@
  * ones under a spin lock over the table of collectives in flight).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +64,41 @@ void ddp_status_attach(int local_rank)
 	DDP_STATUS_STORE(s->attach_ns, now_ns());
 	DDP_STATUS_STORE(s->magic, DDP_STATUS_MAGIC);
 	slot = s;
+}
+
+void ddp_status_mark_image(void)
+{
+	const char *v = getenv(DDP_STATUS_FD_ENV), *lr = getenv("LOCAL_RANK");
+	struct {
+		int32_t pid;
+		char comm[16];
+	} m;
+	char *end;
+	int saved = errno;
+
+	_Static_assert(offsetof(struct ddp_status_slot, image_comm) ==
+			       offsetof(struct ddp_status_slot, image_pid) + sizeof(int32_t),
+		       "image_pid and image_comm are written together");
+	if (!v || !*v || !lr || !*lr || getpid() != getpgrp())
+		return;
+	long fd = strtol(v, &end, 10);
+	if (*end || fd < 3 || fd > 1 << 20)
+		return;
+	long k = strtol(lr, &end, 10);
+	if (*end || k < 0 || k > 1 << 16)
+		return;
+	struct stat st;
+	if (syscall(SYS_fstat, (int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)((k + 1) * DDP_STATUS_SLOT_BYTES))
+		goto out;
+	memset(&m, 0, sizeof m);
+	m.pid = (int32_t)getpid();
+	(void)prctl(PR_GET_NAME, m.comm);
+	m.comm[15] = 0;
+	(void)syscall(SYS_pwrite64, (int)fd, &m, sizeof m,
+		      (off_t)(k * DDP_STATUS_SLOT_BYTES + (long)offsetof(struct ddp_status_slot, image_pid)));
+out:
+	errno = saved;
 }
 
 void ddp_status_fork_child(void)

@@ -28,7 +28,7 @@
 
 #include <stdint.h>
 
-#define DDP_STATUS_MAGIC 0x33545344u /* "DST3" */
+#define DDP_STATUS_MAGIC 0x34545344u /* "DST4" */
 #define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
 #define DDP_STATUS_SLOT_BYTES 256
 
@@ -52,7 +52,14 @@ struct ddp_status_slot {
 	uint64_t coll_in_step;  /* the step coll_in belongs to (see .c)        */
 	uint64_t done_step;     /* the step coll_done belonged to              */
 	char done_name[32];     /* coll_done's kind                            */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 152];
+	/* written when libddp is loaded (ddp_status_mark_image), by the rank's
+	 * own process only (its process group's leader), whatever it runs:
+	 * which image last loaded libddp.  ddprun compares it with the rank's
+	 * comm at its exit: a rank whose last image ran without libddp (a
+	 * wrapper cleared LD_PRELOAD: env -i, sudo) trained alone. */
+	int32_t image_pid;      /* that process (0: no image loaded libddp)    */
+	char image_comm[16];    /* its comm (PR_GET_NAME) then                 */
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 172];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 
@@ -64,6 +71,11 @@ _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status 
 /* Maps slot local_rank of the board named by DDP_STATUS_FD (nothing when
  * unset or invalid; one warning when it cannot be used). */
 void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
+/* From libddp's constructor: marks slot LOCAL_RANK's image_pid and
+ * image_comm when this process is the rank's own (pid == pgid) and
+ * DDP_STATUS_FD names the board.  Constructor-safe: getenv, prctl and one
+ * raw pwrite, no libc hook, no allocation, errno preserved. */
+void ddp_status_mark_image(void) __attribute__((visibility("hidden")));
 /* In the child of the program's fork(): stop writing the parent's slot. */
 void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
 /* Training progress happened now. */

@@ -9,9 +9,9 @@ $(LAUNCH_PROGS_DIR)/rankprog: $(BUILD)/tests/e2e/progs/rankprog.o $(DDP_COMMON_L
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS)
 
-$(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c
+$(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c runtime/job/ddp_status.h
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
+	$(Q)$(CC) -shared -fPIC -O2 -Iruntime/job $< -o $@
 
 $(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
 	@mkdir -p $(dir $@)
