@@ -398,7 +398,8 @@ int launch_progress_without_libddp(struct launch_job *job, int li)
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {
 	uint64_t step_max, step_min, coll_ns;
-	int attached;
+	uint64_t avg_bytes; /* the most gradient bytes a rank averaged */
+	int attached, aside;
 };
 
 static void totals(struct launch_job *job, uint64_t now_ns, struct progress_totals *t)
@@ -415,6 +416,10 @@ static void totals(struct launch_job *job, uint64_t now_ns, struct progress_tota
 			c += now_ns - since;
 		t->attached++;
 		t->coll_ns += c;
+		t->aside += DDP_STATUS_LOAD(s->aside) != 0;
+		uint64_t b = DDP_STATUS_LOAD(s->avg_bytes);
+		if (b > t->avg_bytes)
+			t->avg_bytes = b;
 		if (step > t->step_max)
 			t->step_max = step;
 		if (step < t->step_min)
@@ -468,10 +473,37 @@ void launch_progress_report(struct launch_job *job, double now)
 	last_coll = t.coll_ns;
 }
 
+/* What libddp synchronised, for the end line: ", 1.5 MiB of gradients
+ * averaged per rank", that the program synchronised itself, or that
+ * nothing was (also when no rank's CUDA program ever joined the job). */
+static void synced_what(struct launch_job *job, const struct progress_totals *t, char *buf, size_t cap)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)t->avg_bytes;
+	int u = 0;
+	size_t o = strlen(buf);
+
+	if (!job->preload || job->world_size <= 1 || o >= cap)
+		return;
+	if (!t->attached)
+		snprintf(buf + o, cap - o, ", nothing synchronised (no CUDA program joined the job)");
+	else if (t->aside)
+		snprintf(buf + o, cap - o, ", the program synchronised itself (libddp stood aside)");
+	else if (!t->avg_bytes)
+		snprintf(buf + o, cap - o, ", nothing averaged");
+	else {
+		while (v >= 1024 && u < 4) {
+			v /= 1024;
+			u++;
+		}
+		snprintf(buf + o, cap - o, ", %.*f %s of gradients averaged per rank", u ? 1 : 0, v, unit[u]);
+	}
+}
+
 void launch_progress_end(struct launch_job *job, double now, int code, const char *why)
 {
 	struct progress_totals t;
-	char what[160] = "";
+	char what[300] = "";
 
 	totals(job, mono_ns(now), &t);
 	double secs = now - job->start;
@@ -487,6 +519,7 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
 				 (unsigned long long)t.step_min, (unsigned long long)t.step_max,
 				 share > 1 ? 100.0 : share * 100);
 	}
+	synced_what(job, &t, what, sizeof what);
 	launch_msg("job %s after %.1f s: %d rank%s%s%s%s (exit %d)", code ? "failed" : "finished", secs,
 		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "", why ? why : "",
 		   code);

@@ -34,6 +34,7 @@
 #include "ddp_sig.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
+#include "ddp_status.h"
 #include "ddp_sync_int.h"
 
 
@@ -42,6 +43,7 @@ void ddp_sync_step_aside(const char *why)
 	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
 		return;
 	__atomic_store_n(&sync_st.stepped_aside, 1, __ATOMIC_RELEASE);
+	ddp_status_aside(); /* ddprun's end line says so */
 	if (sync_st.my_rank == 0)
 		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
 			 "synchronisation steps aside: each rank's program synchronises itself",

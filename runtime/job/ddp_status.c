@@ -101,6 +101,20 @@ out:
 	errno = saved;
 }
 
+void ddp_status_averaged(uint64_t bytes)
+{
+	struct ddp_status_slot *s = slot;
+	if (s && bytes)
+		__atomic_fetch_add(&s->avg_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+void ddp_status_aside(void)
+{
+	struct ddp_status_slot *s = slot;
+	if (s)
+		DDP_STATUS_STORE(s->aside, 1u);
+}
+
 void ddp_status_fork_child(void)
 {
 	slot = NULL; /* the mapping stays (shared with the parent), unwritten */

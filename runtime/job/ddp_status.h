@@ -52,6 +52,7 @@ struct ddp_status_slot {
 	uint64_t coll_in_step;  /* the step coll_in belongs to (see .c)        */
 	uint64_t done_step;     /* the step coll_done belonged to              */
 	char done_name[32];     /* coll_done's kind                            */
+	uint64_t avg_bytes;     /* gradient bytes libddp averaged so far       */
 	/* written when libddp is loaded (ddp_status_mark_image), by the rank's
 	 * own process only (its process group's leader), whatever it runs:
 	 * which image last loaded libddp.  ddprun compares it with the rank's
@@ -59,7 +60,9 @@ struct ddp_status_slot {
 	 * wrapper cleared LD_PRELOAD: env -i, sudo) trained alone. */
 	int32_t image_pid;      /* that process (0: no image loaded libddp)    */
 	char image_comm[16];    /* its comm (PR_GET_NAME) then                 */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 172];
+	uint32_t aside;         /* 1: the program synchronises itself and
+				 * libddp stepped aside (ddp_sync_step_aside) */
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 184];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 
@@ -83,6 +86,9 @@ void ddp_status_progress(void) __attribute__((visibility("hidden")));
 /* A step's update phase begins (the optimizer's first launch), ends. */
 void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
 void ddp_status_step_end(void) __attribute__((visibility("hidden")));
+/* bytes of gradients were averaged; libddp stepped aside for good. */
+void ddp_status_averaged(uint64_t bytes) __attribute__((visibility("hidden")));
+void ddp_status_aside(void) __attribute__((visibility("hidden")));
 /* The next collective's number on the board (from 1): one sequence for
  * every collective this process runs, synchronous or not, taken in program
  * order, so that the same collective has the same number on every rank. */
