@@ -34,6 +34,13 @@ void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint
 		ddp_sync_copied((uint64_t)dst, (uint64_t)src, n);
 }
 
+void hook_acct_htod(struct hook_frame *f, const void *src, uint64_t n)
+{
+	hook_acct_copy(f, DDP_COPY_HTOD, n);
+	if (__builtin_expect(ddp_sync_on_, 0))
+		ddp_sync_input_copy(src, n);
+}
+
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
 {
 	hook_acct_copy(f, dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL)), n);

@@ -30,6 +30,9 @@ void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, u
 /* cuMemcpyDtoD(Async): the counters, and the copy told to gradient
  * synchronisation (ddp_sync_copied) when it is on. */
 void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;
+/* A host-to-device copy from src: counted, and its bytes told to the input
+ * compare (ddp_sync_input_copy). */
+void hook_acct_htod(struct hook_frame *f, const void *src, uint64_t n) HOOK_HIDDEN;
 void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p) HOOK_HIDDEN;
 void hook_acct_3d(struct hook_frame *f, const CUDA_MEMCPY3D *p) HOOK_HIDDEN;
 void hook_acct_3d_peer(struct hook_frame *f, const CUDA_MEMCPY3D_PEER *p) HOOK_HIDDEN;

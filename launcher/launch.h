@@ -191,6 +191,11 @@ int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, siz
  * than one rank with libddp preloaded. */
 int launch_progress_without_libddp(struct launch_job *job, int li);
 
+/* At the end of a job that exited 0: one warning per --shard spec no
+ * process of any local rank opened a file of (the program read its data
+ * elsewhere: every rank may have read the same). */
+void launch_progress_shard_unopened(struct launch_job *job);
+
 /* After every local rank exited 0: did they end at different optimizer
  * steps (each rank's last step as libddp counted it)?  Then one of them
  * skipped or added an update the others did not, and their weights

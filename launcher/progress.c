@@ -394,6 +394,24 @@ int launch_progress_without_libddp(struct launch_job *job, int li)
 	return r->comm[0] && strncmp(s->image_comm, r->comm, sizeof r->comm - 1) != 0;
 }
 
+void launch_progress_shard_unopened(struct launch_job *job)
+{
+	const struct launch_opts *o = job->o;
+	if (!job->status || !job->preload)
+		return;
+	for (int i = 0; i < o->shard.n && i < DDP_STATUS_SHARD_SPECS; i++) {
+		int opened = 0;
+		for (int k = 0; k < job->nranks && !opened; k++)
+			opened = DDP_STATUS_LOAD(job->status[k].shard_opened[i]) != 0;
+		if (!opened)
+			launch_msg("warning: --shard %s: no rank%s opened a file it names, so nothing was sharded "
+				   "through it: the program read its data elsewhere (another path, a copy, a "
+				   "cache) and every rank may have read the same; name the files the program "
+				   "opens",
+				   o->shard.v[i], o->nnodes > 1 ? " on this node" : "");
+	}
+}
+
 /* Summed over the attached local ranks: steps (the highest step), time in
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {

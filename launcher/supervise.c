@@ -606,6 +606,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.broken) {
 		code = 1;
 	}
+	if (!code)
+		launch_progress_shard_unopened(job);
 	char unequal[300] = "";
 	if (!code && job->nranks > 1 && launch_progress_unequal_end(job, unequal, sizeof unequal)) {
 		launch_msg("the ranks ended at different steps: %s; the job fails", unequal);

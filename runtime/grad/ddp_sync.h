@@ -59,6 +59,10 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * step only (ddp_grad_copied: a copy of a gradient the update reads).  Any
  * thread; takes the sync lock. */
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
+/* A host-to-device copy of n bytes from src (host memory) succeeded: its
+ * bytes join the input compare of the first two steps (ddp_sync_input.c);
+ * a flag test after step 2. */
+void ddp_sync_input_copy(const void *src, uint64_t n) __attribute__((visibility("hidden")));
 
 /* The program wrote device memory without a kernel (a host-to-device or
  * device-to-device copy, a memset) that reached the driver.  Counted once

@@ -31,6 +31,7 @@
 #define DDP_STATUS_MAGIC 0x34545344u /* "DST4" */
 #define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
 #define DDP_STATUS_SLOT_BYTES 256
+#define DDP_STATUS_SHARD_SPECS 32 /* DDP_SHARD_MAX_SPECS */
 
 /* The collective fields describe the LOWEST-numbered collective the rank
  * is inside (the one that holds it up: with overlap an earlier allreduce
@@ -62,7 +63,11 @@ struct ddp_status_slot {
 	char image_comm[16];    /* its comm (PR_GET_NAME) then                 */
 	uint32_t aside;         /* 1: the program synchronises itself and
 				 * libddp stepped aside (ddp_sync_step_aside) */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 184];
+	/* 1 once any process of the rank (forked or spawned data loaders too)
+	 * opened a file of --shard spec i (DDP_SHARD's i-th): ddprun warns
+	 * at the end about a spec no rank opened */
+	uint8_t shard_opened[DDP_STATUS_SHARD_SPECS];
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 184 - DDP_STATUS_SHARD_SPECS];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 
@@ -79,6 +84,10 @@ void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
  * DDP_STATUS_FD names the board.  Constructor-safe: getenv, prctl and one
  * raw pwrite, no libc hook, no allocation, errno preserved. */
 void ddp_status_mark_image(void) __attribute__((visibility("hidden")));
+/* A file of --shard spec `spec` (its index in DDP_SHARD) was opened with
+ * its view: marks shard_opened[spec], through the mapped board or, before
+ * the process attached (or in a spawned child), through DDP_STATUS_FD. */
+void ddp_status_shard_opened(int spec) __attribute__((visibility("hidden")));
 /* In the child of the program's fork(): stop writing the parent's slot. */
 void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
 /* Training progress happened now. */
