@@ -79,6 +79,11 @@ void ddp_sync_device_written(void) __attribute__((visibility("hidden")));
  * warn, the others at info); the job stays connected until exit.  Any
  * thread; idempotent. */
 void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
+/* The program made its own rendezvous (hook_net.c: a connection to its
+ * MASTER_PORT): it synchronises itself.  Steps aside now when
+ * synchronisation is on, else as soon as ddp_sync_init turns it on (the
+ * rendezvous usually comes before the first CUDA call).  Any thread. */
+void ddp_sync_program_rendezvous(const char *why) __attribute__((visibility("hidden")));
 
 /* Never late: the program opens an output file (interpose/hook_write.c,
  * hook_write_output_gate).  ddp_sync_gate_open() is a cheap test, any

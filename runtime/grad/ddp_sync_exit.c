@@ -52,6 +52,27 @@ void ddp_sync_step_aside(const char *why)
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
 }
 
+/* The program's own rendezvous, seen before synchronisation was on: why,
+ * kept for ddp_sync_init (sync_aside_pending). */
+static char rdzv_why[200];
+static int rdzv_seen; /* 1 while rdzv_why is written, 2 once it is (atomic) */
+
+void ddp_sync_program_rendezvous(const char *why)
+{
+	int expect = 0;
+	if (__atomic_compare_exchange_n(&rdzv_seen, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		snprintf(rdzv_why, sizeof rdzv_why, "%s", why);
+		__atomic_store_n(&rdzv_seen, 2, __ATOMIC_RELEASE);
+	}
+	ddp_sync_step_aside(why);
+}
+
+void sync_aside_pending(void)
+{
+	if (__atomic_load_n(&rdzv_seen, __ATOMIC_ACQUIRE) == 2)
+		ddp_sync_step_aside(rdzv_why);
+}
+
 /* The run ends for the tracker: an open update phase ends first (its step
  * counts; the compare covers its parameter check), its plan runs, then the
  * final compare; a difference stops the rank.  Under sync_st.lock. */
@@ -108,6 +129,21 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
 	if (__atomic_load_n(&sync_st.stepped_aside, __ATOMIC_ACQUIRE)) {
+		/* what libddp averaged before it stood aside (0 when the program's
+		 * own rendezvous came first): rank<k>.sync.json says so */
+		char path[4096];
+		FILE *f = trace_dir && *trace_dir &&
+					  (size_t)snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank) <
+						  sizeof path
+				  ? DDP_SYS(fopen64)(path, "w")
+				  : NULL;
+		if (f) {
+			fprintf(f,
+				"{\"rank\":%d,\"world\":%d,\"stood_aside\":true,\"allreduce_bytes\":%" PRIu64
+				",\"broadcast_bytes\":%" PRIu64 "}\n",
+				rank, sync_st.my_world, sync_st.stats.allreduce_bytes, sync_st.stats.bcast_bytes);
+			fclose(f);
+		}
 		ddp_job_fini();
 		return 0;
 	}

@@ -56,6 +56,9 @@ void sync_die(const char *msg) __attribute__((noreturn));
 /* ddp_sync_check.c: 64-bit hash of bytes, eight at a time (large buffers),
  * the same on every rank; chain by passing the previous result as h. */
 uint64_t sync_hash_bytes(uint64_t h, const unsigned char *p, size_t n);
+/* ddp_sync_exit.c: steps aside when the program's own rendezvous came
+ * before synchronisation was on (ddp_sync_program_rendezvous) */
+void sync_aside_pending(void);
 /* ddp_sync_input.c: the end of update phase `step` (windows, the compare) */
 void sync_input_step_end(uint64_t step);
 
