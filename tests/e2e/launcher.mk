@@ -13,6 +13,12 @@ $(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c runtime/j
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 -Iruntime/job $< -o $@
 
+# own_rdzv.so: a program's own rendezvous on MASTER_PORT (own_rdzv.sh)
+$(LAUNCH_PROGS_DIR)/libown_rdzv.so: tests/e2e/progs/own_rdzv.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
+BINS += $(LAUNCH_PROGS_DIR)/libown_rdzv.so
+
 $(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 $< -o $@ -ldl
