@@ -76,8 +76,10 @@ void sync_input_step_end(uint64_t step)
 	__atomic_store_n(&in.window, 2, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&in.lock);
 	int w = in.bytes[1] ? 1 : 0;
-	if (!in.bytes[w] || sync_st.my_world <= 1)
-		return; /* no input crossed to the device: the program makes it there */
+	if (sync_st.my_world <= 1)
+		return;
+	/* every rank posts, even one that copied nothing (the others wait for
+	 * its value); nothing is said when nothing crossed to the device */
 	const struct ddp_xrank x = { ddp_job_store(), sync_st.my_rank, sync_st.my_world };
 	struct ddp_xr_diff d;
 	uint64_t val[4] = { in.hash[0], in.bytes[0], in.hash[1], in.bytes[1] };
@@ -88,6 +90,8 @@ void sync_input_step_end(uint64_t step)
 						 (double)ddp_param_coll_timeout(), DDP_XR_NOROUND, &d);
 	ddp_status_coll_leave();
 	ddp_xr_diff_free(&d);
+	if (r == DDP_XR_SAME && !in.bytes[w])
+		return; /* no input crossed to the device: the program makes it there */
 	if (r != DDP_XR_SAME) {
 		DDP_INFO(GRAD, "input check: the ranks copied different input to the device (%s)",
 			 r == DDP_XR_DIFF ? "they differ" : "not compared: a rank did not answer");
