@@ -18,6 +18,14 @@ $(LAUNCH_PROGS_DIR)/libown_rdzv.so: tests/e2e/progs/own_rdzv.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
 BINS += $(LAUNCH_PROGS_DIR)/libown_rdzv.so
+# own_mpi.so and fakempi.so: a program's MPI_Init (own_rdzv.sh)
+$(LAUNCH_PROGS_DIR)/libown_mpi.so: tests/e2e/progs/own_mpi.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 $< -o $@ -ldl
+$(LAUNCH_PROGS_DIR)/libfakempi.so: tests/e2e/progs/own_mpi.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 -DOWN_MPI_LIB $< -o $@
+BINS += $(LAUNCH_PROGS_DIR)/libown_mpi.so $(LAUNCH_PROGS_DIR)/libfakempi.so
 
 $(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
 	@mkdir -p $(dir $@)

@@ -9,6 +9,7 @@
 # makes tests/e2e/progs/steptrainer.c meet on MASTER_PORT before main; each
 # rank then trains on its own input, so unaveraged their weights differ.
 # Before, libddp averaged them anyway (a DDP program's gradients twice).
+# The same with MPI_Init (interpose/hook_peer.c; ncclCommInitRank* too).
 # Negative control: without the shim the weights are averaged (equal).
 # (The real wheel's DDP path: make test-torch, ddp-aware-*.)
 . "$(dirname "$0")/lib.sh"
@@ -28,6 +29,19 @@ check "own rendezvous: the ranks' weights are not averaged (they differ)" \
 	[ "$(sed -n 's/^\[rank [01]\] done w0=//p' "$out" | sort -u | wc -l)" = 2 ]
 check "own rendezvous: the end line says the program synchronised itself" \
 	has "$err" '^ddprun: job finished .*the program synchronised itself \(libddp stood aside\) \(exit 0\)$'
+[ $failures = 0 ] || sed 's/^/# /' "$err" | tail -n 5
+
+# MPI: its MPI_Init (own_mpi.c's shim calls it before main; fakempi.so is
+# the MPI library, after libddp.so as a linked libmpi would be)
+P=$build_dir/tests/e2e/progs
+timeout 60 "$DDPRUN" -n 2 -- env LD_PRELOAD="$P/libown_mpi.so:$build_dir/lib/libddp.so:$P/libfakempi.so" \
+	"$T" 6 >"$out" 2>"$err"
+check "MPI_Init: exit 0 (got $?)" [ $? = 0 ]
+check "MPI_Init: the program's MPI_Init ran on both ranks" [ "$(grep -c 'fakempi: MPI_Init' "$err")" = 2 ]
+check "MPI_Init: one line from rank 0 says libddp steps aside" \
+	[ "$(grep -c '^\[rank 0\] libddp WARN .*the program is already data-parallel (it called MPI_Init: its own rendezvous)' "$err")" = 1 ]
+check "MPI_Init: the weights are not averaged (they differ)" \
+	[ "$(sed -n 's/^\[rank [01]\] done w0=//p' "$out" | sort -u | wc -l)" = 2 ]
 [ $failures = 0 ] || sed 's/^/# /' "$err" | tail -n 5
 
 timeout 60 "$DDPRUN" -n 2 -- "$T" 6 >"$out" 2>"$err"

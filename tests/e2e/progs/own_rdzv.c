@@ -34,7 +34,7 @@ __attribute__((constructor)) static void own_rdzv(void)
 			exit(1);
 		}
 	}
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 1500; i++) { /* 30 s: rank 0 may start late */
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0)
 			break;
