@@ -4,9 +4,9 @@
  *
  * Almost nothing happens when the library is loaded: the one constructor
  * only marks, on ddprun's status board, that the rank's image has libddp
- * (ddp_status_mark_image: getenv, prctl, one raw pwrite), so that ddprun
- * can tell a rank whose wrapper dropped LD_PRELOAD; dlsym never
- * initialises.  Start-up runs in two stages, in this order, each
+ * (ddp_status_mark_image: getenv, prctl, one raw pwrite; again at exit, by
+ * atexit), so that ddprun can tell a rank whose wrapper dropped
+ * LD_PRELOAD; dlsym never initialises.  Start-up runs in two stages, in this order, each
  * once per process, from whichever hook comes first:
  *
  *   files   (hook_file_init: the first hooked libc call, or the first cu*
@@ -233,6 +233,8 @@ static void check_identity(void)
 __attribute__((constructor)) static void ddp_loaded(void)
 {
 	ddp_status_mark_image();
+	/* again at exit: a program that renamed itself ends with its new comm */
+	(void)atexit(ddp_status_mark_image);
 }
 
 static void ddp_init(void)

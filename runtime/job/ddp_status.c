@@ -104,7 +104,10 @@ void ddp_status_mark_image(void)
 	_Static_assert(offsetof(struct ddp_status_slot, image_comm) ==
 			       offsetof(struct ddp_status_slot, image_pid) + sizeof(int32_t),
 		       "image_pid and image_comm are written together");
-	if (getpid() != getpgrp())
+	/* the rank's own process leads its process group (ddprun made it so)
+	 * in ddprun's session; a daemon it started with setsid leads a
+	 * session of its own and must not overwrite the mark */
+	if (getpid() != getpgrp() || getsid(0) == getpid())
 		return;
 	memset(&m, 0, sizeof m);
 	m.pid = (int32_t)getpid();

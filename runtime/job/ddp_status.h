@@ -79,9 +79,10 @@ _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status 
 /* Maps slot local_rank of the board named by DDP_STATUS_FD (nothing when
  * unset or invalid; one warning when it cannot be used). */
 void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
-/* From libddp's constructor: marks slot LOCAL_RANK's image_pid and
- * image_comm when this process is the rank's own (pid == pgid) and
- * DDP_STATUS_FD names the board.  Constructor-safe: getenv, prctl and one
+/* From libddp's constructor, and again at exit (a program that renamed
+ * itself, setproctitle, ends with its new comm): marks slot LOCAL_RANK's
+ * image_pid and image_comm when this process is the rank's own (pid ==
+ * pgid, not a session leader) and DDP_STATUS_FD names the board.  Constructor-safe: getenv, prctl and one
  * raw pwrite, no libc hook, no allocation, errno preserved. */
 void ddp_status_mark_image(void) __attribute__((visibility("hidden")));
 /* A file of --shard spec `spec` (its index in DDP_SHARD) was opened with

@@ -44,6 +44,15 @@ timeout 60 "$DDPRUN" -n 2 -- sh -c 'exec "$0" 6' "$T" >"$out" 2>"$err"
 check "control: through sh -c exec, exit 0" [ $? = 0 ]
 timeout 60 "$DDPRUN" -n 2 -- echo hi >"$out" 2>"$err"
 check "control: echo hi exits 0" [ $? = 0 ]
+if command -v python3 >/dev/null; then
+	# a program that renames itself (setproctitle), and one that starts a
+	# setsid daemon that loads libddp too: neither is taken for a rank
+	# without libddp
+	timeout 60 "$DDPRUN" -n 2 -- python3 -c 'import ctypes; ctypes.CDLL(None).prctl(15, b"renamed", 0, 0, 0)' >"$out" 2>"$err"
+	check "control: a program that renames itself (PR_SET_NAME) exits 0" [ $? = 0 ]
+	timeout 60 "$DDPRUN" -n 2 -- python3 -c 'import subprocess; subprocess.run(["sh", "-c", "true"], start_new_session=True)' >"$out" 2>"$err"
+	check "control: a rank that starts a setsid child exits 0" [ $? = 0 ]
+fi
 DDP_SYNC=off timeout 60 "$DDPRUN" -n 2 -- env -u RANK "$T" 6 >"$out" 2>"$err"
 check "control: DDP_SYNC=off (alone on purpose) with RANK removed exits 0" [ $? = 0 ]
 finish

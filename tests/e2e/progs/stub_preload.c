@@ -24,7 +24,7 @@ __attribute__((constructor)) static void stub_mark(void)
 		int32_t pid;
 		char comm[16];
 	} m;
-	if (!fd || !lr || getpid() != getpgrp())
+	if (!fd || !lr || getpid() != getpgrp() || getsid(0) == getpid())
 		return;
 	memset(&m, 0, sizeof m);
 	m.pid = (int32_t)getpid();
