@@ -179,7 +179,7 @@ if [ -z "$FILTER" ] || [[ "ddp-aware" == *$FILTER* ]]; then
 		for r in 0 1; do
 			j=$TMP/$name/trace/rank$r.sync.json
 			python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if j.get("stood_aside") and j["allreduce_bytes"] == 0 and j["broadcast_bytes"] == 0 else 1)' "$j" 2>/dev/null ||
-				why="$why; rank $r: libddp averaged or broadcast bytes ($(cat "$j" 2>/dev/null || echo no sync.json))"
+				why="$why; rank $r: libddp did not stand aside: $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("stood_aside", j.get("stood_aside", False), "allreduce_bytes", j["allreduce_bytes"], "broadcast_bytes", j["broadcast_bytes"])' "$j" 2>/dev/null || echo no sync.json)"
 		done
 		grep -q '^ddprun: job finished .*the program synchronised itself (libddp stood aside) (exit 0)$' "$TMP/$name/err" ||
 			why="$why; the end line does not say libddp stood aside"
