@@ -130,6 +130,8 @@ struct launch_rank {
 	pid_t pid;          /* 0 before start; also its pgid        */
 	int running;        /* not yet reaped                       */
 	int status;         /* wait status once reaped              */
+	char comm[16];      /* its comm when it exited ("" unknown) */
+	int alone;          /* exited 0 having run without libddp   */
 	char **envp;        /* the rank's environment               */
 	int env_first_set;  /* envp[env_first_set..]: set by ddprun */
 	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
@@ -195,6 +197,18 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
  * (replacing launch_progress_needed's): collective number, kind and step
  * on each side. */
 int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap);
+
+/* Local rank li exited 0 (its comm in ranks[li].comm): did its last image
+ * run without libddp.so (no image of the rank's own process marked the
+ * board, or the last one that did is not the one that exited: a wrapper
+ * such as env -i dropped LD_PRELOAD before exec)?  Only for jobs of more
+ * than one rank with libddp preloaded. */
+int launch_progress_without_libddp(struct launch_job *job, int li);
+
+/* At the end of a job that exited 0: one warning per --shard spec no
+ * process of any local rank opened a file of (the program read its data
+ * elsewhere: every rank may have read the same). */
+void launch_progress_shard_unopened(struct launch_job *job);
 
 /* After every local rank exited 0: did they end at different optimizer
  * steps (each rank's last step as libddp counted it)?  Then one of them
