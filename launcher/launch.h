@@ -140,6 +140,7 @@ struct launch_job {
 	struct launch_devices dev;
 	char *write_dir;
 	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
+	struct launch_overlay *overlay; /* the kernel overlay (private.c), NULL: the libc one */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
 	double grace;          /* seconds between SIGTERM and SIGKILL */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
@@ -213,6 +214,20 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
  * write in place (DDP_REDIRECT_TMP=0, a shared working folder); sets
  * job->write_said when the ranks are to leave it to ddprun. */
 void launch_write_notice(struct launch_job *job);
+
+/* private.c: checks each local rank k >= 1's private folder (a foreign
+ * one refuses the job with one line: DDP_ERR_INVALID) and plans the kernel
+ * overlay (DDP_OVERLAY), trying it once; under auto a refusal is said once
+ * and the libc overlay is used.  Before launch_build_env. */
+ddp_result launch_private_prepare(struct launch_job *job);
+/* DDP_OVERLAY_TREES for the ranks other than 0, NULL without a kernel overlay. */
+const char *launch_overlay_trees(const struct launch_job *job);
+/* In the forked child of local rank index idx (other than rank 0), before
+ * exec: enters its mount namespace with the overlays mounted.  0, or the
+ * errno of the step that failed (*step says which).  Async-signal-safe. */
+int launch_overlay_enter(const struct launch_overlay *ov, int idx, int *step);
+/* After the job: removes the overlays' layers (unless DDP_WRITE_KEEP=1). */
+void launch_private_finish(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);

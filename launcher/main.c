@@ -484,6 +484,11 @@ static int run(int argc, char **argv)
 		goto out;
 	}
 	launch_write_notice(&job); /* once, here, not per rank */
+	if (launch_private_prepare(&job) != DDP_OK) {
+		ddp_store_server_stop(job.store);
+		code = 2;
+		goto out;
+	}
 	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
 		ddp_store_server_stop(job.store);
 		code = 1;
@@ -503,6 +508,7 @@ static int run(int argc, char **argv)
 out:
 	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
+	launch_private_finish(&job); /* the ranks are gone: their layers */
 	launch_status_free(&job);
 	launch_job_free(&job);
 	launch_options_free(&o);
