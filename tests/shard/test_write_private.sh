@@ -180,6 +180,23 @@ sum=$(cksum <"$d/big.bin")
 run "k4 four forked workers open a 64 MB file O_RDWR on rank 1: none sees a partial copy" workers
 check "k4 rank 0's file is unchanged" [ "$(cksum <"$d/big.bin")" = "$sum" ]
 
+# a CUDA program on the CPU device, its collectives (the TCP store on
+# loopback, the host backend's /dev/shm) from inside rank 1's namespace: both
+# ranks end bit-identical, each saving into its own overlay of the job folder
+mlp=$build/samples/mlp data=$build/data/mlp.rec
+if [ -x "$mlp" ] && [ -e "$mlp.kern.so" ] && [ -e "$data" ]; then
+	d=$job/k6 && mkdir -p "$d"
+	(cd "$d" && DDP_WRITE_KEEP=1 "$ddprun" -n 2 --shard "$data" -- "$mlp" --data "$data" --steps 20 \
+		--batch 8 --save w.bin) >"$d/out" 2>&1
+	rc=$?
+	check "k6 cpudev mlp, rank 1 in the kernel overlay (exit $rc)" [ $rc = 0 ] || show "$d/out"
+	r1=$(find "$d/.ddprun/rank1" -path '*/ov*/u/w.bin' 2>/dev/null | head -1)
+	check "k6 rank 1 saved into its upper layer; both ranks bit-identical" \
+		eval '[ -n "$r1" ] && [ -f "$d/w.bin" ] && cmp -s "$r1" "$d/w.bin"'
+else
+	echo "skip - k6 cpudev mlp: $mlp or $data not built"
+fi
+
 # negative control: the same meta case in the libc overlay changes rank 0's
 # real file's mode (a limit of the libc layer, docs/write-safety.md)
 d=$job/k5 && mkdir -p "$d/tree/a" && echo data >"$d/data.txt" && echo b >"$d/tree/a/b.txt"
