@@ -69,6 +69,7 @@
 #include "ddp_path.h"
 #include "ddp_write.h"
 #include "ddp_write_dir.h"
+#include "ddp_write_lock.h"
 
 #define WHITEOUT "/\001ddprun-deleted"
 
@@ -812,6 +813,7 @@ void ddp_write_setup(void)
 	char why[PATH_MAX + 128], cwd[PATH_MAX];
 
 	temp_dirs_setup(ddp_param_temp_dirs(), tmp); /* every rank: ddp_write_output_path too */
+	ddp_write_lock_setup();                       /* every rank: locks across ranks */
 	if (strcmp(ri->source, "none") == 0 || ri->rank == 0)
 		return;
 	if (ddp_param_all_ranks_write()) {

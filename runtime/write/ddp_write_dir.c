@@ -130,7 +130,15 @@ const char *ddp_write_host_tag(void)
 
 int ddp_write_dir_open(const char *base, int rank, char *why, size_t len)
 {
-	char name[32], shown[PATH_MAX + 40];
+	char name[32];
+
+	snprintf(name, sizeof name, "rank%d", rank);
+	return ddp_write_dir_open_sub(base, name, why, len);
+}
+
+int ddp_write_dir_open_sub(const char *base, const char *name, char *why, size_t len)
+{
+	char shown[PATH_MAX + 40];
 	int bfd, fd;
 
 	snprintf(why, len, "unknown fault");
@@ -143,7 +151,6 @@ int ddp_write_dir_open(const char *base, int rank, char *why, size_t len)
 	bfd = open_own(AT_FDCWD, base, base, 0, why, len);
 	if (bfd < 0)
 		return -1;
-	snprintf(name, sizeof name, "rank%d", rank);
 	snprintf(shown, sizeof shown, "%s/%s", strcmp(base, "/") ? base : "", name);
 	int made = ddp_libc_.mkdirat(bfd, name, 0700) == 0;
 	if (!made && errno != EEXIST) {

@@ -33,6 +33,8 @@ const char *ddp_write_host_tag(void);
  * when either is missing and cannot be made, or is foreign: a symbolic
  * link, not a folder, owned by another user, or (rank<k>) not mode 0700. */
 int ddp_write_dir_open(const char *base, int rank, char *why, size_t len);
+/* The same for the folder name under base (rank<k>, locks). */
+int ddp_write_dir_open_sub(const char *base, const char *name, char *why, size_t len);
 
 /* Removes name under the folder dirfd (AT_FDCWD: name is a path) and,
  * for a folder, everything in it; never follows a symbolic link (a link is

@@ -95,6 +95,49 @@ ln -s "$job/victim7" "$d/.ddprun/rank1/old-run"
 check "7 a stale link is removed, its target untouched" \
 	eval 'intact "$job/victim7" && [ ! -L "$d/.ddprun/rank1/old-run" ]'
 
+# ---- locks across ranks, in both overlay modes: rank 0 builds a 200 KB
+# cache under a lock; rank 1 takes the same lock once rank 0 has begun (the
+# cache file exists) and must then read all of it, never a half-written one
+lockpy=$job/lock.py
+cat >"$lockpy" <<'EOF'
+import fcntl, os, sys, time
+rank, how = int(os.environ["RANK"]), sys.argv[1]
+if rank != 0:
+    while not os.path.exists("cache.bin"):
+        time.sleep(0.01)
+with open("cache.lock", "w") as l:
+    {"flock": lambda: fcntl.flock(l, fcntl.LOCK_EX), "fcntl": lambda: fcntl.lockf(l, fcntl.LOCK_EX),
+     "lockf": lambda: os.lockf(l.fileno(), os.F_LOCK, 0)}[how]()
+    if not os.path.exists("cache.bin"):
+        with open("cache.bin", "wb") as f:
+            for i in range(200):
+                f.write(b"x" * 1024)
+                f.flush()
+                time.sleep(0.004)
+    n = len(open("cache.bin", "rb").read())
+assert n == 200 * 1024, "rank %d read %d bytes of the cache" % (rank, n)
+EOF
+for mode in libc kernel; do
+	[ $mode = kernel ] && ! unshare -m true 2>/dev/null && ! unshare -Urm true 2>/dev/null &&
+		{ echo "skip - locks ($mode): no mount namespace here (unshare refused)"; continue; }
+	for how in flock fcntl lockf; do
+		d=$job/lock-$mode-$how && mkdir -p "$d"
+		(cd "$d" && DDP_OVERLAY=$mode "$ddprun" -n 2 python3 "$lockpy" $how) >"$d/out" 2>&1
+		rc=$?
+		check "lock ($mode, $how): rank 1 waits for rank 0's lock and reads the whole cache (exit $rc)" \
+			[ $rc = 0 ] || show "$d/out"
+	done
+done
+
+# control: the same ranks without ddprun, each with its own DDP_WRITE_DIR (so
+# no shared key file): rank 1 does not wait and reads a partial cache
+d=$job/lock-control && mkdir -p "$d"
+(cd "$d" && RANK=0 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w0 LD_PRELOAD=$lib python3 "$lockpy" flock) >"$d/out0" 2>&1 &
+(cd "$d" && RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w1 LD_PRELOAD=$lib python3 "$lockpy" flock) >"$d/out1" 2>&1
+rc=$?
+wait
+check "lock control: without a shared key rank 1 reads a partial cache (exit $rc)" grep -q "rank 1 read" "$d/out1"
+
 # ---- kernel overlay cases
 if ! unshare -m true 2>/dev/null && ! unshare -Urm true 2>/dev/null; then
 	echo "skip - kernel overlay cases: no mount namespace here (unshare refused)"
