@@ -248,6 +248,8 @@ ddp_result launch_output_init(const struct launch_job *job);
 int launch_output_read(int idx, int is_err, int fd);
 /* Flushes a partial last line of each stream and closes log files. */
 void launch_output_finish(void);
+/* 0 when a write to a log file failed (said once, at the failure). */
+int launch_output_logs_ok(void);
 /* Prints the last stderr lines of rank (at most 10) as ddprun messages. */
 void launch_output_print_tail(int idx);
 /* Everything ddprun writes to its stdout (fd 1) or stderr (fd 2) while a job

@@ -527,6 +527,18 @@ void launch_private_finish(struct launch_job *job)
 
 	if (!ov)
 		return;
+	for (int i = 0; i < job->nranks; i++) {
+		char d[PATH_MAX], why[PATH_MAX + 128];
+		if (job->ranks[i].rank == 0)
+			continue;
+		snprintf(d, sizeof d, "%s/rank%d", job->write_dir, job->ranks[i].rank);
+		if (ddp_write_dir_full(d, why, sizeof why)) { /* before the layers give it back */
+			launch_msg("the private folders of the ranks other than 0: %s; their writes may have "
+				   "failed with ENOSPC (free space, or choose a bigger place with --log-dir)",
+				   why);
+			break;
+		}
+	}
 	if (!ddp_param_write_keep())
 		for (int i = 0; i < job->nranks; i++)
 			if (job->ranks[i].rank != 0)

@@ -627,10 +627,12 @@ static int refuse(const char *path, const char *why)
 	int e = errno;
 
 	if (first_time(failed, sizeof failed / sizeof failed[0], path_hash(path)))
-		DDP_ERROR("libddp: rank %d cannot write %s%.160s: %s (%s); the call fails rather than "
+		DDP_ERROR("libddp: rank %d cannot write %s%.160s: %s (%s%s%s); the call fails rather than "
 			  "write rank 0's file (docs/write-safety.md)",
 			  wr_rank, strlen(path) > 160 ? "..." : "",
-			  path + (strlen(path) > 160 ? strlen(path) - 160 : 0), why, strerror(e));
+			  path + (strlen(path) > 160 ? strlen(path) - 160 : 0), why, strerror(e),
+			  e == ENOSPC || e == EDQUOT ? " in its private folder " : "",
+			  e == ENOSPC || e == EDQUOT ? (wr_base[0] ? wr_base : "DDP_WRITE_DIR") : "");
 	errno = e;
 	return -1;
 }
@@ -710,7 +712,16 @@ static void remove_stale(int rfd, const char *dir, const char *keep)
 
 static void remove_own(void)
 {
-	if (getpid() != wr_owner || wr_keep || !wr_root[0])
+	char why[PATH_MAX + 128];
+
+	if (getpid() != wr_owner || !wr_root[0])
+		return;
+	/* before its space is given back: ENOSPC named nothing to the program */
+	if (!wr_nkern && ddp_write_dir_full(wr_root, why, sizeof why)) /* else ddprun says it */
+		DDP_WARN("libddp: rank %d's private folder %s: its writes there may have failed with ENOSPC; "
+			 "free space or choose a bigger place (ddprun --log-dir, DDP_WRITE_DIR)",
+			 wr_rank, why);
+	if (wr_keep)
 		return;
 	if (remove_tree(wr_root) != 0)
 		DDP_WARN("libddp: rank %d cannot remove its run folder %s (%s); the next run removes it",

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include "ddp_port.h"
 #include "ddp_write_dir.h"
@@ -213,4 +214,20 @@ int ddp_write_remove_tree_at(int at, const char *name)
 	}
 	errno = err;
 	return rc;
+}
+
+int ddp_write_dir_full(const char *path, char *why, size_t len)
+{
+	struct statvfs v;
+	unsigned long long total, avail, floor;
+
+	if (statvfs(path, &v) != 0 || v.f_blocks == 0)
+		return 0;
+	total = (unsigned long long)v.f_blocks * v.f_frsize;
+	avail = (unsigned long long)v.f_bavail * v.f_frsize;
+	floor = total / 100 > 65536 ? total / 100 : 65536;
+	if (avail >= floor)
+		return 0;
+	snprintf(why, len, "%s is on a full file system (%llu KiB of %llu KiB free)", path, avail >> 10, total >> 10);
+	return 1;
 }

@@ -42,4 +42,10 @@ int ddp_write_dir_open_sub(const char *base, const char *name, char *why, size_t
  * failure (the rest is still tried).  ENOENT counts as done. */
 int ddp_write_remove_tree_at(int dirfd, const char *name);
 
+/* Whether the file system of path is full (less than max(64 KiB, 1% of it)
+ * left to this user): 1 with why ("<path> is on a full file system (N KiB
+ * of M KiB free)"), else 0.  Said where the private folder's writes may have
+ * failed with ENOSPC, which names nothing. */
+int ddp_write_dir_full(const char *path, char *why, size_t len);
+
 #endif

@@ -22,7 +22,7 @@ lib=$build/lib/libddp.so
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 job=$(mktemp -d "$build/tests/shard/private.XXXXXX")
 tmpjob=$(mktemp -d /tmp/ddp_private.XXXXXX)
-trap 'rm -rf "$job" "$tmpjob"' EXIT
+trap 'rm -rf "$job" "$tmpjob" /dev/shm/ddp_begun.$$.*' EXIT
 export DDP_TEMP_DIRS=$tmpjob TMPDIR=$tmpjob
 fails=0
 ok() { echo "ok - $1"; }
@@ -101,15 +101,17 @@ check "7 a stale link is removed, its target untouched" \
 lockpy=$job/lock.py
 cat >"$lockpy" <<'EOF'
 import fcntl, os, sys, time
-rank, how = int(os.environ["RANK"]), sys.argv[1]
-if rank != 0:
-    while not os.path.exists("cache.bin"):
+rank, how, begun = int(os.environ["RANK"]), sys.argv[1], sys.argv[2]
+if rank != 0:  # until rank 0 holds the lock and has begun (a mark in /dev/shm, shared)
+    while not os.path.exists(begun):
         time.sleep(0.01)
 with open("cache.lock", "w") as l:
     {"flock": lambda: fcntl.flock(l, fcntl.LOCK_EX), "fcntl": lambda: fcntl.lockf(l, fcntl.LOCK_EX),
      "lockf": lambda: os.lockf(l.fileno(), os.F_LOCK, 0)}[how]()
     if not os.path.exists("cache.bin"):
         with open("cache.bin", "wb") as f:
+            if rank == 0:
+                open(begun, "w").close()
             for i in range(200):
                 f.write(b"x" * 1024)
                 f.flush()
@@ -122,7 +124,8 @@ for mode in libc kernel; do
 		{ echo "skip - locks ($mode): no mount namespace here (unshare refused)"; continue; }
 	for how in flock fcntl lockf; do
 		d=$job/lock-$mode-$how && mkdir -p "$d"
-		(cd "$d" && DDP_OVERLAY=$mode "$ddprun" -n 2 python3 "$lockpy" $how) >"$d/out" 2>&1
+		(cd "$d" && DDP_OVERLAY=$mode timeout 60 "$ddprun" -n 2 python3 "$lockpy" $how /dev/shm/ddp_begun.$$.$mode.$how) \
+			>"$d/out" 2>&1
 		rc=$?
 		check "lock ($mode, $how): rank 1 waits for rank 0's lock and reads the whole cache (exit $rc)" \
 			[ $rc = 0 ] || show "$d/out"
@@ -132,11 +135,42 @@ done
 # control: the same ranks without ddprun, each with its own DDP_WRITE_DIR (so
 # no shared key file): rank 1 does not wait and reads a partial cache
 d=$job/lock-control && mkdir -p "$d"
-(cd "$d" && RANK=0 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w0 LD_PRELOAD=$lib python3 "$lockpy" flock) >"$d/out0" 2>&1 &
-(cd "$d" && RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w1 LD_PRELOAD=$lib python3 "$lockpy" flock) >"$d/out1" 2>&1
+m=/dev/shm/ddp_begun.$$.control
+(cd "$d" && RANK=0 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w0 LD_PRELOAD=$lib python3 "$lockpy" flock $m) >"$d/out0" 2>&1 &
+(cd "$d" && RANK=1 WORLD_SIZE=2 DDP_WRITE_DIR=$d/w1 LD_PRELOAD=$lib timeout 60 python3 "$lockpy" flock $m) >"$d/out1" 2>&1
 rc=$?
 wait
 check "lock control: without a shared key rank 1 reads a partial cache (exit $rc)" grep -q "rank 1 read" "$d/out1"
+
+# ---- a full disk (root: a 512 KiB tmpfs as --log-dir): rank 1's ENOSPC is
+# named with the folder and --log-dir, in both modes; ddprun's own logs
+# (--quiet) cut by the full disk are said, and the job does not exit 0
+if [ "$(id -u)" = 0 ]; then
+	full=$job/full && mkdir -p "$full" && mount -t tmpfs -o size=512k ddp-full "$full" &&
+		trap 'umount "$full" 2>/dev/null; rm -rf "$job" "$tmpjob" /dev/shm/ddp_begun.$$.*' EXIT
+	for mode in libc kernel; do
+		d=$job/enospc-$mode && mkdir -p "$d"
+		(cd "$d" && DDP_OVERLAY=$mode "$ddprun" -n 2 --log-dir "$full/logs-$mode" python3 -c '
+import os
+with open("big.bin", "wb") as f:
+    f.write(b"x" * (1 << 20))
+') >"$d/out" 2>&1
+		rc=$?
+		check "enospc ($mode): the job fails (exit $rc) and one line names the full private folder and --log-dir" \
+			eval '[ $rc != 0 ] && [ "$(grep -c "^[^ ].*full file system.*--log-dir" "$d/out")" = 1 ]' ||
+			show "$d/out"
+		[ $rc != 0 ] && cp "$d/out" /tmp/ovl_enospc_$mode.out; rm -rf "${full:?}"/*
+	done
+	d=$job/logs && mkdir -p "$d"
+	(cd "$d" && "$ddprun" -n 1 --quiet --log-dir "$full/logs" python3 -c '
+for i in range(20000): print("line %06d %s" % (i, "y" * 40))') >"$d/out" 2>&1
+	rc=$?
+	check "logs: --quiet --log-dir on a full disk says the logs are incomplete, exit $rc (not 0)" \
+		eval '[ $rc != 0 ] && grep -q "log files under .* are incomplete" "$d/out"' || show "$d/out"
+	umount "$full"
+else
+	echo "skip - a full disk: needs root (mount a small tmpfs)"
+fi
 
 # ---- kernel overlay cases
 if ! unshare -m true 2>/dev/null && ! unshare -Urm true 2>/dev/null; then
