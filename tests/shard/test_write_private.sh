@@ -22,7 +22,7 @@ lib=$build/lib/libddp.so
 command -v python3 >/dev/null || { echo "python3 missing"; exit 77; }
 job=$(mktemp -d "$build/tests/shard/private.XXXXXX")
 tmpjob=$(mktemp -d /tmp/ddp_private.XXXXXX)
-trap 'rm -rf "$job" "$tmpjob" /dev/shm/ddp_begun.$$.*' EXIT
+trap 'umount "$job/full" "$job/ovf/m" 2>/dev/null; rm -rf "$job" "$tmpjob" /dev/shm/ddp_begun.$$.*' EXIT
 export DDP_TEMP_DIRS=$tmpjob TMPDIR=$tmpjob
 fails=0
 ok() { echo "ok - $1"; }
@@ -146,8 +146,7 @@ check "lock control: without a shared key rank 1 reads a partial cache (exit $rc
 # named with the folder and --log-dir, in both modes; ddprun's own logs
 # (--quiet) cut by the full disk are said, and the job does not exit 0
 if [ "$(id -u)" = 0 ]; then
-	full=$job/full && mkdir -p "$full" && mount -t tmpfs -o size=512k ddp-full "$full" &&
-		trap 'umount "$full" 2>/dev/null; rm -rf "$job" "$tmpjob" /dev/shm/ddp_begun.$$.*' EXIT
+	full=$job/full && mkdir -p "$full" && mount -t tmpfs -o size=512k ddp-full "$full"
 	for mode in libc kernel; do
 		d=$job/enospc-$mode && mkdir -p "$d"
 		(cd "$d" && DDP_OVERLAY=$mode "$ddprun" -n 2 --log-dir "$full/logs-$mode" python3 -c '
@@ -170,6 +169,28 @@ for i in range(20000): print("line %06d %s" % (i, "y" * 40))') >"$d/out" 2>&1
 	umount "$full"
 else
 	echo "skip - a full disk: needs root (mount a small tmpfs)"
+fi
+
+# ---- where the kernel says no: an upper layer overlayfs refuses (root: the
+# private folder on an overlayfs mount).  auto: one line, then the libc
+# overlay keeps rank 1's write private; kernel: the job is refused, one line
+if [ "$(id -u)" = 0 ] && mkdir -p "$job/ovf/l" "$job/ovf/u" "$job/ovf/w" "$job/ovf/m" &&
+	mount -t overlay ddp-ovf -o "lowerdir=$job/ovf/l,upperdir=$job/ovf/u,workdir=$job/ovf/w" "$job/ovf/m" 2>/dev/null; then
+	d=$job/fb && mkdir -p "$d"
+	(cd "$d" && "$ddprun" -n 2 --log-dir "$job/ovf/m/logs" sh -c 'echo $RANK >f.txt') >"$d/out" 2>&1
+	rc=$?
+	check "fallback: auto says once that there is no kernel overlay, and runs (exit $rc)" \
+		eval '[ $rc = 0 ] && [ "$(grep -c "no kernel overlay here" "$d/out")" = 1 ] && [ "$(cat "$d/f.txt")" = 0 ]' ||
+		show "$d/out"
+	rm -f "$d/f.txt"
+	(cd "$d" && DDP_OVERLAY=kernel "$ddprun" -n 2 --log-dir "$job/ovf/m/logs" sh -c 'echo $RANK >f.txt') >"$d/out" 2>&1
+	rc=$?
+	check "fallback: DDP_OVERLAY=kernel is refused there with one line (exit $rc)" \
+		eval '[ $rc = 2 ] && [ "$(grep -c "DDP_OVERLAY=kernel, but" "$d/out")" = 1 ] && [ ! -e "$d/f.txt" ]' ||
+		show "$d/out"
+	umount "$job/ovf/m"
+else
+	echo "skip - fallback: needs root (an overlayfs mount for the private folder)"
 fi
 
 # ---- kernel overlay cases
