@@ -8,7 +8,7 @@
  * one (a symbolic link, another user's, not mode 0700) refuses the job with
  * one line, before anything is written or cleaned there.
  *
- * Then the overlay mode (DDP_OVERLAY): kernel or auto makes each rank k >= 1
+ * Then the overlay mode (DDP_OVERLAY, libc by default): kernel or auto makes each rank k >= 1
  * run in its own mount namespace (a user namespace too when not root) where
  * the trees it could write to are overlayfs mounts:
  *   - the trees: the working folder and, unless DDP_REDIRECT_TMP=0, the
@@ -406,12 +406,12 @@ static void overlay_free(struct launch_overlay *ov, int nranks)
  * or refused under auto; -1 when refused under DDP_OVERLAY=kernel. */
 static int overlay_plan(struct launch_job *job, const char *cwd)
 {
-	int mode = ddp_param_overlay(); /* 0 auto, 1 kernel, 2 libc */
+	int mode = ddp_param_overlay(); /* 0 libc, 1 kernel, 2 auto */
 	struct launch_overlay *ov;
 	char msg[PATH_MAX + 256] = "", name[96];
 	int first = -1, err;
 
-	if (mode == 2)
+	if (mode == 0)
 		return 0;
 	ov = calloc(1, sizeof *ov);
 	if (!ov)

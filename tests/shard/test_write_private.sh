@@ -177,9 +177,9 @@ fi
 if [ "$(id -u)" = 0 ] && mkdir -p "$job/ovf/l" "$job/ovf/u" "$job/ovf/w" "$job/ovf/m" &&
 	mount -t overlay ddp-ovf -o "lowerdir=$job/ovf/l,upperdir=$job/ovf/u,workdir=$job/ovf/w" "$job/ovf/m" 2>/dev/null; then
 	d=$job/fb && mkdir -p "$d"
-	(cd "$d" && "$ddprun" -n 2 --log-dir "$job/ovf/m/logs" sh -c 'echo $RANK >f.txt') >"$d/out" 2>&1
+	(cd "$d" && DDP_OVERLAY=auto "$ddprun" -n 2 --log-dir "$job/ovf/m/logs" sh -c 'echo $RANK >f.txt') >"$d/out" 2>&1
 	rc=$?
-	check "fallback: auto says once that there is no kernel overlay, and runs (exit $rc)" \
+	check "fallback: DDP_OVERLAY=auto says once that there is no kernel overlay, and runs (exit $rc)" \
 		eval '[ $rc = 0 ] && [ "$(grep -c "no kernel overlay here" "$d/out")" = 1 ] && [ "$(cat "$d/f.txt")" = 0 ]' ||
 		show "$d/out"
 	rm -f "$d/f.txt"
