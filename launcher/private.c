@@ -232,7 +232,7 @@ static int add_submounts(struct launch_overlay *ov, int roots, const char *write
 			continue;
 		unescape(mp);
 		for (int i = 0; i < roots; i++) {
-			if (strcmp(mp, ov->tree[i]) && ddp_path_under(mp, ov->tree[i]) &&
+			if (strcmp(mp, ov->tree[i]) != 0 && ddp_path_under(mp, ov->tree[i]) &&
 			    !ddp_path_in_shared_folder(mp) && !ddp_path_under(mp, write_dir)) {
 				int dup = 0;
 				for (int j = roots; j < ov->n; j++)

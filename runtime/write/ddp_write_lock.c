@@ -84,7 +84,7 @@ int ddp_write_lock_key(int fd)
 	path[n] = '\0';
 	/* the libc overlay's side file stands for the real name */
 	root = ddp_write_root();
-	if (root && root[0] && ddp_path_under(path, root) && strcmp(path, root))
+	if (root && root[0] && ddp_path_under(path, root) && strcmp(path, root) != 0)
 		abs = path + strlen(root);
 	for (const char *c = abs; *c; c++)
 		h = (h ^ (unsigned char)*c) * 1099511628211ull;
