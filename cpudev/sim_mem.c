@@ -676,6 +676,20 @@ static CUresult sim_attr(CUpointer_attribute a, void *data, enum sim_ptr_kind k,
 	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
 		*(bool *)data = false;
 		return CUDA_SUCCESS;
+	/* what NCCL's buffer registration asks: cuMemAlloc memory can be
+	 * shared with cuIpcGetMemHandle, pool and VMM memory cannot */
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		*(bool *)data = k == SIM_PTR_DEVICE && !r->res && !r->pool && !(r->flags & SIM_RANGE_MANAGED);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		*(unsigned int *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+		*(bool *)data = false; /* no NIC can reach host memory posing as a GPU's */
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = known ? (CUmemoryPool)r->pool : NULL;
+		return CUDA_SUCCESS;
 	default:
 		return strict ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 	}
