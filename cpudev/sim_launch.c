@@ -92,10 +92,15 @@ CUresult sim_launch_kernel(enum sim_ds ds, CUfunction hf, unsigned gx, unsigned 
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz || gx > 2147483647u || gy > 65535 || gz > 65535 ||
-	    bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > SIM_MAX_BLOCK_THREADS)
+	    bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > SIM_MAX_BLOCK_THREADS) {
+		SIM_VERBOSE("launch of %s refused: grid %ux%ux%u, block %ux%ux%u", f->info->name, gx, gy, gz, bx, by, bz);
 		return CUDA_ERROR_INVALID_VALUE;
-	if (shmem > (unsigned)f->max_dyn_shared)
+	}
+	if (shmem > (unsigned)f->max_dyn_shared) {
+		SIM_VERBOSE("launch of %s refused: %u bytes of dynamic shared memory, the function allows %d "
+			    "(cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)", f->info->name, shmem, f->max_dyn_shared);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 
 	const struct ddp_kernel_info *k = f->info;
 	size_t need = 0; /* end of the last parameter */

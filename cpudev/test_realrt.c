@@ -176,6 +176,22 @@ TEST(thread_exchange_stream_capture_mode)
 	CHECK_EQ_INT(cuThreadExchangeStreamCaptureMode(&m), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* cuDNN 9's cudnnCreate asks for table 21318c60 and fails with
+ * CUDNN_STATUS_NOT_INITIALIZED when it is NOT_FOUND; it calls none of its
+ * slots (each says so, and returns NOT_SUPPORTED, if ever called). */
+TEST(cudnn_table_exists)
+{
+	CUuuid u;
+	const void *const *tab = NULL;
+	uuid_parse("21318c60-9714-3248-8ca6-41ff7324c8f2", &u);
+	CU_OK(cuGetExportTable((const void **)&tab, &u));
+	REQUIRE(tab != NULL);
+	CUresult (*slot)(void) = (CUresult(*)(void))tab[3];
+	CHECK_EQ_INT(slot(), CUDA_ERROR_NOT_SUPPORTED);
+	uuid_parse("21318c60-9714-3248-8ca6-41ff7324c8f3", &u); /* control: one bit off */
+	CHECK_EQ_INT(cuGetExportTable((const void **)&tab, &u), CUDA_ERROR_NOT_FOUND);
+}
+
 /* ---- cuLogsRegisterCallback */
 
 static void CUDA_CB log_cb(void *data, CUlogLevel level, char *message, size_t length)
