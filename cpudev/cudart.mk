@@ -11,6 +11,8 @@
 #       file; the shared program's .kern.so is a link to it
 #   $(BUILD)/cpudev/cudart/tiny (+ tiny.kern.so, ddp-cpu-kernels)
 #       tiny.cu, a ten-line program as a new user writes it
+#   $(BUILD)/cpudev/cudart/nullfree   nullfree.cu: cudaFree(0), cudaFreeAsync(0),
+#       cudaFreeHost(NULL), zero-byte copies, against the documented answers
 #
 # Tests (cpudev/cudart/run.sh): each program plain and under libddp
 # (LD_PRELOAD, its hook log must show the launches, the cuBLAS GEMMs among
@@ -50,10 +52,14 @@ $(CUDART_T)/tiny.kern.so: cpudev/cudart/tiny.cu $(DDP_CPU_KERNELS) $(SIM_INC)/si
 	@mkdir -p $(dir $@)
 	$(Q)$(DDP_CPU_KERNELS) -o $@ $<
 
-CUDART_T_PROGS := $(CUDART_T)/test_cudart_static $(CUDART_T)/test_cudart_shared $(CUDART_T)/tiny \
+$(CUDART_T)/nullfree: cpudev/cudart/nullfree.cu
+	@mkdir -p $(dir $@)
+	$(Q)$(CUDART_T_NVCC) $< -o $@
+
+CUDART_T_PROGS := $(CUDART_T)/nullfree $(CUDART_T)/test_cudart_static $(CUDART_T)/test_cudart_shared $(CUDART_T)/tiny \
 	$(CUDART_T)/test_cudart_static.kern.so $(CUDART_T)/test_cudart_shared.kern.so $(CUDART_T)/tiny.kern.so \
 	$(SIMCUDA_LIB) $(SIMBLAS_BLAS) $(BUILD)/lib/libddp.so
-CUDART_T_CASES := static-plain static-ddp shared-plain shared-ddp tiny
+CUDART_T_CASES := static-plain static-ddp shared-plain shared-ddp tiny nullfree
 
 $(CUDART_T)/run-%.sh: cpudev/cudart/run.sh | $(CUDART_T_PROGS)
 	@mkdir -p $(dir $@)

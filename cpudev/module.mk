@@ -68,6 +68,9 @@ $(BUILD)/cpudev/test_driver: $(BUILD)/cpudev/test_driver.o $(SIMCUDA_DIR)/libcud
 $(BUILD)/cpudev/test_alloc_modes: $(BUILD)/cpudev/test_alloc_modes.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
 
+$(BUILD)/cpudev/test_null_answers: $(BUILD)/cpudev/test_null_answers.o $(SIMCUDA_DIR)/libcuda.so
+	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH) -lpthread
+
 $(BUILD)/cpudev/test_fault: $(BUILD)/cpudev/test_fault.o $(SIMCUDA_DIR)/libcuda.so
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ -L$(SIMCUDA_DIR) -lcuda $(SIMCUDA_RPATH)
 
@@ -91,11 +94,11 @@ $(BUILD)/cpudev/test_preload: $(BUILD)/cpudev/test_preload.o $(SIMCUDA_LIB) \
 	$(Q)$(CC) $(LDFLAGS) $< -o $@ $(SIMCUDA_RPATH) -ldl
 
 $(BUILD)/cpudev/test_driver.o $(BUILD)/cpudev/test_fault.o $(BUILD)/cpudev/test_loader.o \
-	$(BUILD)/cpudev/test_alloc_modes.o \
+	$(BUILD)/cpudev/test_alloc_modes.o $(BUILD)/cpudev/test_null_answers.o \
 	$(BUILD)/cpudev/test_preload.o: CPPFLAGS += -Itests
 
 TESTS += $(BUILD)/cpudev/test_driver $(BUILD)/cpudev/test_fault $(BUILD)/cpudev/test_fault_all $(BUILD)/cpudev/test_loader \
-	$(BUILD)/cpudev/test_alloc_modes \
+	$(BUILD)/cpudev/test_alloc_modes $(BUILD)/cpudev/test_null_answers \
 	$(BUILD)/cpudev/test_preload
 
 # ---- launch tests: kernels from real nvcc fatbins (embedded), host code in

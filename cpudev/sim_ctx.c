@@ -15,6 +15,7 @@
  * has its own lock (ctx->mu).  DDP_SIM_FAIL is parsed once (pthread_once).
  */
 #include "sim_internal.h"
+#include "sim_pci.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -331,7 +332,7 @@ static int sim_attribute(CUdevice_attribute a, int *ok)
 	case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT: return 512;
 	case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
 	case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 0;
-	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0;
+	case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return sim_pci_bus();
 	case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: return 0;
 	case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: return 0;
 	case CU_DEVICE_ATTRIBUTE_TCC_DRIVER: return 0;
@@ -365,7 +366,8 @@ static int sim_attribute(CUdevice_attribute a, int *ok)
 	case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT: return 4;
 	case CU_DEVICE_ATTRIBUTE_NUMA_CONFIG: return 0;
 	case CU_DEVICE_ATTRIBUTE_NUMA_ID: return -1;
-	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return -1;
+	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return 0; /* one host node */
+	case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1; /* sim_vmm.c */
 	default:
 		*ok = a > 0 && a < CU_DEVICE_ATTRIBUTE_MAX;
 		return 0;
@@ -387,6 +389,8 @@ SIM_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUd
 	return CUDA_SUCCESS;
 }
 
+/* "simcuda-cpu-dev" and the PCI bus (sim_pci.h): each rank's CPU device is
+ * its own device, as NCCL's "same GPU" check needs */
 static const CUuuid sim_uuid = {{ 's', 'i', 'm', 'c', 'u', 'd', 'a', '-', 'c', 'p', 'u', '-', 'd', 'e', 'v', '0' }};
 
 SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
@@ -397,6 +401,7 @@ SIM_EXPORT CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
 	if (!uuid)
 		return CUDA_ERROR_INVALID_VALUE;
 	*uuid = sim_uuid;
+	uuid->bytes[15] = (char)sim_pci_bus();
 	return CUDA_SUCCESS;
 }
 
@@ -412,7 +417,7 @@ SIM_EXPORT CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
 		return rc;
 	if (!pciBusId || len <= 0)
 		return CUDA_ERROR_INVALID_VALUE;
-	snprintf(pciBusId, (size_t)len, "0000:00:00.0");
+	snprintf(pciBusId, (size_t)len, "0000:%02x:00.0", sim_pci_bus());
 	return CUDA_SUCCESS;
 }
 

@@ -17,6 +17,11 @@
  *                                          1 delete, 2 get (no size slot)
  *   263e8860-7cd2-6143-92f6-bbd5006dfa7e  context checks: 2, 3 (no size slot)
  *   d4082055-bde6-704b-8d34-ba123c66e1f2  integrity check, 3 slots: 1
+ *   21318c60-9714-3248-8ca6-41ff7324c8f2  asked by cuDNN 9 (the wheel's)
+ *                                          in cudnnCreate, which fails with
+ *                                          NOT_INITIALIZED without it; no
+ *                                          slot of it was seen called: 16
+ *                                          slots, each saying so if called
  *
  * Slot 0 of a sized table is its size in bytes.  Every slot we have not
  * seen called is a function that says once which table and slot were called
@@ -353,6 +358,42 @@ static const void *const sim_tab_integrity[3] = {
 	(const void *)sim_xslot_integrity_check_2,
 };
 
+SIM_SLOT_NOT_SEEN(cudnn_table, 0)
+SIM_SLOT_NOT_SEEN(cudnn_table, 1)
+SIM_SLOT_NOT_SEEN(cudnn_table, 2)
+SIM_SLOT_NOT_SEEN(cudnn_table, 3)
+SIM_SLOT_NOT_SEEN(cudnn_table, 4)
+SIM_SLOT_NOT_SEEN(cudnn_table, 5)
+SIM_SLOT_NOT_SEEN(cudnn_table, 6)
+SIM_SLOT_NOT_SEEN(cudnn_table, 7)
+SIM_SLOT_NOT_SEEN(cudnn_table, 8)
+SIM_SLOT_NOT_SEEN(cudnn_table, 9)
+SIM_SLOT_NOT_SEEN(cudnn_table, 10)
+SIM_SLOT_NOT_SEEN(cudnn_table, 11)
+SIM_SLOT_NOT_SEEN(cudnn_table, 12)
+SIM_SLOT_NOT_SEEN(cudnn_table, 13)
+SIM_SLOT_NOT_SEEN(cudnn_table, 14)
+SIM_SLOT_NOT_SEEN(cudnn_table, 15)
+/* cuDNN's table (21318c60): its existence is what cudnnCreate needs */
+static const void *const sim_tab_cudnn[16] = {
+	(const void *)sim_xslot_cudnn_table_0,
+	(const void *)sim_xslot_cudnn_table_1,
+	(const void *)sim_xslot_cudnn_table_2,
+	(const void *)sim_xslot_cudnn_table_3,
+	(const void *)sim_xslot_cudnn_table_4,
+	(const void *)sim_xslot_cudnn_table_5,
+	(const void *)sim_xslot_cudnn_table_6,
+	(const void *)sim_xslot_cudnn_table_7,
+	(const void *)sim_xslot_cudnn_table_8,
+	(const void *)sim_xslot_cudnn_table_9,
+	(const void *)sim_xslot_cudnn_table_10,
+	(const void *)sim_xslot_cudnn_table_11,
+	(const void *)sim_xslot_cudnn_table_12,
+	(const void *)sim_xslot_cudnn_table_13,
+	(const void *)sim_xslot_cudnn_table_14,
+	(const void *)sim_xslot_cudnn_table_15,
+};
+
 /* ---- the UUIDs */
 
 struct sim_export {
@@ -382,6 +423,9 @@ static const struct sim_export sim_exports[] = {
 	{ "d4082055-bde6-704b-8d34-ba123c66e1f2",
 	  { 0xd4, 0x08, 0x20, 0x55, 0xbd, 0xe6, 0x70, 0x4b, 0x8d, 0x34, 0xba, 0x12, 0x3c, 0x66, 0xe1, 0xf2 },
 	  sim_tab_integrity },
+	{ "21318c60-9714-3248-8ca6-41ff7324c8f2",
+	  { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
+	  sim_tab_cudnn },
 };
 
 /* UUIDs already logged (known ones by index, unknown ones by value). */

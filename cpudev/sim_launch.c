@@ -92,10 +92,15 @@ CUresult sim_launch_kernel(enum sim_ds ds, CUfunction hf, unsigned gx, unsigned 
 	if (!f)
 		return CUDA_ERROR_INVALID_HANDLE;
 	if (!gx || !gy || !gz || !bx || !by || !bz || gx > 2147483647u || gy > 65535 || gz > 65535 ||
-	    bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > SIM_MAX_BLOCK_THREADS)
+	    bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > SIM_MAX_BLOCK_THREADS) {
+		SIM_VERBOSE("launch of %s refused: grid %ux%ux%u, block %ux%ux%u", f->info->name, gx, gy, gz, bx, by, bz);
 		return CUDA_ERROR_INVALID_VALUE;
-	if (shmem > (unsigned)f->max_dyn_shared)
+	}
+	if (shmem > (unsigned)f->max_dyn_shared) {
+		SIM_VERBOSE("launch of %s refused: %u bytes of dynamic shared memory, the function allows %d "
+			    "(cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)", f->info->name, shmem, f->max_dyn_shared);
 		return CUDA_ERROR_INVALID_VALUE;
+	}
 
 	const struct ddp_kernel_info *k = f->info;
 	size_t need = 0; /* end of the last parameter */
@@ -112,8 +117,13 @@ CUresult sim_launch_kernel(enum sim_ds ds, CUfunction hf, unsigned gx, unsigned 
 		rc = sim_parse_extra(extra, &xbuf, &xsize);
 		if (rc != CUDA_SUCCESS)
 			return rc;
+		/* A buffer shorter than the parameters is accepted, as the
+		 * driver does: NCCL passes the 176 bytes it filled of its
+		 * 4096-byte ncclDevKernelArgsStorage.  The rest reads as zero
+		 * here (undefined on a GPU). */
 		if (xsize < need)
-			return CUDA_ERROR_INVALID_VALUE;
+			SIM_VERBOSE("cuLaunchKernel %s: argument buffer of %zu bytes, parameters end at %zu: the rest is zero",
+				    k->name, xsize, need);
 	} else if (!params && k->nparams) {
 		return CUDA_ERROR_INVALID_VALUE;
 	}
@@ -169,7 +179,24 @@ CUresult sim_launch_kernel_ex(enum sim_ds ds, const CUlaunchConfig *config, CUfu
 		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
 		case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
 		case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
 			break; /* performance hints: nothing to do on the CPU */
+		case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: {
+			/* Thread block clusters (NCCL launches its kernels in
+			 * clusters on sm_90): the grid must tile into clusters of
+			 * at most 8 blocks (the portable size), as the driver
+			 * checks.  Blocks run as without clusters: a kernel using
+			 * cluster features (distributed shared memory, cluster
+			 * barriers) cannot be built for the CPU device
+			 * (sim_kernel.h has none), so none that runs here needs
+			 * them; in trace mode the launch is skipped anyway. */
+			const CUlaunchAttributeValue *v = &config->attrs[i].value;
+			unsigned cx = v->clusterDim.x, cy = v->clusterDim.y, cz = v->clusterDim.z;
+			if (!cx || !cy || !cz || (unsigned long long)cx * cy * cz > 8 || config->gridDimX % cx ||
+			    config->gridDimY % cy || config->gridDimZ % cz)
+				return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+			break;
+		}
 		default:
 			sim_msg("cuLaunchKernelEx: launch attribute %d is not supported by the CPU device",
 				(int)config->attrs[i].id);

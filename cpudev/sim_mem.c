@@ -367,6 +367,10 @@ SIM_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 	CUresult rc = sim_check_ctx(NULL);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	/* cudart passes cudaFree(0) ("no operation is performed", its documented
+	 * way to create the context) straight down: the driver answers success. */
+	if (dptr == 0)
+		return CUDA_SUCCESS;
 	struct sim_range r;
 	/* VMM mappings are released with cuMemUnmap/cuMemRelease, not here */
 	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.res || (r.flags & SIM_RANGE_GLOBAL))
@@ -397,6 +401,10 @@ CUresult sim_mem_free_async(enum sim_ds ds, CUdeviceptr dptr, CUstream h)
 	CUresult rc = sim_stream_resolve(h, ds, &s);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	/* as cuMemFree(0): nothing to free (cudaFreeAsync(nullptr, s), NCCL's
+	 * and allocators' teardown) */
+	if (dptr == 0)
+		return CUDA_SUCCESS;
 	struct sim_range r;
 	if (sim_mem_classify((uintptr_t)dptr, 1, &r) != SIM_PTR_DEVICE || r.base != (uintptr_t)dptr || r.res ||
 	    (r.flags & SIM_RANGE_GLOBAL))
@@ -600,6 +608,8 @@ SIM_EXPORT CUresult cuMemFreeHost(void *p)
 	CUresult rc = sim_check_ctx(NULL);
 	if (rc != CUDA_SUCCESS)
 		return rc;
+	if (!p) /* as free(NULL) and cuMemFree(0): cudaFreeHost(NULL) passes it down */
+		return CUDA_SUCCESS;
 	if (sim_mem_classify((uintptr_t)p, 1, NULL) != SIM_PTR_HOST_PINNED)
 		return CUDA_ERROR_INVALID_VALUE;
 	sim_sync_all();
@@ -665,6 +675,20 @@ static CUresult sim_attr(CUpointer_attribute a, void *data, enum sim_ptr_kind k,
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
 		*(bool *)data = false;
+		return CUDA_SUCCESS;
+	/* what NCCL's buffer registration asks: cuMemAlloc memory can be
+	 * shared with cuIpcGetMemHandle, pool and VMM memory cannot */
+	case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+		*(bool *)data = k == SIM_PTR_DEVICE && !r->res && !r->pool && !(r->flags & SIM_RANGE_MANAGED);
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+		*(unsigned int *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+		*(bool *)data = false; /* no NIC can reach host memory posing as a GPU's */
+		return CUDA_SUCCESS;
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = known ? (CUmemoryPool)r->pool : NULL;
 		return CUDA_SUCCESS;
 	default:
 		return strict ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;

@@ -608,6 +608,26 @@ CUresult sim_stream_capture_info(enum sim_ds ds, CUstream h, CUstreamCaptureStat
 	return CUDA_SUCCESS;
 }
 
+/* cuThreadExchangeStreamCaptureMode: the calling thread's capture
+ * interaction mode, exchanged (NCCL and cudart wrap their allocations in a
+ * pair of calls to relax it).  No capture is ever active here, so the mode
+ * changes nothing; it is kept per thread and answered back as the driver
+ * does (default GLOBAL). */
+SIM_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+	static __thread CUstreamCaptureMode current = CU_STREAM_CAPTURE_MODE_GLOBAL;
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!mode || (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+		      *mode != CU_STREAM_CAPTURE_MODE_RELAXED))
+		return CUDA_ERROR_INVALID_VALUE;
+	CUstreamCaptureMode old = current;
+	current = *mode;
+	*mode = old;
+	return CUDA_SUCCESS;
+}
+
 /* Host functions and callbacks run on the stream's worker, in order. */
 struct sim_host_work {
 	struct sim_work w;

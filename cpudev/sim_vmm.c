@@ -38,6 +38,9 @@
  */
 #include "sim_internal.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +59,7 @@ struct sim_handle {
 	struct sim_handle *next;
 	size_t size;
 	int fd;
-	int released;
+	unsigned refs;            /* cuMemCreate's 1, + cuMemRetainAllocationHandle's, - cuMemRelease's */
 	unsigned maps;
 };
 
@@ -85,14 +88,14 @@ static unsigned long long next_res_id = 1;
 static struct sim_handle *handle_find(CUmemGenericAllocationHandle h)
 {
 	for (struct sim_handle *p = handles; p; p = p->next)
-		if ((CUmemGenericAllocationHandle)(uintptr_t)p == h && !p->released)
+		if ((CUmemGenericAllocationHandle)(uintptr_t)p == h && p->refs)
 			return p;
 	return NULL;
 }
 
 static void handle_maybe_free(struct sim_handle *h)
 {
-	if (!h->released || h->maps)
+	if (h->refs || h->maps)
 		return;
 	for (struct sim_handle **pp = &handles; *pp; pp = &(*pp)->next)
 		if (*pp == h) {
@@ -112,14 +115,20 @@ static struct sim_res *res_holding(uintptr_t p, size_t n)
 	return NULL;
 }
 
+/* A device location (device 0), or host memory (HOST, HOST_NUMA node 0,
+ * HOST_NUMA_CURRENT: one NUMA node, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID 0), which
+ * NCCL maps for its host buffers; both are memfd pages here. */
 static int prop_check(const CUmemAllocationProp *prop, CUresult *rc)
 {
+	int host = prop && (prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+			    prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT ||
+			    (prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA && prop->location.id == 0));
 	if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED ||
-	    prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) {
+	    (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE && !host)) {
 		*rc = CUDA_ERROR_INVALID_VALUE;
 		return -1;
 	}
-	if (prop->location.id < 0 || prop->location.id >= SIM_DEVICE_COUNT) {
+	if (!host && (prop->location.id < 0 || prop->location.id >= SIM_DEVICE_COUNT)) {
 		*rc = CUDA_ERROR_INVALID_DEVICE;
 		return -1;
 	}
@@ -216,6 +225,7 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 	}
 	h->size = size;
 	h->fd = fd;
+	h->refs = 1;
 	pthread_mutex_lock(&sim_vmm_mu);
 	h->next = handles;
 	handles = h;
@@ -232,11 +242,100 @@ SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	pthread_mutex_lock(&sim_vmm_mu);
 	struct sim_handle *h = handle_find(handle);
 	if (h) {
-		h->released = 1;
+		h->refs--;
 		handle_maybe_free(h);
 	}
 	pthread_mutex_unlock(&sim_vmm_mu);
 	return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The handle of the mapping holding addr (any address inside it), with one
+ * more reference for the caller to cuMemRelease: NCCL frees its cuMem
+ * buffers this way (retain, unmap, release twice). */
+SIM_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	uintptr_t p = (uintptr_t)addr;
+	rc = CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&sim_vmm_mu);
+	for (struct sim_map *m = maps; m; m = m->next)
+		if (p >= m->va && p - m->va < m->size) {
+			m->h->refs++;
+			*handle = (CUmemGenericAllocationHandle)(uintptr_t)m->h;
+			rc = CUDA_SUCCESS;
+			break;
+		}
+	pthread_mutex_unlock(&sim_vmm_mu);
+	return rc;
+}
+
+/* POSIX file descriptors (CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR): a
+ * handle's memory is a memfd, so the exported handle is a duplicate of it
+ * and another process (NCCL passes it over a Unix socket) that imports it
+ * maps the same pages: shared memory between two ranks' CPU devices, as
+ * between two GPUs' processes. */
+SIM_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+						 CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!shareableHandle || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED; /* no fabric, no Win32 handles */
+	pthread_mutex_lock(&sim_vmm_mu);
+	struct sim_handle *h = handle_find(handle);
+	int fd = h ? fcntl(h->fd, F_DUPFD_CLOEXEC, 0) : -1;
+	pthread_mutex_unlock(&sim_vmm_mu);
+	if (!h)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (fd < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*(int *)shareableHandle = fd;
+	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+						   CUmemAllocationHandleType shHandleType)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!handle)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	/* the POSIX fd travels in the pointer's value, as cuda.h documents */
+	int in = (int)(intptr_t)osHandle;
+	struct stat st;
+	if (in < 0 || fstat(in, &st) != 0 || st.st_size <= 0 || (size_t)st.st_size % SIM_VMM_GRAN)
+		return CUDA_ERROR_INVALID_VALUE;
+	size_t size = (size_t)st.st_size;
+	if (sim_mem_charge(size) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	struct sim_handle *h = calloc(1, sizeof *h);
+	int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
+	if (!h || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(h);
+		sim_mem_uncharge(size);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	h->size = size;
+	h->fd = fd;
+	h->refs = 1;
+	pthread_mutex_lock(&sim_vmm_mu);
+	h->next = handles;
+	handles = h;
+	pthread_mutex_unlock(&sim_vmm_mu);
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
+	return CUDA_SUCCESS;
 }
 
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
@@ -308,17 +407,26 @@ SIM_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAcce
 	if (!desc || count == 0 || size == 0)
 		return CUDA_ERROR_INVALID_VALUE;
 	int access = -1;
+	/* the device's and the host's access (NCCL's host buffers name the
+	 * host too) are one mapping here: the most permissive one is taken */
 	for (size_t i = 0; i < count; i++) {
-		if (desc[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+		CUmemLocationType lt = desc[i].location.type;
+		if (lt == CU_MEM_LOCATION_TYPE_DEVICE) {
+			if (desc[i].location.id < 0 || desc[i].location.id >= SIM_DEVICE_COUNT)
+				return CUDA_ERROR_INVALID_DEVICE;
+		} else if (lt != CU_MEM_LOCATION_TYPE_HOST && lt != CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT &&
+			   !(lt == CU_MEM_LOCATION_TYPE_HOST_NUMA && desc[i].location.id == 0)) {
 			return CUDA_ERROR_INVALID_VALUE;
-		if (desc[i].location.id < 0 || desc[i].location.id >= SIM_DEVICE_COUNT)
-			return CUDA_ERROR_INVALID_DEVICE;
+		}
+		int a;
 		switch (desc[i].flags) {
-		case CU_MEM_ACCESS_FLAGS_PROT_NONE: access = 0; break;
-		case CU_MEM_ACCESS_FLAGS_PROT_READ: access = 1; break;
-		case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: access = 2; break;
+		case CU_MEM_ACCESS_FLAGS_PROT_NONE: a = 0; break;
+		case CU_MEM_ACCESS_FLAGS_PROT_READ: a = 1; break;
+		case CU_MEM_ACCESS_FLAGS_PROT_READWRITE: a = 2; break;
 		default: return CUDA_ERROR_INVALID_VALUE;
 		}
+		if (a > access)
+			access = a;
 	}
 	static struct sim_map *t[SIM_VMM_MAX_TILE];
 	struct CUctx_st *ctx = NULL;

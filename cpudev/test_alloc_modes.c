@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
 
 #define CU_OK(x) CHECK_EQ_INT((x), CUDA_SUCCESS)
 #define MiB (1ull << 20)
@@ -172,6 +173,70 @@ TEST(vmm_error_codes)
 	CU_OK(cuMemRelease(h));
 	CU_OK(cuMemAddressFree(va, 8 * MiB));
 	CHECK_EQ_INT(cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* What NCCL asks of VMM: host-located memory (its host buffers) with host
+ * and device access, the handle retained from an address (its frees), and
+ * a POSIX fd export imported again and mapped at a second address (its
+ * cross-process buffers): both addresses see the same bytes. */
+TEST(vmm_host_location_retain_and_fd_export)
+{
+	setup();
+	int numa = -1;
+	CU_OK(cuDeviceGetAttribute(&numa, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
+	CHECK_EQ_INT(numa, 0);
+	CUmemAllocationProp p;
+	memset(&p, 0, sizeof p);
+	p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	p.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	p.location.id = numa;
+	p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	size_t g;
+	CU_OK(cuMemGetAllocationGranularity(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	CUmemGenericAllocationHandle h, again, imported;
+	CU_OK(cuMemCreate(&h, g, &p, 0));
+	CUdeviceptr va, vb;
+	CU_OK(cuMemAddressReserve(&va, g, 0, 0, 0));
+	CU_OK(cuMemAddressReserve(&vb, g, 0, 0, 0));
+	CU_OK(cuMemMap(va, g, 0, h, 0));
+	CUmemAccessDesc a[2];
+	memset(a, 0, sizeof a);
+	a[0].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	a[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	a[1].location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+	a[1].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	CU_OK(cuMemSetAccess(va, g, a, 2));
+	CU_OK(cuMemsetD32(va, 0x12345678, 16));
+	/* retained from an interior address: the same handle, one more reference */
+	CU_OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)(va + 100)));
+	CHECK(again == h);
+	CHECK_EQ_INT(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)vb), CUDA_ERROR_INVALID_VALUE);
+	/* export as a POSIX fd, import, map at vb: the same pages */
+	int fd = -1;
+	CU_OK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+	CHECK(fd >= 0);
+	CHECK_EQ_INT(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_FABRIC, 0), CUDA_ERROR_NOT_SUPPORTED);
+	CU_OK(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+	close(fd);
+	CU_OK(cuMemMap(vb, g, 0, imported, 0));
+	CU_OK(cuMemSetAccess(vb, g, a, 1));
+	unsigned int word = 0;
+	CU_OK(cuMemcpyDtoH(&word, vb + 60, 4));
+	CHECK(word == 0x12345678u);
+	CU_OK(cuMemsetD32(vb, 0x0badf00d, 1));
+	CU_OK(cuMemcpyDtoH(&word, va, 4));
+	CHECK(word == 0x0badf00du);
+	/* unmap, then both references of h and the imported one go */
+	CU_OK(cuMemUnmap(va, g));
+	CU_OK(cuMemUnmap(vb, g));
+	CU_OK(cuMemRelease(h));
+	CU_OK(cuMemRelease(h));
+	CHECK_EQ_INT(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE); /* control: no reference left */
+	CU_OK(cuMemRelease(imported));
+	CU_OK(cuMemAddressFree(va, g));
+	CU_OK(cuMemAddressFree(vb, g));
+	CHECK_EQ_INT(cuMemImportFromShareableHandle(&imported, (void *)(uintptr_t)-1,
+						    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), CUDA_ERROR_INVALID_VALUE);
 }
 
 static cuuint64_t attr(CUmemoryPool p, CUmemPool_attribute a)

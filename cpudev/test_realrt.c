@@ -9,6 +9,7 @@
  *   - cuStreamGetCaptureInfo v1/v2/v3 (the caching allocator's capture
  *     check): status NONE, optional outputs zeroed;
  *   - cuLogsRegisterCallback / cuLogsUnregisterCallback;
+ *   - cuThreadExchangeStreamCaptureMode (NCCL's host allocations), per thread;
  *   - a fatbin with no entry the device can run: CUDA_ERROR_NO_BINARY_FOR_GPU
  *     (not CUDA_ERROR_INVALID_IMAGE), from cuLibraryLoadData and
  *     cuModuleLoadData;
@@ -28,6 +29,7 @@
 
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -142,6 +144,52 @@ TEST(stream_capture_info_all_versions)
 	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_ACTIVE;
 	CU_OK(cuStreamGetCaptureInfo(NULL, &st, NULL, NULL, NULL, NULL, NULL));
 	CHECK_EQ_INT(st, CU_STREAM_CAPTURE_STATUS_NONE);
+}
+
+/* NCCL's ncclCudaHostCalloc wraps cudaHostAlloc in a pair of
+ * cuThreadExchangeStreamCaptureMode calls (relax, then restore): the
+ * thread's mode, GLOBAL by default, is exchanged, per thread. */
+static void *other_thread_mode(void *arg)
+{
+	CUstreamCaptureMode *m = arg;
+	*m = CU_STREAM_CAPTURE_MODE_THREAD_LOCAL;
+	if (cuThreadExchangeStreamCaptureMode(m) != CUDA_SUCCESS)
+		*m = (CUstreamCaptureMode)-1;
+	return NULL;
+}
+
+TEST(thread_exchange_stream_capture_mode)
+{
+	setup();
+	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CU_OK(cuThreadExchangeStreamCaptureMode(&m));
+	CHECK_EQ_INT(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	pthread_t t;
+	CUstreamCaptureMode other;
+	REQUIRE(pthread_create(&t, NULL, other_thread_mode, &other) == 0);
+	pthread_join(t, NULL);
+	CHECK_EQ_INT(other, CU_STREAM_CAPTURE_MODE_GLOBAL); /* its own mode, not this thread's RELAXED */
+	CU_OK(cuThreadExchangeStreamCaptureMode(&m));        /* restore */
+	CHECK_EQ_INT(m, CU_STREAM_CAPTURE_MODE_RELAXED);
+	CHECK_EQ_INT(cuThreadExchangeStreamCaptureMode(NULL), CUDA_ERROR_INVALID_VALUE);
+	m = (CUstreamCaptureMode)7;
+	CHECK_EQ_INT(cuThreadExchangeStreamCaptureMode(&m), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* cuDNN 9's cudnnCreate asks for table 21318c60 and fails with
+ * CUDNN_STATUS_NOT_INITIALIZED when it is NOT_FOUND; it calls none of its
+ * slots (each says so, and returns NOT_SUPPORTED, if ever called). */
+TEST(cudnn_table_exists)
+{
+	CUuuid u;
+	const void *const *tab = NULL;
+	uuid_parse("21318c60-9714-3248-8ca6-41ff7324c8f2", &u);
+	CU_OK(cuGetExportTable((const void **)&tab, &u));
+	REQUIRE(tab != NULL);
+	CUresult (*slot)(void) = (CUresult(*)(void))tab[3];
+	CHECK_EQ_INT(slot(), CUDA_ERROR_NOT_SUPPORTED);
+	uuid_parse("21318c60-9714-3248-8ca6-41ff7324c8f3", &u); /* control: one bit off */
+	CHECK_EQ_INT(cuGetExportTable((const void **)&tab, &u), CUDA_ERROR_NOT_FOUND);
 }
 
 /* ---- cuLogsRegisterCallback */

@@ -4,8 +4,9 @@
 # errors.sh - ddp-cpu-kernels as a user meets it: an unsupported construct
 # (inline PTX, a toolkit header without a CPU-device version, grid sync, a
 # runtime function it does not declare, the same below a launch whose
-# arguments span lines with NULL) fails with exit status 1 and exactly ONE
-# line naming FILE:LINE and the construct; CXX may be several words; run from another
+# arguments span lines with NULL, a global initialiser calling the runtime)
+# fails with exit status 1 and exactly ONE line naming FILE:LINE and the
+# construct; host constructors are left out, not refused; CXX may be several words; run from another
 # directory it writes <stem>.kern.so there, and the library exports only
 # the kernels and sim_kernel_table (host code and helpers dropped/hidden).
 set -u
@@ -40,6 +41,22 @@ bad bad_header '<mma.h> is a CUDA toolkit header'
 bad bad_grid 'grid_group::sync()'
 bad bad_undeclared 'cudaGraphAddEmptyNode'
 bad bad_after_null 'cudaGraphAddEmptyNode'
+bad bad_global_init 'the kernel library needs cudaMalloc'
+
+# Host constructors (__attribute__((constructor)), [[gnu::constructor]]) are
+# left out with the host code they reach: the library builds, holds the
+# kernel, and has no constructor of the program's (nor cudaMalloc's need).
+(cd "$tmp" && "$tool" -o "$tmp/host_ctor.kern.so" "$root/cpudev/cpukern/host_ctor.cu") >"$tmp/out" 2>&1
+rc=$?
+sed 's/^/# /' "$tmp/out"
+ok=$rc
+if [ -f "$tmp/host_ctor.kern.so" ]; then
+	nm "$tmp/host_ctor.kern.so" | grep -q '_Z5twicePfi' || ok=1
+	nm "$tmp/host_ctor.kern.so" | grep -q 'host_setup\|report' && ok=1
+else
+	ok=1
+fi
+check "host constructors are left out of the kernel library, the kernel is in" $ok
 
 # CXX of several words, as users set it (CXX="ccache g++"): split as a shell would.
 (cd "$tmp" && CXX="env g++" "$tool" -o "$tmp/words.kern.so" "$root/cpudev/cpukern/templ_ns.cu") >"$tmp/out" 2>&1

@@ -25,6 +25,9 @@
 #                                negative controls: cudart without its
 #                                export tables fails, an unknown table UUID
 #                                is NOT_FOUND (logged once)
+#   nullfree                     nullfree.cu: cudaFree(0), cudaFreeAsync(0, s),
+#                                cudaFreeHost(NULL), zero-byte copies answer
+#                                cudaSuccess as documented (controls inside)
 set -u
 BUILD=${BUILD:-build}
 T=$BUILD/cpudev/cudart
@@ -47,6 +50,9 @@ check() { # check NAME CONDITION-EXIT-STATUS [detail file]
 has() { grep -q -- "$1" "$2"; }
 
 case "$1" in
+nullfree)
+	exec "$T/nullfree"
+	;;
 static-plain | shared-plain)
 	exec "$T/test_cudart_${1%-plain}"
 	;;
@@ -163,7 +169,7 @@ EOF
 	fi
 	;;
 *)
-	echo "usage: $0 static-plain|static-ddp|shared-plain|shared-ddp|tiny" >&2
+	echo "usage: $0 static-plain|static-ddp|shared-plain|shared-ddp|tiny|nullfree" >&2
 	exit 2
 	;;
 esac

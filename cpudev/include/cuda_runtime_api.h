@@ -141,6 +141,34 @@ typedef struct cudaUUID_t cudaUUID_t;
 struct cudaIpcMemHandle_t { char reserved[64]; };
 struct cudaIpcEventHandle_t { char reserved[64]; };
 
+/* the stream-ordered allocator's pools (driver_types.h of CUDA 13) */
+enum cudaMemPoolAttr {
+	cudaMemPoolReuseFollowEventDependencies = 0x1, cudaMemPoolReuseAllowOpportunistic = 0x2,
+	cudaMemPoolReuseAllowInternalDependencies = 0x3, cudaMemPoolAttrReleaseThreshold = 0x4,
+	cudaMemPoolAttrReservedMemCurrent = 0x5, cudaMemPoolAttrReservedMemHigh = 0x6,
+	cudaMemPoolAttrUsedMemCurrent = 0x7, cudaMemPoolAttrUsedMemHigh = 0x8
+};
+enum cudaMemAccessFlags { cudaMemAccessFlagsProtNone = 0, cudaMemAccessFlagsProtRead = 1, cudaMemAccessFlagsProtReadWrite = 3 };
+struct cudaMemAccessDesc { struct cudaMemLocation location; enum cudaMemAccessFlags flags; };
+enum cudaMemAllocationType {
+	cudaMemAllocationTypeInvalid = 0x0, cudaMemAllocationTypePinned = 0x1, cudaMemAllocationTypeManaged = 0x2,
+	cudaMemAllocationTypeMax = 0x7FFFFFFF
+};
+enum cudaMemAllocationHandleType {
+	cudaMemHandleTypeNone = 0x0, cudaMemHandleTypePosixFileDescriptor = 0x1, cudaMemHandleTypeWin32 = 0x2,
+	cudaMemHandleTypeWin32Kmt = 0x4, cudaMemHandleTypeFabric = 0x8
+};
+struct cudaMemPoolProps {
+	enum cudaMemAllocationType allocType;
+	enum cudaMemAllocationHandleType handleTypes;
+	struct cudaMemLocation location;
+	void *win32SecurityAttributes;
+	size_t maxSize;
+	unsigned short usage;
+	unsigned char reserved[54];
+};
+struct cudaMemPoolPtrExportData { unsigned char reserved[64]; };
+
 struct cudaDeviceProp {
 	char name[256];
 	cudaUUID_t uuid;
@@ -304,6 +332,23 @@ cudaError_t cudaIpcOpenMemHandle(void **p, struct cudaIpcMemHandle_t h, unsigned
 cudaError_t cudaIpcCloseMemHandle(void *p);
 cudaError_t cudaThreadSynchronize(void);
 cudaError_t cudaMallocFromPoolAsync(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s);
+cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t *pool, int device);
+cudaError_t cudaDeviceGetMemPool(cudaMemPool_t *pool, int device);
+cudaError_t cudaDeviceSetMemPool(int device, cudaMemPool_t pool);
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *pool, const struct cudaMemPoolProps *props);
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t pool);
+cudaError_t cudaMemPoolTrimTo(cudaMemPool_t pool, size_t minBytesToKeep);
+cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t pool, const struct cudaMemAccessDesc *descs, size_t count);
+cudaError_t cudaMemPoolGetAccess(enum cudaMemAccessFlags *flags, cudaMemPool_t pool, struct cudaMemLocation *location);
+cudaError_t cudaMemGetDefaultMemPool(cudaMemPool_t *pool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
+cudaError_t cudaMemGetMemPool(cudaMemPool_t *pool, struct cudaMemLocation *location, enum cudaMemAllocationType type);
+cudaError_t cudaMemSetMemPool(struct cudaMemLocation *location, enum cudaMemAllocationType type, cudaMemPool_t pool);
+cudaError_t cudaMemPoolExportToShareableHandle(void *handle, cudaMemPool_t pool, enum cudaMemAllocationHandleType type, unsigned int flags);
+cudaError_t cudaMemPoolImportFromShareableHandle(cudaMemPool_t *pool, void *handle, enum cudaMemAllocationHandleType type, unsigned int flags);
+cudaError_t cudaMemPoolExportPointer(struct cudaMemPoolPtrExportData *data, void *p);
+cudaError_t cudaMemPoolImportPointer(void **p, cudaMemPool_t pool, struct cudaMemPoolPtrExportData *data);
 cudaError_t cudaFuncSetSharedMemConfig(const void *func, enum cudaSharedMemConfig c);
 cudaError_t cudaFuncGetName(const char **name, const void *func);
 cudaError_t cudaGetKernel(cudaKernel_t *k, const void *func);

@@ -601,8 +601,50 @@ static void put_squashed(FILE *o, const char *s, size_t b, size_t e, int *newlin
 	}
 }
 
-/* Rewrites the launches of the preprocessed unit in -> out; refuses inline
- * assembly in the user's files.  Returns the number of launches. */
+/* Whether the identifier at i names the constructor attribute of a host
+ * function: __attribute__((..., constructor[(N)], ...)) or
+ * [[gnu::constructor]].  Returns the index just past it (past "(N)"), 0 if not. */
+static size_t constructor_attr(const char *s, const struct tok *t, size_t n, size_t i)
+{
+	if (!tok_is(s, &t[i], "constructor") && !tok_is(s, &t[i], "__constructor__"))
+		return 0;
+	size_t end = i + 1;
+	if (end < n && tok_is(s, &t[end], "(")) {
+		end = match_fwd(s, t, n, end);
+		if (end >= n)
+			return 0;
+		end++;
+	}
+	if (i >= 2 && tok_is(s, &t[i - 1], "::") && (tok_is(s, &t[i - 2], "gnu") || tok_is(s, &t[i - 2], "__gnu__")))
+		return end;
+	/* back over "a, b(1), " to the attribute list's "((" */
+	for (long j = (long)i - 1; j >= 2; j--) {
+		if (tok_is(s, &t[j], "(") && tok_is(s, &t[j - 1], "("))
+			return tok_is(s, &t[j - 2], "__attribute__") || tok_is(s, &t[j - 2], "__attribute") ? end : 0;
+		if (tok_is(s, &t[j], ")")) {
+			int depth = 0;
+			for (; j >= 0; j--) {
+				if (tok_is(s, &t[j], ")"))
+					depth++;
+				else if (tok_is(s, &t[j], "(") && --depth == 0)
+					break;
+			}
+			if (j < 0)
+				return 0;
+			continue;
+		}
+		if (t[j].kind != T_ID && !tok_is(s, &t[j], ","))
+			return 0;
+	}
+	return 0;
+}
+
+/* Rewrites the launches of the preprocessed unit in -> out, and the
+ * constructor attributes of the user's host functions to "unused" (the host
+ * code of a kernel library never runs: a program's constructor must not run
+ * when the driver loads its kernels, nor drag its host calls into the link);
+ * refuses inline assembly in the user's files.  Returns the number of
+ * launches. */
 static int rewrite(const char *in, const char *out)
 {
 	size_t n, nt, copied = 0;
@@ -626,6 +668,21 @@ static int rewrite(const char *in, const char *out)
 	if (!o)
 		die("cannot write %s", out);
 	for (size_t i = 0; i < nt; i++) {
+		size_t ctor_end = t[i].kind == T_ID && user_file(files[t[i].file]) ? constructor_attr(s, t, nt, i) : 0;
+		if (ctor_end) {
+			if (verbose)
+				fprintf(stderr, "ddp-cpu-kernels: %s:%ld: host constructor left out of the kernel library\n",
+					shown(files[t[i].file]), t[i].line);
+			fwrite(s + copied, 1, t[i].b - copied, o);
+			fputs("unused", o);
+			for (size_t k = i + 1; k < ctor_end; k++) /* keep the line count of "(N)" */
+				for (size_t c = t[k].b; c < t[k].e; c++)
+					if (s[c] == '\n')
+						fputc('\n', o);
+			copied = t[ctor_end - 1].e;
+			i = ctor_end - 1;
+			continue;
+		}
 		if (!tok_is(s, &t[i], "<<<") || (i > 0 && tok_is(s, &t[i - 1], "operator")))
 			continue;
 		const char *f = files[t[i].file];
@@ -1035,8 +1092,136 @@ static void merge_parts(const struct options *o, const char *all, const char *dy
 	}
 }
 
-/* The linker's first undefined reference as one line; never returns. */
-static void link_failed(const struct options *o, const char *err)
+static void link_cmd(struct argv_buf *a, const struct options *o, const char *out, const char *all,
+		     const char *dyno, const char *joino, const char *exports)
+{
+	add_words(a, o->cxx);
+	add(a, "-shared");
+	add(a, "-o");
+	add(a, out);
+	add(a, all);
+	add(a, dyno);
+	add(a, joino);
+	add(a, "-Wl,--gc-sections");
+	add(a, "-Wl,-z,defs");
+	addf(a, "-Wl,--version-script=%s", exports);
+	add(a, "-lm");
+}
+
+/* The first line of a user's file in addr2line's answer (innermost inlined
+ * call first) for the reference to sym in section sec of obj, into where. */
+static void user_line_of(const char *obj, const char *sec, const char *sym, const char *err, char *where, size_t len)
+{
+	struct argv_buf a = {{0}, 0};
+	char *relocs = tmp_path("locate.relocs"), *lines = tmp_path("locate.lines"), off[80] = "";
+
+	add(&a, "objdump");
+	add(&a, "-r");
+	addf(&a, "--section=%s", sec);
+	add(&a, obj);
+	if (run(&a, relocs, err))
+		return;
+	char *m = read_all(relocs, NULL), *save = NULL;
+	size_t sl = strlen(sym);
+	for (char *l = m ? strtok_r(m, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		char o[64], type[64], value[512];
+		if (sscanf(l, "%63s %63s %511s", o, type, value) == 3 && !strncmp(value, sym, sl) &&
+		    (value[sl] == 0 || value[sl] == '-' || value[sl] == '+')) {
+			snprintf(off, sizeof(off), "0x%s", o);
+			break;
+		}
+	}
+	if (!off[0])
+		return;
+	a.n = 0;
+	add(&a, "addr2line");
+	add(&a, "-i");
+	add(&a, "-e");
+	add(&a, obj);
+	addf(&a, "--section=%s", sec);
+	add(&a, off);
+	if (run(&a, lines, err))
+		return;
+	m = read_all(lines, NULL);
+	for (char *l = m ? strtok_r(m, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		char *c = strrchr(l, ':'), *d = c ? strchr(c, ' ') : NULL;
+		if (d)
+			*d = 0; /* " (discriminator N)" */
+		if (c && c[1] != '?' && c[1] != '0') {
+			*c = 0;
+			if (user_file(l)) {
+				snprintf(where, len, "%s:%s", shown(l), c + 1);
+				return;
+			}
+		}
+	}
+}
+
+/* Where the undefined reference to sym is made, as "FILE:LINE" of the
+ * user's source in where: the parts compiled again with -g (only on
+ * failure: it costs a second compile) and linked again without demangling,
+ * so the linker names the function, i.e. the section, that makes it; then
+ * addr2line walks the inlined calls out to the user's line. */
+static void locate_undefined(const struct options *o, const char *sym, const char *dyno, const char *joino,
+			     const char *exports, char *where, size_t len)
+{
+	struct options g = *o;
+	struct argv_buf a = {{0}, 0};
+	char *err = tmp_path("locate.err"), *all = tmp_path("all.g.o");
+
+	g.debug = 1;
+	add(&a, "ld");
+	add(&a, "-r");
+	add(&a, "-o");
+	add(&a, all);
+	for (int i = 0; i < o->nsrc; i++) {
+		char *obj = tmp_path("%d.g.o", i);
+		compile_part(&g, tmp_path("%d.rw.ii", i), obj, err);
+		add(&a, obj);
+	}
+	if (run(&a, NULL, err))
+		return;
+	a.n = 0;
+	link_cmd(&a, o, tmp_path("locate.so"), all, dyno, joino, exports);
+	add(&a, "-Wl,--no-demangle");
+	if (!run(&a, NULL, err))
+		return;
+	char *m = read_all(err, NULL), pat[512];
+	snprintf(pat, sizeof(pat), "undefined reference to `%s'", sym);
+	char *u = m ? strstr(m, pat) : NULL, *fn = NULL;
+	for (char *f = m; u && (f = strstr(f, "in function `")) && f < u; f++)
+		fn = f + strlen("in function `");
+	char *q = fn ? strchr(fn, '\'') : NULL;
+	if (!q)
+		return;
+	*q = 0;
+	/* -ffunction-sections: the function's section is .text.<fn> (or
+	 * .text.startup.<fn>, .text.unlikely.<fn>, ...) */
+	char *secs = tmp_path("locate.sections");
+	a.n = 0;
+	add(&a, "objdump");
+	add(&a, "-h");
+	add(&a, all);
+	if (run(&a, secs, err))
+		return;
+	char *h = read_all(secs, NULL), *save = NULL;
+	size_t fl = strlen(fn);
+	for (char *l = h ? strtok_r(h, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		char idx[32], name[1024];
+		if (sscanf(l, "%31s %1023s", idx, name) != 2 || strncmp(name, ".text", 5))
+			continue;
+		size_t nl = strlen(name);
+		if (nl > fl && name[nl - fl - 1] == '.' && !strcmp(name + nl - fl, fn)) {
+			user_line_of(all, name, sym, err, where, len);
+			return;
+		}
+	}
+}
+
+/* The linker's first undefined reference as one line, placed at the source
+ * line that makes it; never returns. */
+static void link_failed(const struct options *o, const char *err, const char *dyno, const char *joino,
+			const char *exports)
 {
 	char *m = read_all(err, NULL);
 
@@ -1049,16 +1234,20 @@ static void link_failed(const struct options *o, const char *err)
 		char *q = strchr(u, '\'');
 		if (q)
 			*q = 0;
-		char *fn = strstr(m, "in function `"), where[1024] = "";
+		char *fn = strstr(m, "in function `"), caller[1024] = "", where[PATH_MAX + 32] = "";
 		if (fn && fn < u) {
 			fn += strlen("in function `");
 			char *fq = strchr(fn, '\'');
-			if (fq)
-				snprintf(where, sizeof(where), " (from %.*s)", (int)(fq - fn), fn);
+			if (fq && starts(fn, "_GLOBAL__sub_I"))
+				snprintf(caller, sizeof(caller), " (in a global object's initialiser)");
+			else if (fq)
+				snprintf(caller, sizeof(caller), " (in %.*s)", (int)(fq - fn), fn);
 		}
-		die("%s: the kernel library needs %s%s, which is host code a kernel library cannot link: a kernel "
-		    "or a global constructor reaches it; keep host-only calls out of __device__ code", shown(o->srcs[0]), u,
-		    where);
+		locate_undefined(o, u, dyno, joino, exports, where, sizeof(where));
+		die("%s: the kernel library needs %s%s, host code it cannot link.  It keeps only what the kernels "
+		    "and the global initialisers reach: if a kernel or __device__ function calls this, keep host calls "
+		    "out of device code; if a global object's initialiser does, create that object inside a function "
+		    "(e.g. main) instead", where[0] ? where : "(the linker did not say which file)", u, caller);
 	}
 	die("linking %s failed%s", o->out, verbose ? "" : " (-v shows the linker's messages)");
 }
@@ -1069,19 +1258,9 @@ static void link_library(const struct options *o, const char *all, const char *d
 {
 	struct argv_buf a = {{0}, 0};
 
-	add_words(&a, o->cxx);
-	add(&a, "-shared");
-	add(&a, "-o");
-	add(&a, o->out);
-	add(&a, all);
-	add(&a, dyno);
-	add(&a, joino);
-	add(&a, "-Wl,--gc-sections");
-	add(&a, "-Wl,-z,defs");
-	addf(&a, "-Wl,--version-script=%s", exports);
-	add(&a, "-lm");
+	link_cmd(&a, o, o->out, all, dyno, joino, exports);
 	if (run(&a, NULL, err))
-		link_failed(o, err);
+		link_failed(o, err, dyno, joino, exports);
 }
 
 /* every kernel under nvcc's mangled name */
