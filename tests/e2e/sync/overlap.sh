@@ -180,6 +180,6 @@ else
 fi
 
 DDP_BUCKET_MB=-3 ddp bad 2 mlp "$D" --data "$D" --steps 2 --batch 8
-if grep -q 'libddp: DDP_BUCKET_MB=-3: must be a number of MiB above 0' "$TMP/bad.ddp.err"; then ok "a bad DDP_BUCKET_MB is one line naming it"
+if grep -q 'libddp: DDP_BUCKET_MB=-3: must be auto or a number of MiB above 0' "$TMP/bad.ddp.err"; then ok "a bad DDP_BUCKET_MB is one line naming it"
 else not_ok "bad DDP_BUCKET_MB: $(grep -m1 libddp "$TMP/bad.ddp.err")"; fi
 exit $FAILED
