@@ -99,13 +99,15 @@ static int red_calc(const uint8_t *p, int nargs, uint64_t *prod, uint64_t *span)
 struct red_fit {
 	uint64_t out_span;    /* bytes: the output's last offset                */
 	uint64_t in_out_span; /* bytes: the input's last offset over the outputs */
-	uint64_t in_span;     /* elements: the input's last offset per output   */
+	uint64_t in_span;     /* bytes: the input's last offset per output      */
 };
 
 /* The config at offset c of ReduceOp b fits the calculators after it:
  * make_input_calculator spans the reduced dims (num_inputs elements per
- * output, strides in elements), make_output_calculator the kept ones
- * (num_outputs, byte strides of the output and of the input). */
+ * output), make_output_calculator the kept ones (num_outputs, strides of
+ * the output and of the input); every stride in bytes (thread_reduce
+ * divides by sizeof(scalar_t); the real wheel's launches: a [16][10]
+ * input's reduced dim has stride 40). */
 static int red_fit_at(const uint8_t *b, uint32_t c, struct red_fit *f)
 {
 	int32_t cfg[3];
@@ -677,7 +679,7 @@ static ddp_result decode_reduce(const struct ddp_torch_kernel *tk, const uint8_t
 	if (noutputs != 1 || !final_output || accumulate > 1 || final_output > 1)
 		return DDP_ERR_INVALID;
 	uint64_t ob = f.out_span + tk->esize[0];
-	uint64_t ib = f.in_out_span + (f.in_span + 1) * tk->esize[1];
+	uint64_t ib = f.in_out_span + f.in_span + tk->esize[1];
 	if (ob % tk->esize[0] || ib % tk->esize[1])
 		return DDP_ERR_INVALID;
 	if (emit(out, cap, &n, dst, ob / tk->esize[0], tk->esize[0], tk->dtype[0], 0, 0,

@@ -500,8 +500,8 @@ static void put_calc(uint32_t off, int nargs, int dims, const uint32_t *sizes, c
 
 /* A ReduceOp of `size` bytes with its config at c, as launch_reduce_kernel
  * fills it for sum(dim=0) of a contiguous [rows][cols] float tensor (a
- * bias gradient): the input calculator over the reduced rows (stride cols
- * elements), the output's over cols (byte strides: output 4, input 4),
+ * bias gradient): the input calculator over the reduced rows (byte stride
+ * 4 x cols), the output's over cols (byte strides: output 4, input 4),
  * dst a [cols] tensor.  (The real wheel's launch for a [16][10] input:
  * config (4, 16, 10, ...) at offset 8 of 1048 bytes, input dims 1 size
  * 16, output dims 1 size 10.) */
@@ -510,7 +510,7 @@ static void fill_reduce(uint32_t size, uint32_t c, uint32_t rows, uint32_t cols,
 	fill_garbage();
 	int32_t cfg[16] = { 4, (int32_t)rows, (int32_t)cols, 1, 64, 1, 0, 0, 0, 1, 4, 4, 16, 64, 0, 2 };
 	memcpy(meta + c, cfg, sizeof cfg);
-	put_calc(c + 64, 1, 1, (uint32_t[]){ rows }, (uint32_t[]){ cols });
+	put_calc(c + 64, 1, 1, (uint32_t[]){ rows }, (uint32_t[]){ 4 * cols });
 	put_calc(c + 64 + 404, 2, 1, (uint32_t[]){ cols }, (uint32_t[]){ 4, 4 });
 	uint32_t t = size - 64;
 	put64(t, src);
@@ -561,6 +561,36 @@ TEST(reduce_sum_bias_gradient_extent)
 	fill_reduce(1048, 8, 8, 16, 0x7f0000001000ull, 0x7f0000100000ull);
 	put_calc(8 + 64 + 404, 2, 1, (uint32_t[]){ 16 }, (uint32_t[]){ 20, 4 });
 	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_OK && r[0].bytes == 15 * 20 + 4);
+}
+
+/* Two launches of the real wheel (torch 2.15.0+cu132 in trace mode on the
+ * CPU device, tests/torch/train.py's MLP: the bias gradients of a
+ * Linear(64, 10) and a Linear(.., 64) at batch 16, sum(dim=0)), their
+ * 1048-byte ReduceOps as the launch passed them (the host's stack bytes
+ * in the unwritten calculator entries included):
+ * tests/data/torch-2.15.0-reduce_kernel-sum-f32.bin. */
+TEST(reduce_real_wheel_launches)
+{
+	static const struct {
+		uint64_t dst, dst_bytes, src, src_bytes;
+	} want[2] = { { 0x200000007e00ull, 10 * 4, 0x200000008200ull, 16 * 10 * 4 },
+		      { 0x200000008000ull, 64 * 4, 0x20000000c400ull, 16 * 64 * 4 } };
+	uint8_t buf[2 * 1048];
+	FILE *f = fopen("tests/data/torch-2.15.0-reduce_kernel-sum-f32.bin", "rb");
+	REQUIRE(f != NULL);
+	size_t got = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	REQUIRE(got == sizeof buf);
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1048 }, 1, &tk) == DDP_OK);
+	for (int i = 0; i < 2; i++) {
+		struct ddp_trange r[4];
+		size_t n = 0;
+		const void *p[1] = { buf + 1048 * i };
+		CHECK(ddp_torch_decode(&tk, p, 1, r, 4, &n) == DDP_OK);
+		CHECK_EQ_INT(n, 2);
+		CHECK(r[0].addr == want[i].dst && r[0].bytes == want[i].dst_bytes && r[0].role == DDP_TROLE_WRITE);
+		CHECK(r[1].addr == want[i].src && r[1].bytes == want[i].src_bytes && r[1].role == DDP_TROLE_READ);
+	}
 }
 
 /* Bytes that do not fit are refused, never bounded by a guess. */
