@@ -35,6 +35,22 @@ static int cmp_ref(const void *a, const void *b)
 	return (ux->lo > uy->lo) - (ux->lo < uy->lo);
 }
 
+/* The plan's bucket sizes: DDP_BUCKET_MB, or under auto DDP's (1 MiB
+ * first, 25 MiB after), each at most 1/OV_AUTO_MIN_BUCKETS of the bytes of
+ * ov.mem's units (docs/overlap.md says why). */
+static void bucket_caps(uint64_t *first, uint64_t *rest)
+{
+	*first = *rest = ov.cap;
+	if (!ov.auto_buckets)
+		return;
+	uint64_t total = 0;
+	for (size_t i = 0; i < ov.nmem; i++)
+		total += ov.mem[i].r->u[ov.mem[i].u].hi - ov.mem[i].r->u[ov.mem[i].u].lo;
+	uint64_t share = total / OV_AUTO_MIN_BUCKETS ? total / OV_AUTO_MIN_BUCKETS : 1;
+	*first = OV_AUTO_FIRST_BUCKET < share ? OV_AUTO_FIRST_BUCKET : share;
+	*rest = OV_AUTO_BUCKET < share ? OV_AUTO_BUCKET : share;
+}
+
 /* The next step's buckets and triggers, from the units of the ranges just
  * consumed. */
 static void plan(struct ddp_grad_buf *const *bufs, size_t n)
@@ -52,15 +68,8 @@ static void plan(struct ddp_grad_buf *const *bufs, size_t n)
 	if (!ov.nmem)
 		return;
 	qsort(ov.mem, ov.nmem, sizeof *ov.mem, cmp_ref);
-	uint64_t bytes = 0, first_cap = ov.cap, cap = ov.cap;
-	if (ov.auto_buckets) {
-		uint64_t total = 0;
-		for (size_t i = 0; i < ov.nmem; i++)
-			total += ov.mem[i].r->u[ov.mem[i].u].hi - ov.mem[i].r->u[ov.mem[i].u].lo;
-		uint64_t share = total / OV_AUTO_MIN_BUCKETS ? total / OV_AUTO_MIN_BUCKETS : 1;
-		first_cap = OV_AUTO_FIRST_BUCKET < share ? OV_AUTO_FIRST_BUCKET : share;
-		cap = OV_AUTO_BUCKET < share ? OV_AUTO_BUCKET : share;
-	}
+	uint64_t bytes = 0, first_cap, cap;
+	bucket_caps(&first_cap, &cap);
 	for (size_t i = 0; i < ov.nmem; i++) {
 		const struct ov_unit *u = &ov.mem[i].r->u[ov.mem[i].u];
 		const struct ddp_grad_buf *b = ov.mem[i].r->b;

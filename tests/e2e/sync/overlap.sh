@@ -158,11 +158,17 @@ G=$BUILD/data/gpt.bin
 if [ -e "$G" ]; then
 	python3 "$HERE/blockref.py" "$G" "$TMP/gref.bin" 2 10 $((2 * 17)) || not_ok "blockref.py failed"
 	ref gsl gpt --data "$TMP/gref.bin" --steps 10 --batch 4
-	cp "$TMP/gsl.ref.bin" "$TMP/gsl0.ref.bin"
-	DDP_BUCKET_MB=0.0005 run gsl 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
-	DDP_BUCKET_MB=0.0005 DDP_OVERLAP_SLICES=0 run gsl0 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
-	equiv gsl 2 1e-2
-	equiv gsl0 2 1e-2
+	# gpt_run NAME VAR=VALUE...: gpt -n 2 with these settings, equal to
+	# the one reference at 2 x batch
+	gpt_run() {
+		local name=$1
+		shift
+		[ "$name" = gsl ] || cp "$TMP/gsl.ref.bin" "$TMP/$name.ref.bin"
+		(export "$@" && run "$name" 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2)
+		equiv "$name" 2 1e-2
+	}
+	gpt_run gsl DDP_BUCKET_MB=0.0005
+	gpt_run gsl0 DDP_BUCKET_MB=0.0005 DDP_OVERLAP_SLICES=0
 	q='(j["slices"], j["sliced_ranges"], j["rereductions"], sorted(set(ps[s]["bytes"] for s in ps)), [ps[s]["early_at"][0] for s in ps if s >= 3])'
 	on=$(syncq gsl 0 "$q")
 	off=$(syncq gsl0 0 "$q")
@@ -183,12 +189,8 @@ print(on[:4] == ("on", 4, 0, [60160]) and off[:4] == ("off", 0, 0, [60160]) and 
 	# the 12 collectives of the measure in docs/overlap.md), none left to
 	# the optimizer from step 3 on; negative control: a fixed 25 MiB is one
 	# bucket, one collective per step
-	cp "$TMP/gsl.ref.bin" "$TMP/gau.ref.bin"
-	cp "$TMP/gsl.ref.bin" "$TMP/g25.ref.bin"
-	DDP_BUCKET_MB=auto run gau 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
-	DDP_BUCKET_MB=25 run g25 2 gpt "$G:mode=block" --data "$G" --steps 10 --batch 2
-	equiv gau 2 1e-2
-	equiv g25 2 1e-2
+	gpt_run gau DDP_BUCKET_MB=auto
+	gpt_run g25 DDP_BUCKET_MB=25
 	q='(min(ps[s].get("early_collectives", 0) for s in ps if s >= 3), max(ps[s]["collectives"] for s in ps if s >= 3), j["waited_steps"], sum(w["ranges"] for w in j["waited"]))'
 	au=$(syncq gau 0 "$q")
 	fx=$(syncq g25 0 "$q")
