@@ -14,7 +14,8 @@
  *   per step over steps 3+: collectives, comm_ms, comm_hidden_ms,
  *   grad_wait_ms, with the hidden percentage, and where the backend gave
  *   it peer_wait_ms, the part of comm spent waiting for the other ranks,
- *   with the hidden percentage of the rest; one column per rank)
+ *   with the hidden percentage of the rest; one column per rank; then the
+ *   gradients that waited for the optimizer per rank, by last writer)
  * A rank killed before exit leaves no summary and a trace without the
  * "complete" mark (runtime/base/ddp_trace.c); such a trace is still read,
  * and so is one cut in the middle of an event (its whole events are kept):
@@ -478,6 +479,63 @@ static void print_comm(const struct comm_col *col, const int *ranks, size_t nran
 	printf("\n");
 }
 
+/* Gradients that waited for the optimizer (issue 29): rank<k>.sync.json's
+ * "waited" groups (gradients reduced at the consumer in steps 3+, by last
+ * writer and how its extent was known), per step.  Prints nothing for a
+ * rank without the list (an older libddp, overlap off). */
+static void print_waited(const char *dir, const int *ranks, size_t nranks)
+{
+	static const struct {
+		const char *extent, *why;
+	} why[] = {
+		{ "unseen", "no write seen while the bytes were this gradient: it is at another address than "
+			    "in the step before" },
+		{ "unbounded", "its extent is not known: taken to its allocation's end" },
+		{ "count", "its extent is a count argument, a guess" },
+		{ "exact", "exact, but not the predicted last writer (first seen, mispredicted, fallback)" },
+	};
+	int header = 0;
+	for (size_t r = 0; r < nranks; r++) {
+		char path[4096];
+		snprintf(path, sizeof path, "%s/rank%d.sync.json", dir, ranks[r]);
+		FILE *probe = fopen(path, "r");
+		if (!probe)
+			continue;
+		fclose(probe);
+		json_t *v = load_json(path);
+		if (!v)
+			continue;
+		const json_t *w = json_object_get(v, "waited");
+		double steps = jnum(v, "waited_steps");
+		if (!json_is_array(w) || steps <= 0) {
+			json_decref(v);
+			continue;
+		}
+		if (!header++)
+			printf("\nGradients that waited for the optimizer (reduced at the consumer, not behind "
+			       "backward), per step over steps %d+\n",
+			       COMM_FIRST_STEP);
+		double n = 0, bytes = 0;
+		for (size_t i = 0; i < json_array_size(w); i++) {
+			n += jnum(json_array_get(w, i), "ranges");
+			bytes += jnum(json_array_get(w, i), "bytes");
+		}
+		printf("rank %d: %.1f gradients (%.0f bytes) waited per step%s\n", ranks[r], n / steps, bytes / steps,
+		       jnum(v, "waited_other") > 0 ? " (more writers than listed)" : "");
+		for (size_t i = 0; i < json_array_size(w); i++) {
+			const json_t *g = json_array_get(w, i);
+			const char *ext = jstr(g, "extent"), *wr = jstr(g, "writer"), *ex = jstr(g, "example");
+			const char *text = ext ? ext : "?";
+			for (size_t k = 0; k < sizeof why / sizeof *why; k++)
+				if (ext && strcmp(ext, why[k].extent) == 0)
+					text = why[k].why;
+			printf("  %.1f gradients waited for the optimizer: last writer %s (%s), e.g. %s\n",
+			       jnum(g, "ranges") / steps, wr && *wr ? wr : "none seen", text, ex ? ex : "?");
+		}
+		json_decref(v);
+	}
+}
+
 static int cmp_int(const void *a, const void *b)
 {
 	return *(const int *)a - *(const int *)b;
@@ -769,6 +827,7 @@ int launch_report_main(int argc, char **argv)
 		print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
 		print_table("Gradient synchronisation (rank<k>.sync.json)", &sync, ranks, nranks, 100, 0);
 		print_comm(comm, ranks, nranks);
+		print_waited(dir, ranks, nranks);
 	}
 	free(comm);
 

@@ -164,7 +164,8 @@ void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket
 	ov.on = on;
 	ov.split = slices;
 	ov.no_tags = ddp_param_debug_no_coll_tags();
-	ov.cap = bucket_bytes ? bucket_bytes : 25ull << 20;
+	ov.auto_buckets = !bucket_bytes;
+	ov.cap = bucket_bytes ? bucket_bytes : OV_AUTO_BUCKET;
 }
 
 void ddp_overlap_turn_off(void)
@@ -203,6 +204,7 @@ static void rng_reset(struct ov_rng *r, struct ddp_grad_buf *b)
 	ddp_slices_reset(&r->w);
 	r->nu = 0;
 	r->xseq = 0;
+	r->wname = NULL;
 }
 
 /* b's state, made (or reset, when the record now holds another range). */
@@ -274,6 +276,8 @@ void ddp_overlap_written(struct ddp_grad_buf *b, const struct ddp_grad_launch *L
 	struct ov_rng *r = overlap_rng_get(b);
 	if (whole)
 		r->xseq = L->seq;
+	r->wname = L->kname ? L->kname : "?";
+	r->wbound = bound;
 	DDP_TRACE(GRAD,
 		  "launch %" PRIu64 " of the step (%s) may write [+%" PRIu64 ",+%" PRIu64 ") of gradient %s",
 		  ov.have_base && L->seq >= ov.base ? L->seq - ov.base : 0, L->kname ? L->kname : "?", lo, hi,
@@ -430,6 +434,14 @@ int ddp_overlap_before(uint64_t seq, const struct ddp_grad_launch *L)
 	return 0;
 }
 
+/* Was named range r's last write of this step its predicted last writer
+ * u->(pos, kid), writing all of it with a known extent? */
+static int named_ready(const struct ov_rng *r, const struct ov_unit *u)
+{
+	const struct ddp_grad_buf *b = r->b;
+	return r->xseq == b->wseq && b->wseq >= ov.base && b->wseq - ov.base == u->pos && b->wkid == u->kid;
+}
+
 void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *colls, uint64_t *bytes)
 {
 	struct ddp_comm *c = NULL;
@@ -450,17 +462,20 @@ void ddp_overlap_after(uint64_t seq, void *stream, uint64_t step, uint64_t *coll
 			/* no longer predicted, or already in flight */
 			if (u->fallback || u->ticket)
 				continue;
-			/* a named gradient (PyTorch) only when this very launch, the
-			 * predicted last writer, wrote all of its bytes with a known
-			 * extent (a tensor's own, a declared output): the caching
-			 * allocator may have given the bytes to another tensor since
-			 * the prediction was learned.  A write taken to its
-			 * allocation's end (an undecoded kernel's pointer) covers
-			 * every range after it, and an exact write earlier in the
-			 * step may be another tensor's (a forward activation that
-			 * held these bytes before this step's gradient): neither
-			 * says what the bytes hold now */
-			if (r->b->named && (r->b->wseq != seq || r->xseq != seq))
+			/* a named gradient (PyTorch) only when its last write of
+			 * this step was its predicted last writer (the launch at the
+			 * learned position, of the learned kernel: this one or an
+			 * earlier one of the bucket) and that launch wrote all of
+			 * its bytes with a known extent (a tensor's own, a declared
+			 * output): the caching allocator may have given the bytes to
+			 * another tensor since the prediction was learned.  A write
+			 * taken to its allocation's end (an undecoded kernel's
+			 * pointer) covers every range after it, and an exact write
+			 * earlier in the step than the predicted writer may be
+			 * another tensor's (a forward activation that held these
+			 * bytes before this step's gradient): neither says what the
+			 * bytes hold now */
+			if (r->b->named && !named_ready(r, u))
 				continue;
 			ov.parts[n] = (struct ov_part){ r->b, u->lo, u->hi, 0 };
 			us[n++] = u;

@@ -28,7 +28,9 @@ struct ddp_overlap_env {
 };
 
 /* on: DDP_OVERLAP=on (else only the per-step accounting of the synchronous
- * path is kept); bucket_bytes: DDP_BUCKET_MB in bytes; slices:
+ * path is kept); bucket_bytes: DDP_BUCKET_MB in bytes, 0 for auto (DDP's
+ * 1 MiB first bucket and 25 MiB after it, each at most an eighth of the
+ * bytes planned; the consumer's buckets 25 MiB); slices:
  * DDP_OVERLAP_SLICES (ranges written in slices are reduced slice by
  * slice). */
 void ddp_overlap_init(const struct ddp_overlap_env *env, int on, uint64_t bucket_bytes, int slices);

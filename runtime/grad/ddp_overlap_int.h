@@ -27,6 +27,12 @@
 #define OV_RING 1024    /* tickets remembered (step, bytes)    */
 #define OV_PDONE_RING 64
 #define OV_STEP_POS_MAX 256 /* early-op positions kept per step    */
+/* DDP_BUCKET_MB=auto: torch.nn.parallel.DistributedDataParallel's sizes
+ * (dist._DEFAULT_FIRST_BUCKET_BYTES, bucket_cap_mb), each at most
+ * 1/OV_AUTO_MIN_BUCKETS of the bytes planned (docs/overlap.md) */
+#define OV_AUTO_FIRST_BUCKET (1ull << 20)
+#define OV_AUTO_BUCKET (25ull << 20)
+#define OV_AUTO_MIN_BUCKETS 8
 
 /* A unit of early reduction: bytes [lo, hi) of a range. */
 struct ov_unit {
@@ -49,6 +55,28 @@ struct ov_rng {
 			      * known extent (0: none yet)               */
 	struct ov_unit *u;   /* this step's units (learned at the last consumer) */
 	size_t nu, ucap;
+	const char *wname;   /* this step's last writer seen (its kernel's short
+			      * name; NULL: none while it was this range) */
+	uint8_t wbound;      /*   and how its extent was known             */
+};
+
+/* Gradients reduced at the consumer in steps OV_FIRST_STEP+, grouped by
+ * their last writer and why (ddp_overlap_stats.c: the report's "waited
+ * for the optimizer" list). */
+enum ov_wait_why {
+	OV_W_UNSEEN,  /* no write seen while the bytes were this range: the
+		       * gradient is at another address than in the last step */
+	OV_W_NONE,    /* its last writer's extent: to the allocation's end */
+	OV_W_COUNT,   /*   a count argument (a guess)                      */
+	OV_W_EXACT,   /*   exact, but not its predicted last writer (new
+		       * position, mispredicted, fallback, no plan yet)   */
+};
+#define OV_WAIT_GROUPS 64
+struct ov_wait {
+	char writer[48];
+	uint8_t why;
+	uint64_t ranges, bytes; /* summed over the steps               */
+	char example[80];       /* one gradient's label                */
 };
 
 struct ov_ref { /* a unit of the plan                    */
@@ -90,7 +118,8 @@ struct ov_state {
 	struct ddp_overlap_env env;
 	int on, split;
 	int no_tags; /* DDP_DEBUG_NO_COLL_TAGS                   */
-	uint64_t cap;
+	uint64_t cap;      /* the consumer's buckets; the plan's when not auto */
+	int auto_buckets;  /* DDP_BUCKET_MB=auto (ddp_overlap_reduce.c's plan) */
 	uint64_t base;
 	int have_base;
 	int armed; /* the plan applies from the next base on  */
@@ -114,6 +143,9 @@ struct ov_state {
 	size_t nrecs, reccap;
 	uint64_t early_ops, early_units, consumer_ops, rereductions, fallbacks, waits;
 	uint64_t sliced_ranges; /* ranges whose last plan has several units */
+	struct ov_wait wait[OV_WAIT_GROUPS];
+	size_t nwait;
+	uint64_t wait_steps, wait_other; /* consumer steps counted; ranges past the groups */
 	/* scratch */
 	struct ddp_coll_range *rg, *tmp;
 	struct ddp_coll_seg *seg;
@@ -144,6 +176,8 @@ struct ov_step *overlap_step_rec(uint64_t step);
 
 /* ddp_overlap_stats.c */
 void overlap_collect(struct ddp_comm *c);
+/* r's bytes (`bytes` of them) were reduced at the consumer of step `step` */
+void overlap_waited(const struct ov_rng *r, uint64_t step, uint64_t bytes);
 void CUDA_CB overlap_stamp_pdone(void *arg);
 
 #endif

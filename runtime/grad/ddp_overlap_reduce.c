@@ -35,6 +35,22 @@ static int cmp_ref(const void *a, const void *b)
 	return (ux->lo > uy->lo) - (ux->lo < uy->lo);
 }
 
+/* The plan's bucket sizes: DDP_BUCKET_MB, or under auto DDP's (1 MiB
+ * first, 25 MiB after), each at most 1/OV_AUTO_MIN_BUCKETS of the bytes of
+ * ov.mem's units (docs/overlap.md says why). */
+static void bucket_caps(uint64_t *first, uint64_t *rest)
+{
+	*first = *rest = ov.cap;
+	if (!ov.auto_buckets)
+		return;
+	uint64_t total = 0;
+	for (size_t i = 0; i < ov.nmem; i++)
+		total += ov.mem[i].r->u[ov.mem[i].u].hi - ov.mem[i].r->u[ov.mem[i].u].lo;
+	uint64_t share = total / OV_AUTO_MIN_BUCKETS ? total / OV_AUTO_MIN_BUCKETS : 1;
+	*first = OV_AUTO_FIRST_BUCKET < share ? OV_AUTO_FIRST_BUCKET : share;
+	*rest = OV_AUTO_BUCKET < share ? OV_AUTO_BUCKET : share;
+}
+
 /* The next step's buckets and triggers, from the units of the ranges just
  * consumed. */
 static void plan(struct ddp_grad_buf *const *bufs, size_t n)
@@ -52,13 +68,14 @@ static void plan(struct ddp_grad_buf *const *bufs, size_t n)
 	if (!ov.nmem)
 		return;
 	qsort(ov.mem, ov.nmem, sizeof *ov.mem, cmp_ref);
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, first_cap, cap;
+	bucket_caps(&first_cap, &cap);
 	for (size_t i = 0; i < ov.nmem; i++) {
 		const struct ov_unit *u = &ov.mem[i].r->u[ov.mem[i].u];
 		const struct ddp_grad_buf *b = ov.mem[i].r->b;
 		uint64_t bb = u->hi - u->lo;
 		struct ov_trig *t = ov.ntrig ? &ov.trig[ov.ntrig - 1] : NULL;
-		if (!t || ov.mem[t->first].r->b->dtype != b->dtype || bytes + bb > ov.cap) {
+		if (!t || ov.mem[t->first].r->b->dtype != b->dtype || bytes + bb > (ov.ntrig > 1 ? cap : first_cap)) {
 			ov.trig = overlap_grow(ov.trig, &ov.trigcap, ov.ntrig + 1, sizeof *ov.trig);
 			t = &ov.trig[ov.ntrig++];
 			t->first = (uint32_t)i;
@@ -108,6 +125,7 @@ static void learn(struct ov_rng *r)
 	r->nu = n;
 	r->ucap = n ? n : 1;
 	ddp_slices_reset(&r->w);
+	r->wname = NULL;
 }
 
 static void unit_label(char *out, size_t cap, const struct ddp_grad_buf *b, const struct ov_unit *u)
@@ -127,6 +145,8 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 	CUstream s = (CUstream)stream;
 
 	overlap_collect(c);
+	if (n && step >= OV_FIRST_STEP && ov.on)
+		ov.wait_steps++;
 	for (size_t i = 0; i < n; i++) {
 		struct ddp_grad_buf *b = bufs[i];
 		struct ov_rng *r = overlap_rng_get(b);
@@ -168,6 +188,11 @@ ddp_result ddp_overlap_reduce(struct ddp_grad_buf *const *bufs, size_t n, void *
 		/* every byte not in a clean early unit: here */
 		struct ddp_slice *rest = overlap_slice_scratch(&ov.sl2, nc + 1);
 		size_t nr = ddp_slices_complement(b->size, clean, nc, rest);
+		uint64_t wb = 0;
+		for (size_t k = 0; k < nr; k++)
+			wb += rest[k].hi - rest[k].lo;
+		if (wb && ov.on)
+			overlap_waited(r, step, wb);
 		ov.parts = overlap_grow(ov.parts, &ov.partcap, np + nr, sizeof *ov.parts);
 		for (size_t k = 0; k < nr; k++) {
 			int ag = 0; /* overlaps a unit written again */

@@ -143,8 +143,55 @@ static void totals(double *steps, double *colls, double *comm_ms, double *hidden
 	}
 }
 
+void overlap_waited(const struct ov_rng *r, uint64_t step, uint64_t bytes)
+{
+	if (step < OV_FIRST_STEP)
+		return;
+	uint8_t why = !r->wname                   ? OV_W_UNSEEN
+		      : r->wbound == DDP_GB_NONE  ? OV_W_NONE
+		      : r->wbound == DDP_GB_COUNT ? OV_W_COUNT
+						  : OV_W_EXACT;
+	const char *w = r->wname ? r->wname : "";
+	size_t i;
+	for (i = 0; i < ov.nwait; i++)
+		if (ov.wait[i].why == why && strncmp(ov.wait[i].writer, w, sizeof ov.wait[i].writer - 1) == 0)
+			break;
+	if (i == ov.nwait) {
+		if (ov.nwait == OV_WAIT_GROUPS) {
+			ov.wait_other++;
+			return;
+		}
+		struct ov_wait *g = &ov.wait[ov.nwait++];
+		snprintf(g->writer, sizeof g->writer, "%s", w);
+		snprintf(g->example, sizeof g->example, "%s", r->b->label);
+		g->why = why;
+	}
+	ov.wait[i].ranges++;
+	ov.wait[i].bytes += bytes;
+}
+
+static const char *const wait_why_name[] = { "unseen", "unbounded", "count", "exact" };
+
+/* ,"waited_steps":N,"waited":[{"writer":..,"extent":..,"ranges":..,"bytes":..,"example":..},...] */
+static void waited_json(FILE *f)
+{
+	fprintf(f, ",\"waited_steps\":%" PRIu64 ",\"waited_other\":%" PRIu64 ",\"waited\":[", ov.wait_steps,
+		ov.wait_other);
+	for (size_t i = 0; i < ov.nwait; i++) {
+		const struct ov_wait *g = &ov.wait[i];
+		fprintf(f, "%s{\"writer\":\"", i ? "," : "");
+		ddp_json_escape(f, g->writer);
+		fprintf(f, "\",\"extent\":\"%s\",\"ranges\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"example\":\"",
+			wait_why_name[g->why], g->ranges, g->bytes);
+		ddp_json_escape(f, g->example);
+		fputs("\"}", f);
+	}
+	fputc(']', f);
+}
+
 void ddp_overlap_json(FILE *f)
 {
+	waited_json(f);
 	fprintf(f,
 		",\"overlap\":\"%s\",\"slices\":\"%s\",\"early_reductions\":%" PRIu64 ",\"early_ranges\":%" PRIu64
 		",\"sliced_ranges\":%" PRIu64 ",\"consumer_reductions\":%" PRIu64 ",\"rereductions\":%" PRIu64

@@ -217,18 +217,19 @@ void ddp_sync_init(int rank, int world)
 		DDP_WARN("DDP_DEBUG_SKIP_AVG is set: gradient reductions are synchronous (DDP_OVERLAP=off)");
 	const char *bmb = ddp_param_bucket_mb();
 	char *bend = NULL;
-	double mb = bmb && *bmb ? strtod(bmb, &bend) : 25.0;
-	if ((bmb && *bmb && (!bend || *bend)) || !(mb > 0) || mb > 65536) {
+	int auto_buckets = !bmb || !*bmb || strcmp(bmb, "auto") == 0;
+	double mb = auto_buckets ? 25.0 : strtod(bmb, &bend);
+	if ((!auto_buckets && (!bend || *bend)) || !(mb > 0) || mb > 65536) {
 		char msg[200];
 		snprintf(msg, sizeof msg,
-			 "libddp: DDP_BUCKET_MB=%.60s: must be a number of MiB above 0 and at most 65536 "
-			 "(e.g. 25, or 0.05 for a small model)",
+			 "libddp: DDP_BUCKET_MB=%.60s: must be auto or a number of MiB above 0 and at most "
+			 "65536 (e.g. 25, or 0.05 for a small model)",
 			 bmb ? bmb : "");
 		sync_die(msg);
 	}
 	uint64_t bucket_bytes = (uint64_t)(mb * 1048576.0);
 	sync_st.bucket_bytes = bucket_bytes ? bucket_bytes : 1;
-	ddp_overlap_init(&env, overlap, sync_st.bucket_bytes, ddp_param_overlap_slices());
+	ddp_overlap_init(&env, overlap, auto_buckets ? 0 : sync_st.bucket_bytes, ddp_param_overlap_slices());
 	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
 	if (ddp_param_debug_avg_state()) {

@@ -598,6 +598,8 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 					 k->demangled, why);
 				sync_die(msg);
 			}
+			DDP_DEBUG(GRAD, "%s: %s; its pointers are taken to their allocations' ends", k->sync_kname,
+				  why);
 			explicit_ranges = 0; /* the generic decoder: unbounded ranges */
 		} else {
 			args = sync_st.xargs.v;

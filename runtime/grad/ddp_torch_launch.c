@@ -95,6 +95,12 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 		const struct ddp_trange *r = &vec.v[i];
 		struct ddp_alloc_ent e;
 		uint64_t bytes = r->bytes ? r->bytes : (r->esize ? r->numel * r->esize : 0);
+		/* a buffer the kernel writes whose size the struct does not
+		 * carry (reduce_kernel's cta_buf, semaphores): to its
+		 * allocation's end, as the generic decoder takes it */
+		int unbounded = !bytes && !r->esize && (r->role & DDP_TROLE_WRITE);
+		if (unbounded && ddp_alloc_covers(r->addr, 1, &e))
+			bytes = e.base + e.size - r->addr;
 		if (!bytes || !ddp_alloc_covers(r->addr, bytes, &e)) {
 			if (!strict)
 				continue;
@@ -114,7 +120,9 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 		a->alloc_id = e.id;
 		a->ptr = r->addr;
 		a->ext = bytes;
-		a->bounded = DDP_GB_EXACT;
+		a->bounded = unbounded ? DDP_GB_NONE : DDP_GB_EXACT;
+		if (unbounded)
+			a->ext = 0;
 		a->in_struct = 1;
 		a->param = r->list;
 		a->word = r->tensor > 0xffff ? 0xffff : (uint16_t)r->tensor;

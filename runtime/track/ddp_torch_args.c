@@ -43,6 +43,87 @@ static uint32_t align_up(uint32_t x, uint32_t a)
 	return (x + a - 1) / a * a;
 }
 
+/* ---- ReduceOp (aten/src/ATen/native/cuda/Reduce.cuh, OffsetCalculator.cuh) */
+
+enum {
+	RED_MAX_DIMS = 25,                             /* OffsetCalculator's MAX_DIMS */
+	RED_CONFIG = 64,                               /* sizeof(ReduceConfig)       */
+	RED_IN_CALC = 4 + RED_MAX_DIMS * 12 + RED_MAX_DIMS * 4,  /* OffsetCalculator<1> */
+	RED_OUT_CALC = 4 + RED_MAX_DIMS * 12 + RED_MAX_DIMS * 8, /* OffsetCalculator<2> */
+	RED_TAIL = 64, /* src, dst[2], acc_buf, cta_buf, semaphores, base_idx,
+			* accumulate, final_output, noutputs               */
+	RED_MIN_SIZE = 4 + RED_CONFIG + RED_IN_CALC + RED_OUT_CALC + RED_TAIL,
+};
+
+/* IntDivider<unsigned int>(d) as PyTorch builds it: the smallest shift with
+ * 2^shift >= d, m1 = 2^32 (2^shift - d) / d + 1. */
+static int red_divider_ok(const uint8_t *p)
+{
+	uint32_t d = ddp_rd32(p), m1 = ddp_rd32(p + 4), shift = ddp_rd32(p + 8);
+	uint32_t sh;
+	if (d < 1 || d > 0x7fffffffu)
+		return 0;
+	for (sh = 0; sh < 32; sh++)
+		if ((1ull << sh) >= d)
+			break;
+	uint64_t magic = ((1ull << 32) * ((1ull << sh) - d)) / d + 1;
+	return shift == sh && magic <= 0xffffffffull && m1 == (uint32_t)magic;
+}
+
+/* An OffsetCalculator<nargs> at p: dims, its live dividers valid (the
+ * entries past dims are not written: garbage); *prod = the product of the
+ * sizes, span[a] = the largest offset of argument a (sum of (size - 1) x
+ * stride).  0 when it does not fit. */
+static int red_calc(const uint8_t *p, int nargs, uint64_t *prod, uint64_t *span)
+{
+	int32_t dims = (int32_t)ddp_rd32(p);
+	if (dims < 0 || dims > RED_MAX_DIMS)
+		return 0;
+	*prod = 1;
+	for (int a = 0; a < nargs; a++)
+		span[a] = 0;
+	for (int i = 0; i < dims; i++) {
+		const uint8_t *dv = p + 4 + 12 * i;
+		if (!red_divider_ok(dv))
+			return 0;
+		uint64_t size = ddp_rd32(dv);
+		*prod *= size; /* each size < 2^31, the product kept <= 2^32 */
+		if (*prod > 0xffffffffull)
+			return 0;
+		for (int a = 0; a < nargs; a++)
+			span[a] += (size - 1) * ddp_rd32(p + 4 + 12 * RED_MAX_DIMS + 4 * (uint32_t)(i * nargs + a));
+	}
+	return 1;
+}
+
+struct red_fit {
+	uint64_t out_span;    /* bytes: the output's last offset                */
+	uint64_t in_out_span; /* bytes: the input's last offset over the outputs */
+	uint64_t in_span;     /* bytes: the input's last offset per output      */
+};
+
+/* The config at offset c of ReduceOp b fits the calculators after it:
+ * make_input_calculator spans the reduced dims (num_inputs elements per
+ * output), make_output_calculator the kept ones (num_outputs, strides of
+ * the output and of the input); every stride in bytes (thread_reduce
+ * divides by sizeof(scalar_t); the real wheel's launches: a [16][10]
+ * input's reduced dim has stride 40). */
+static int red_fit_at(const uint8_t *b, uint32_t c, struct red_fit *f)
+{
+	int32_t cfg[3];
+	uint64_t in_prod, out_prod, in_span[1], out_span[2];
+	memcpy(cfg, b + c, sizeof cfg); /* element_size_bytes, num_inputs, num_outputs */
+	if (cfg[0] < 1 || cfg[0] > 64 || cfg[1] < 1 || cfg[2] < 1)
+		return 0;
+	if (!red_calc(b + c + RED_CONFIG, 1, &in_prod, in_span) ||
+	    !red_calc(b + c + RED_CONFIG + RED_IN_CALC, 2, &out_prod, out_span))
+		return 0;
+	f->out_span = out_span[0];
+	f->in_out_span = out_span[1];
+	f->in_span = in_span[0];
+	return out_prod == (uint64_t)cfg[2] && in_prod == (uint64_t)cfg[1];
+}
+
 /* Fills the offsets of tk for (kind, layout, depth); returns the struct
  * size, 0 when the combination does not exist.  cdouble: the scalar list
  * holds c10::complex<double> (its own slot counts for depth 1 and 2). */
@@ -482,6 +563,44 @@ static ddp_result info_elemwise(const char *lt, int vectorized, const uint32_t *
 	return DDP_OK;
 }
 
+/* reduce_kernel<nt, vt, at::native::ReduceOp<scalar_t, ops_t, index_t,
+ * out_scalar_t, vt0, ivs> > (see the header) */
+static ddp_result info_reduce(const char *lt, const uint32_t *psize, uint32_t np, struct ddp_torch_kernel *tk)
+{
+	struct span a[4], r[8];
+	const char *rlt;
+	int es_in, es_out, al;
+	if (split_targs(lt, a, 4, NULL) != 3 || np != 1)
+		return DDP_ERR_UNSUPPORTED;
+	struct span rb = base_name(a[2], &rlt);
+	if (!span_eq(rb, "ReduceOp") || !rlt || split_targs(rlt, r, 8, NULL) != 6 ||
+	    !span_eq(r[2], "unsigned int"))
+		return DDP_ERR_UNSUPPORTED;
+	uint8_t dt_in, dt_out;
+	type_info(r[0], &dt_in, &es_in, &al);
+	type_info(r[3], &dt_out, &es_out, &al);
+	/* complex or unknown types: the generic decoder (a complex arg_t may
+	 * align the struct to 16 and move its tail) */
+	if (!es_in || !es_out || dt_in == DDP_DT_UNKNOWN || dt_out == DDP_DT_UNKNOWN)
+		return DDP_ERR_UNSUPPORTED;
+	tk->kind = DDP_TK_REDUCE;
+	tk->functor = DDP_TF_REDUCE;
+	if (psize[0] < RED_MIN_SIZE || psize[0] % 8)
+		return DDP_ERR_INVALID;
+	tk->depth = 3;
+	tk->struct_param = 0;
+	tk->struct_size = psize[0];
+	tk->grad_list_scaled = 0xff;
+	tk->role[0] = DDP_TROLE_WRITE;
+	tk->dtype[0] = dt_out;
+	tk->esize[0] = (uint8_t)es_out;
+	tk->role[1] = DDP_TROLE_READ;
+	tk->dtype[1] = dt_in;
+	tk->esize[1] = (uint8_t)es_in;
+	tk->role[2] = DDP_TROLE_WRITE;
+	return DDP_OK;
+}
+
 ddp_result ddp_torch_kernel_info(const char *demangled, const uint32_t *param_size, uint32_t nparams,
 				 struct ddp_torch_kernel *out)
 {
@@ -502,6 +621,8 @@ ddp_result ddp_torch_kernel_info(const char *demangled, const uint32_t *param_si
 		return info_elemwise(delim, 1, param_size, nparams, out);
 	if (span_eq(fn, "unrolled_elementwise_kernel"))
 		return info_elemwise(delim, 0, param_size, nparams, out);
+	if (span_eq(fn, "reduce_kernel"))
+		return info_reduce(delim, param_size, nparams, out);
 	return DDP_ERR_UNSUPPORTED;
 }
 
@@ -535,6 +656,45 @@ static int emit(struct ddp_trange *out, size_t cap, size_t *n, uint64_t addr, ui
 	return 0;
 }
 
+/* One reduce_kernel launch (see the header). */
+static ddp_result decode_reduce(const struct ddp_torch_kernel *tk, const uint8_t *b, struct ddp_trange *out,
+				size_t cap, size_t *n_out)
+{
+	uint32_t S = tk->struct_size, tail = S - RED_TAIL;
+	struct red_fit f, g;
+	size_t n = 0;
+	/* the config ends where the input calculator begins; the output
+	 * calculator ends at src or 4 bytes before it (src is 8-aligned) */
+	uint32_t c0 = tail - RED_OUT_CALC - RED_IN_CALC - RED_CONFIG;
+	int fit0 = red_fit_at(b, c0, &f);
+	int fit1 = c0 >= 8 && red_fit_at(b, c0 - 4, &g);
+	if (fit0 == fit1)
+		return DDP_ERR_INVALID; /* neither place, or both: not bounded */
+	if (fit1)
+		f = g;
+	uint64_t src = ddp_rd64(b + tail), dst = ddp_rd64(b + tail + 8);
+	uint8_t accumulate = b[tail + 56], final_output = b[tail + 57];
+	int32_t noutputs;
+	memcpy(&noutputs, b + tail + 60, 4);
+	if (noutputs != 1 || !final_output || accumulate > 1 || final_output > 1)
+		return DDP_ERR_INVALID;
+	uint64_t ob = f.out_span + tk->esize[0];
+	uint64_t ib = f.in_out_span + f.in_span + tk->esize[1];
+	if (ob % tk->esize[0] || ib % tk->esize[1])
+		return DDP_ERR_INVALID;
+	if (emit(out, cap, &n, dst, ob / tk->esize[0], tk->esize[0], tk->dtype[0], 0, 0,
+		 DDP_TROLE_WRITE | (accumulate ? DDP_TROLE_READ : 0)) ||
+	    emit(out, cap, &n, src, ib / tk->esize[1], tk->esize[1], tk->dtype[1], 0, 1, DDP_TROLE_READ))
+		return DDP_ERR_INVALID;
+	for (uint32_t i = 0; i < 3; i++) { /* acc_buf, cta_buf, semaphores */
+		uint64_t a = ddp_rd64(b + tail + 24 + 8 * i);
+		if (a && emit(out, cap, &n, a, 0, 0, DDP_DT_UNKNOWN, i, 2, DDP_TROLE_WRITE))
+			return DDP_ERR_INVALID;
+	}
+	*n_out = n;
+	return DDP_OK;
+}
+
 ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const *param, unsigned grid_x,
 			    struct ddp_trange *out, size_t cap, size_t *n_out)
 {
@@ -563,6 +723,9 @@ ddp_result ddp_torch_decode(const struct ddp_torch_kernel *tk, const void *const
 		*n_out = n;
 		return DDP_OK;
 	}
+
+	if (tk->kind == DDP_TK_REDUCE)
+		return decode_reduce(tk, b, out, cap, n_out);
 
 	if (tk->kind == DDP_TK_ADDRS) {
 		if (grid_x == 0 || grid_x > tk->max_tensors)
@@ -659,6 +822,7 @@ const char *ddp_torch_kind_name(enum ddp_torch_kind k)
 	case DDP_TK_FUSED: return "FusedOptimizerTensorListMetadata";
 	case DDP_TK_ADDRS: return "TensorListAddresses";
 	case DDP_TK_ELEMWISE: return "elementwise";
+	case DDP_TK_REDUCE: return "ReduceOp";
 	default: return "none";
 	}
 }

@@ -24,6 +24,31 @@
  *   unrolled_elementwise_kernel<F, std::array<char*, N>, ..., LoadWithoutCast,
  *     StoreWithoutCast>(int n, F, array, ...)
  *     N contiguous operands of n elements: array[0] written, the rest read.
+ *   reduce_kernel<nt, vt, ReduceOp<scalar_t, ops_t, unsigned int, out_t,
+ *     vt0, ivs>>(ReduceOp)  (Reduce.cuh: sum, mean, norms, max/min, ...)
+ *     One by-value ReduceOp: ops, ident, ReduceConfig config, the input's
+ *     and the output's OffsetCalculator (25 dims: IntDivider<u32> sizes,
+ *     u32 byte strides), src, dst[2], acc_buf, cta_buf, semaphores,
+ *     base_idx, accumulate, final_output, noutputs.  The input's
+ *     calculator spans the reduced dims (num_inputs elements per output),
+ *     the output's the kept ones (num_outputs; strides of the output and
+ *     of the input).  The members after the calculators sit at fixed
+ *     offsets from the struct's end; the config's offset depends on
+ *     sizeof(ops_t) and arg_t, so the decoder places it where the two
+ *     calculators' live IntDividers are valid (divisor, and the magic m1
+ *     and shift IntDivider<u32>(d) computes; entries past dims are not
+ *     written) and their sizes multiply to the config's num_inputs and
+ *     num_outputs; exactly one of the two possible places must fit, else
+ *     the launch is DDP_ERR_INVALID.  Ranges: list 0 = dst[0], written
+ *     (read too with `accumulate`), extent = the output calculator's
+ *     largest byte offset + sizeof(out_t); list 1 = src, read, extent from
+ *     both calculators' input strides; list 2 = acc_buf / cta_buf /
+ *     semaphores when not NULL, written, size unknown (bytes 0: to their
+ *     allocation's end).  Only noutputs 1 with final_output is decoded
+ *     (two outputs of different types, or partial results in acc_buf:
+ *     DDP_ERR_INVALID); complex or unknown element types are not PyTorch
+ *     kernels to this decoder
+ *     (DDP_ERR_UNSUPPORTED, kind NONE: the generic decoder).
  *
  * Read/write per list of a multi-tensor kernel: the generic foreach
  * functors are Functor<T, depth, r_args_depth, res_arg_index>: lists
@@ -71,6 +96,7 @@ enum ddp_torch_kind {
 	DDP_TK_FUSED,      /* FusedOptimizerTensorListMetadata<depth>       */
 	DDP_TK_ADDRS,      /* lpnorm_cleanup / lpmax_cleanup's TensorListAddresses */
 	DDP_TK_ELEMWISE,   /* vectorized / unrolled elementwise kernel      */
+	DDP_TK_REDUCE,     /* reduce_kernel<nt, vt, ReduceOp<...>>          */
 };
 
 enum ddp_torch_layout {
@@ -91,6 +117,7 @@ enum ddp_torch_functor {
 	DDP_TF_FUSED_ADAM_MP,
 	DDP_TF_CLEANUP, /* lpnorm_cleanup / lpmax_cleanup                 */
 	DDP_TF_ELEMWISE,
+	DDP_TF_REDUCE,
 };
 
 #define DDP_TROLE_READ 1

@@ -124,7 +124,11 @@ for v in "${VARIANTS[@]}"; do
 			echo "ok - $name (${secs%.*} s): $stopped"
 			pass=$((pass + 1))
 		else
-			echo "ok - $name (${secs%.*} s, $STEPS steps, ranges = gradients every step)"
+			# early reductions (issue 29): rank 0's collectives after a
+			# gradient's last writer, and the gradients in them
+			early=$(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("%d early reductions of %d gradients" % (j.get("early_reductions", 0), j.get("early_ranges", 0)))' \
+				"$TMP/$vname-$aname/trace/rank0.sync.json" 2>/dev/null)
+			echo "ok - $name (${secs%.*} s, $STEPS steps, ranges = gradients every step; ${early:-no sync.json})"
 			pass=$((pass + 1))
 		fi
 	done

@@ -421,6 +421,208 @@ TEST(other_kernels_are_not_decoded)
 	CHECK(ddp_torch_kernel_info(k, l, 4, &tk) == DDP_ERR_INVALID);
 }
 
+/* ---- reduce_kernel's ReduceOp (Reduce.cuh) */
+
+static const char *const k_sum_f32 =
+	"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+	"at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+	"unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+	"at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+	"unsigned int, float, 4, 4>)";
+
+/* Every reduce_kernel of the real table: recognised with its ReduceOp's
+ * size (the tail at fixed offsets from the end, the calculators before it),
+ * except complex element types (the generic decoder). */
+TEST(real_table_reduce_kernels)
+{
+	static struct torch_table tab;
+	char err[256];
+	if (torch_table_load(NULL, &tab, err, sizeof err) != 0) {
+		CHECK_FAIL_("cannot read the real kernel table: %s", err);
+		return;
+	}
+	size_t n = 0, ok = 0, cplx = 0, other = 0, bad = 0;
+	for (size_t i = 0; i < tab.n; i++) {
+		const struct torch_kernel *k = &tab.k[i];
+		if (strncmp(k->demangled, "void at::native::reduce_kernel<", 31) != 0)
+			continue;
+		n++;
+		ddp_result rc = ddp_torch_kernel_info(k->demangled, k->size, k->nparams, &tk);
+		if (rc == DDP_OK && tk.kind == DDP_TK_REDUCE && tk.struct_size == k->size[0] &&
+		    k->size[0] >= 1040 && k->size[0] % 8 == 0) {
+			ok++;
+		} else if (rc == DDP_ERR_UNSUPPORTED && tk.kind == DDP_TK_NONE) {
+			if (strstr(k->demangled, "ReduceOp<c10::complex<") ||
+			    strstr(k->demangled, "unsigned int, c10::complex<"))
+				cplx++;
+			else if (other++ < 5)
+				printf("# not decoded: %s\n", k->demangled);
+		} else if (bad++ < 5) {
+			printf("# refused (%d): %s\n", (int)rc, k->demangled);
+		}
+	}
+	printf("# %zu reduce_kernel: %zu decodable, %zu complex (generic), %zu others generic\n", n, ok, cplx,
+	       other);
+	CHECK_EQ_INT(bad, 0);
+	CHECK(n >= 600);
+	CHECK_EQ_INT(n, ok + cplx + other);
+	CHECK(ok * 10 >= n * 8);
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1048 }, 1, &tk) == DDP_OK);
+	CHECK_EQ_INT(tk.kind, DDP_TK_REDUCE);
+	/* a size below the struct's: refused, not guessed */
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1000 }, 1, &tk) == DDP_ERR_INVALID);
+}
+
+static void put32(uint32_t off, uint32_t v) { memcpy(meta + off, &v, 4); }
+
+/* IntDivider<unsigned int>(d) as OffsetCalculator.cuh builds it */
+static void put_divider(uint32_t off, uint32_t d)
+{
+	uint32_t sh = 0;
+	while ((1ull << sh) < d)
+		sh++;
+	put32(off, d);
+	put32(off + 4, (uint32_t)(((1ull << 32) * ((1ull << sh) - d)) / d + 1));
+	put32(off + 8, sh);
+}
+
+/* An OffsetCalculator<nargs> at off: dims, sizes, strides (nargs per
+ * dim); the entries past dims keep their garbage, as PyTorch leaves them. */
+static void put_calc(uint32_t off, int nargs, int dims, const uint32_t *sizes, const uint32_t *strides)
+{
+	put32(off, (uint32_t)dims);
+	for (int i = 0; i < dims; i++) {
+		put_divider(off + 4 + 12 * (uint32_t)i, sizes[i]);
+		for (int a = 0; a < nargs; a++)
+			put32(off + 4 + 300 + 4 * (uint32_t)(i * nargs + a), strides[i * nargs + a]);
+	}
+}
+
+/* A ReduceOp of `size` bytes with its config at c, as launch_reduce_kernel
+ * fills it for sum(dim=0) of a contiguous [rows][cols] float tensor (a
+ * bias gradient): the input calculator over the reduced rows (byte stride
+ * 4 x cols), the output's over cols (byte strides: output 4, input 4),
+ * dst a [cols] tensor.  (The real wheel's launch for a [16][10] input:
+ * config (4, 16, 10, ...) at offset 8 of 1048 bytes, input dims 1 size
+ * 16, output dims 1 size 10.) */
+static void fill_reduce(uint32_t size, uint32_t c, uint32_t rows, uint32_t cols, uint64_t src, uint64_t dst)
+{
+	fill_garbage();
+	int32_t cfg[16] = { 4, (int32_t)rows, (int32_t)cols, 1, 64, 1, 0, 0, 0, 1, 4, 4, 16, 64, 0, 2 };
+	memcpy(meta + c, cfg, sizeof cfg);
+	put_calc(c + 64, 1, 1, (uint32_t[]){ rows }, (uint32_t[]){ 4 * cols });
+	put_calc(c + 64 + 404, 2, 1, (uint32_t[]){ cols }, (uint32_t[]){ 4, 4 });
+	uint32_t t = size - 64;
+	put64(t, src);
+	put64(t + 8, dst);
+	put64(t + 16, 0);
+	put64(t + 24, 0);
+	put64(t + 32, 0);
+	put64(t + 40, 0);
+	put64(t + 48, 0);
+	meta[t + 56] = 0; /* accumulate */
+	meta[t + 57] = 1; /* final_output */
+	put32(t + 60, 1); /* noutputs */
+}
+
+/* The output's extent from the struct, wherever sizeof(ops) and arg_t put
+ * the config: the real table's sizes, both paddings. */
+TEST(reduce_sum_bias_gradient_extent)
+{
+	struct ddp_trange r[8];
+	size_t n;
+	const void *p[1] = { meta };
+	for (uint32_t size = 1040; size <= 1088; size += 8) {
+		for (uint32_t pad = 0; pad <= 4; pad += 4) {
+			uint32_t c = size - 64 - pad - 504 - 404 - 64;
+			if (c < 4)
+				continue;
+			CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ size }, 1, &tk) == DDP_OK);
+			fill_reduce(size, c, 8, 96, 0x7f0000001000ull, 0x7f0000100000ull);
+			CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_OK);
+			CHECK_EQ_INT(n, 2);
+			CHECK(r[0].addr == 0x7f0000100000ull && r[0].bytes == 96 * 4 && r[0].list == 0);
+			CHECK_EQ_INT(r[0].role, DDP_TROLE_WRITE);
+			CHECK_EQ_INT(r[0].dtype, DDP_DT_F32);
+			CHECK(r[1].addr == 0x7f0000001000ull && r[1].bytes == 8 * 96 * 4 && r[1].list == 1);
+			CHECK_EQ_INT(r[1].role, DDP_TROLE_READ);
+		}
+	}
+	/* a global reduction's buffers: written, size unknown */
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1048 }, 1, &tk) == DDP_OK);
+	fill_reduce(1048, 8, 4096, 16, 0x7f0000001000ull, 0x7f0000100000ull);
+	put64(1048 - 64 + 32, 0x7f0000200000ull); /* cta_buf */
+	put64(1048 - 64 + 40, 0x7f0000300000ull); /* semaphores */
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_OK);
+	CHECK_EQ_INT(n, 4);
+	CHECK(r[0].bytes == 64 && r[2].addr == 0x7f0000200000ull && r[2].bytes == 0 && r[2].list == 2 &&
+	      r[2].role == DDP_TROLE_WRITE && r[3].addr == 0x7f0000300000ull);
+	/* a strided output (a column of a [16][5] tensor): the last offset + 1 element */
+	fill_reduce(1048, 8, 8, 16, 0x7f0000001000ull, 0x7f0000100000ull);
+	put_calc(8 + 64 + 404, 2, 1, (uint32_t[]){ 16 }, (uint32_t[]){ 20, 4 });
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_OK && r[0].bytes == 15 * 20 + 4);
+}
+
+/* Two launches of the real wheel (torch 2.15.0+cu132 in trace mode on the
+ * CPU device, tests/torch/train.py's MLP: the bias gradients of a
+ * Linear(64, 10) and a Linear(.., 64) at batch 16, sum(dim=0)), their
+ * 1048-byte ReduceOps as the launch passed them (the host's stack bytes
+ * in the unwritten calculator entries included):
+ * tests/data/torch-2.15.0-reduce_kernel-sum-f32.bin. */
+TEST(reduce_real_wheel_launches)
+{
+	static const struct {
+		uint64_t dst, dst_bytes, src, src_bytes;
+	} want[2] = { { 0x200000007e00ull, 10 * 4, 0x200000008200ull, 16 * 10 * 4 },
+		      { 0x200000008000ull, 64 * 4, 0x20000000c400ull, 16 * 64 * 4 } };
+	uint8_t buf[2 * 1048];
+	FILE *f = fopen("tests/data/torch-2.15.0-reduce_kernel-sum-f32.bin", "rb");
+	REQUIRE(f != NULL);
+	size_t got = fread(buf, 1, sizeof buf, f);
+	fclose(f);
+	REQUIRE(got == sizeof buf);
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1048 }, 1, &tk) == DDP_OK);
+	for (int i = 0; i < 2; i++) {
+		struct ddp_trange r[4];
+		size_t n = 0;
+		const void *p[1] = { buf + 1048 * i };
+		CHECK(ddp_torch_decode(&tk, p, 1, r, 4, &n) == DDP_OK);
+		CHECK_EQ_INT(n, 2);
+		CHECK(r[0].addr == want[i].dst && r[0].bytes == want[i].dst_bytes && r[0].role == DDP_TROLE_WRITE);
+		CHECK(r[1].addr == want[i].src && r[1].bytes == want[i].src_bytes && r[1].role == DDP_TROLE_READ);
+	}
+}
+
+/* Bytes that do not fit are refused, never bounded by a guess. */
+TEST(reduce_bad_bytes_are_refused)
+{
+	struct ddp_trange r[8];
+	size_t n;
+	const void *p[1] = { meta };
+	CHECK(ddp_torch_kernel_info(k_sum_f32, (uint32_t[]){ 1048 }, 1, &tk) == DDP_OK);
+	fill_reduce(1048, 8, 8, 96, 0x7f0000001000ull, 0x7f0000100000ull);
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_OK);
+	/* a wrong magic number in a live divider */
+	put32(8 + 64 + 404 + 4 + 4, 3);
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+	/* num_outputs disagreeing with the output calculator's sizes */
+	fill_reduce(1048, 8, 8, 96, 0x7f0000001000ull, 0x7f0000100000ull);
+	put32(8 + 8, 95);
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+	/* two outputs (values and indices), partial results, no output */
+	fill_reduce(1048, 8, 8, 96, 0x7f0000001000ull, 0x7f0000100000ull);
+	put32(1048 - 4, 2);
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+	fill_reduce(1048, 8, 8, 96, 0x7f0000001000ull, 0x7f0000100000ull);
+	meta[1048 - 64 + 57] = 0;
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+	fill_reduce(1048, 8, 8, 96, 0x7f0000001000ull, 0);
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+	/* the garbage prefix of the sample's own (fake) ReduceOp: no place fits */
+	fill_garbage();
+	CHECK(ddp_torch_decode(&tk, p, 1, r, 8, &n) == DDP_ERR_INVALID);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

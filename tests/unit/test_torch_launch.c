@@ -169,6 +169,59 @@ TEST(fused_gradient_list_is_list_1)
 	free(kf.sync_torch);
 }
 
+/* reduce_kernel (a bias gradient's sum over the batch): the output is an
+ * exact write (an early reduction may follow it), the global reduction's
+ * scratch buffer a write to its allocation's end. */
+static char k_sum[] =
+	"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+	"at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+	"unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+	"at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, float)#1}>, "
+	"unsigned int, float, 4, 4>)";
+
+static void put32(uint32_t off, uint32_t v) { memcpy(meta + off, &v, 4); }
+
+TEST(reduce_output_exact_scratch_unbounded)
+{
+	table();
+	uint32_t s[1] = { 1048 };
+	kernel(k_sum, s, 1);
+	REQUIRE(kf.sync_torch_state == DDP_XT_OK);
+	/* sum(dim=0) of [16][10] f32: config at +8, one reduced dim (16,
+	 * byte stride 40), one kept dim (10, byte strides 4 and 4) */
+	memset(meta, 0xA5, sizeof meta);
+	int32_t cfg[3] = { 4, 16, 10 };
+	memcpy(meta + 8, cfg, sizeof cfg);
+	uint32_t in = 8 + 64, out = in + 404;
+	put32(in, 1);
+	put32(in + 4, 16), put32(in + 8, 1), put32(in + 12, 4); /* IntDivider(16) */
+	put32(in + 4 + 300, 40);
+	put32(out, 1);
+	put32(out + 4, 10), put32(out + 8, 2576980378u), put32(out + 12, 4); /* IntDivider(10) */
+	put32(out + 4 + 300, 4), put32(out + 8 + 300, 4);
+	uint32_t t = 1048 - 64;
+	put64(t, VA + 8 * PAGE + 0x1000);  /* src */
+	put64(t + 8, VA + 8 * PAGE + 0x100); /* dst */
+	put64(t + 16, 0), put64(t + 24, 0);
+	put64(t + 32, VA + 8 * PAGE + 0x8000); /* cta_buf */
+	put64(t + 40, 0), put64(t + 48, 0);
+	meta[t + 56] = 0, meta[t + 57] = 1;
+	put32(t + 60, 1);
+	void *kp[1] = { meta };
+	struct ddp_launch_call c = { .kind = DDP_LAUNCH_PLAIN, .params = kp, .grid = { 1, 1, 1 } };
+	struct ddp_xargs x = { 0 };
+	char msg[300];
+	REQUIRE(ddp_torch_launch_args(&kf, &c, 0, &x, msg, sizeof msg) == DDP_OK);
+	CHECK_EQ_INT(x.n, 3);
+	CHECK(x.v[0].ptr == VA + 8 * PAGE + 0x100 && x.v[0].ext == 40 && x.v[0].bounded == DDP_GB_EXACT &&
+	      x.v[0].access == DDP_GA_WRITE && x.v[0].dtype == DDP_DT_F32);
+	CHECK(x.v[1].ptr == VA + 8 * PAGE + 0x1000 && x.v[1].ext == 640 && x.v[1].access == DDP_GA_READ);
+	CHECK(x.v[2].ptr == VA + 8 * PAGE + 0x8000 && x.v[2].ext == 0 && x.v[2].bounded == DDP_GB_NONE &&
+	      x.v[2].access == DDP_GA_WRITE);
+	ddp_xargs_free(&x);
+	free(kf.sync_torch);
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

@@ -6,7 +6,8 @@
 # and 2, which learn, are left out), collectives, comm_ms, comm_hidden_ms,
 # the hidden percentage and grad_wait_ms, one column per rank; where every
 # step 3+ has peer_wait_ms, the part of comm spent waiting for the other
-# ranks and the hidden percentage of the rest (else "-"); a rank
+# ranks and the hidden percentage of the rest (else "-"); the gradients
+# that waited for the optimizer per rank and step, by last writer; a rank
 # without the file shows "-", a malformed file is one error line and exit 1,
 # and a directory without any sync.json prints no such section.
 . "$(dirname "$0")/lib.sh"
@@ -21,7 +22,9 @@ check "no sync.json: no communication section" hasnt "$TMP/out" 'Gradient commun
 # rank 0: steps 1-2 are huge (must be left out); steps 3-4: 2 collectives,
 # comm 4 ms of which 3 hidden -> 75%; rank 1: no overlap, nothing hidden
 cat >"$D/rank0.sync.json" <<'J'
-{"rank":0,"overlap":"on","per_step":[
+{"rank":0,"overlap":"on","waited_steps":2,"waited_other":0,"waited":[
+ {"writer":"sm90_xmma_gemm_f32f32","extent":"unbounded","ranges":8,"bytes":4096,"example":"k:0.3+512"},
+ {"writer":"","extent":"unseen","ranges":2,"bytes":128,"example":"k:0.5+64"}],"per_step":[
  {"step":1,"collectives":50,"comm_ms":900,"comm_hidden_ms":0,"grad_wait_ms":900},
  {"step":2,"collectives":9,"comm_ms":90,"comm_hidden_ms":0,"grad_wait_ms":80},
  {"step":3,"collectives":2,"comm_ms":4.0,"comm_hidden_ms":3.0,"grad_wait_ms":0.5,"peer_wait_ms":3.0,"peer_wait_hidden_ms":2.5},
@@ -44,6 +47,12 @@ check "grad wait per step" has "$TMP/out" '^grad wait ms \(consumer waiting\) +0
 # rank 0: 2.5 ms of 4 waiting for rank 1; of the other 3 ms (6 - 4.5 hidden) 1.5 hidden -> 50%
 check "peer wait per step (- without it)" has "$TMP/out" '^of comm: ms waiting for other ranks +2\.500 +- +-$'
 check "hidden % after all ranks arrived" has "$TMP/out" '^hidden % after all ranks arrived +50\.0% +- +-$'
+# the gradients that waited for the optimizer, per step, by last writer
+# (rank 1 has no list: nothing printed for it)
+check "waited: per rank, per step" has "$TMP/out" '^rank 0: 5\.0 gradients \(2112 bytes\) waited per step$'
+check "waited: by last writer and why" has "$TMP/out" '^  4\.0 gradients waited for the optimizer: last writer sm90_xmma_gemm_f32f32 \(its extent is not known: taken to its allocation.s end\), e\.g\. k:0\.3\+512$'
+check "waited: a gradient whose writes were not seen at its address" has "$TMP/out" '^  1\.0 gradients waited for the optimizer: last writer none seen \(no write seen while the bytes were this gradient'
+check "waited: no line for a rank without the list" hasnt "$TMP/out" '^rank 1: .*waited'
 echo '{"rank":1,"per_step":{"step":3}}' >"$D/rank1.sync.json"
 "$DDPRUN" report "$D" >"$TMP/out" 2>"$TMP/err"
 check "malformed per_step: exit 1" [ $? = 1 ]

@@ -22,7 +22,9 @@ out=$(python3 "$HERE/relerr.py" "$TMP/clip.ref.bin" "$TMP/noclip.ref.bin" 1e-4)
 if [ $? -eq 1 ]; then ok "clipping is active with --clip 0.5 (the gradient norm exceeds it; vs no clipping: $out)"
 else not_ok "clipping not active: --clip 0.5 vs 1e30 $out"; fi
 
-DDP_TRACE=$TMP/clip.trace DDPRUN_VERBOSE=1 ddp clip 2 charlm "$D" --data "$D" --steps $S --batch 4 --clip 0.5
+# (DDP_BUCKET_MB=25: the whole flat buffer one bucket; auto would cut this
+# small model into several, overlap.sh covers that)
+DDP_BUCKET_MB=25 DDP_TRACE=$TMP/clip.trace DDPRUN_VERBOSE=1 ddp clip 2 charlm "$D" --data "$D" --steps $S --batch 4 --clip 0.5
 equiv clip 2 1e-5
 # where: the flat gradient is a candidate at the norm kernel (a reader),
 # averaged there; AdamW's five sub-range launches confirm five gradient
