@@ -74,7 +74,7 @@ struct shard_file {
 	int64_t cache_mtime_ns;
 	uint64_t cache_vsize; /* virtual size; valid when cache_ok  */
 	int cache_ok;
-	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES), 2: it did not */
+	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES) */
 	int stale_said;                   /* the "changed since launch" line was logged */
 	struct ddp_shard_fixed at_launch; /* size, mtime, dev, ino when fixed == 1 */
 };
@@ -91,46 +91,75 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Adds the files one spec matches. */
+/* Adds file path of spec si, stat'ed as st; at_launch: as ddprun listed it
+ * (NULL: no ddprun, the rank's own glob). */
+static void add_file(int si, const char *path, const struct stat64 *st, const struct ddp_shard_fixed *at_launch)
+{
+	char real[PATH_MAX];
+	struct shard_file *nf, *f;
+
+	nf = realloc(files, sizeof *files * (size_t)(n_files + 1));
+	if (!nf)
+		return;
+	files = nf;
+	f = &files[n_files];
+	memset(f, 0, sizeof *f);
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->spec = si;
+	f->path = strdup(path);
+	if (!f->path)
+		return;
+	f->real_name = realpath(path, real) ? strdup(base_name(real)) : NULL;
+	f->name = base_name(f->path);
+	if (at_launch) {
+		f->fixed = 1;
+		f->at_launch = *at_launch;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	n_files++;
+	DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
+}
+
+/* Without ddprun (torchrun, srun): the files one spec matches now, from
+ * this process's working folder. */
 static void add_spec_files(int si)
 {
 	glob_t g;
-	int grc = glob(specs[si].path, 0, NULL, &g);
 
-	if (grc != 0) {
+	if (ddp_shard_glob(specs[si].path, &g) != 0) {
 		DDP_WARN("--shard %s matches no file; it is not sharded", specs[si].path);
 		return;
 	}
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		struct stat64 st;
-		char real[PATH_MAX];
-		struct shard_file *nf, *f;
 
-		if (hook_real_fstatat(AT_FDCWD, g.gl_pathv[i], &st, 0) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		nf = realloc(files, sizeof *files * (size_t)(n_files + 1));
-		if (!nf)
-			break;
-		files = nf;
-		f = &files[n_files];
-		memset(f, 0, sizeof *f);
-		f->dev = st.st_dev;
-		f->ino = st.st_ino;
-		f->spec = si;
-		f->path = strdup(g.gl_pathv[i]);
-		f->real_name = realpath(g.gl_pathv[i], real) ? strdup(base_name(real)) : NULL;
-		if (!f->path)
-			break;
-		f->name = base_name(f->path);
-		if (ddp_param_shard_files())
-			f->fixed = ddp_shard_snapshot_find(ddp_param_shard_files(), f->path, &f->at_launch)
-					   ? 1
-					   : 2;
-		pthread_mutex_init(&f->lock, NULL);
-		n_files++;
-		DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
+		if (hook_real_fstatat(AT_FDCWD, g.gl_pathv[i], &st, 0) == 0 && S_ISREG(st.st_mode))
+			add_file(si, g.gl_pathv[i], &st, NULL);
 	}
 	globfree(&g);
+}
+
+/* Under ddprun: the files it resolved at launch (DDP_SHARD_FILES), by
+ * device and inode, never a glob again.  A file gone or replaced since
+ * keeps its launch identity: its open is refused (view_unchanged). */
+static void add_launch_files(const char *list, int n_specs)
+{
+	const char *cur = list;
+	struct ddp_shard_fixed at;
+	char path[PATH_MAX];
+	int si;
+
+	while (ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path)) {
+		struct stat64 st;
+
+		if (si < 0 || si >= n_specs)
+			continue;
+		memset(&st, 0, sizeof st);
+		st.st_dev = (dev_t)at.dev;
+		st.st_ino = (ino_t)at.ino;
+		add_file(si, path, &st, &at);
+	}
 }
 
 void hook_shard_setup(void)
@@ -145,8 +174,11 @@ void hook_shard_setup(void)
 		DDP_ERROR("%s; input files are not sharded", err);
 		return;
 	}
-	for (int i = 0; i < n; i++)
-		add_spec_files(i);
+	if (ddp_param_shard_files())
+		add_launch_files(ddp_param_shard_files(), n);
+	else
+		for (int i = 0; i < n; i++)
+			add_spec_files(i);
 	__atomic_store_n(&shard_on, n_files > 0, __ATOMIC_RELEASE);
 }
 
@@ -198,15 +230,6 @@ static int view_unchanged(int fd, int fi, uint64_t size)
 
 	if (!f->fixed)
 		return 1; /* no ddprun (torchrun, srun): the rank's own view */
-	if (f->fixed == 2) {
-		if (!__atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED))
-			DDP_ERROR("--shard %s: %s was not there when ddprun checked the --shard files at "
-				  "launch; every rank must split the same files: run again once the files are "
-				  "complete",
-				  specs[f->spec].path, f->path);
-		errno = ESTALE;
-		return 0;
-	}
 	if (!REAL(fstat64) || ddp_libc_.fstat64(fd, &st) != 0)
 		return 1;
 	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;

@@ -190,7 +190,7 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 				goto fail;
 			}
 			for (int i = 0; i < o->shard.n; i++)
-				if (ddp_shard_snapshot(o->shard.v[i], job->shard_files, cap, &flen, err,
+				if (ddp_shard_snapshot(o->shard.v[i], i, job->shard_files, cap, &flen, err,
 						       sizeof err) != DDP_OK) {
 					launch_msg("%s", err);
 					rc = DDP_ERR_INVALID;

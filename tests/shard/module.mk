@@ -4,12 +4,17 @@
 # "shard" fuzz target (tests/fuzz/shard).  Owner: sharding helper.
 
 SHARD_PRELOAD := $(LIBDDP)
-SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay spawn_read)
+SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay spawn_read ifstream_read)
 SHARD_CHECK := $(BUILD)/bin/ddp-shard-check
 
 $(BUILD)/tests/shard/%: tests/shard/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< -o $@
+
+# a C++ reader built as C++ trainers are (g++, libstdc++'s std::ifstream)
+$(BUILD)/tests/shard/ifstream_read: tests/shard/progs/ifstream_read.cc
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) $< -o $@
 
 $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 	@mkdir -p $(dir $@)

@@ -316,15 +316,22 @@ TEST(format_unknown_and_raw)
 	struct ddp_shard_layout l;
 	memset(file, 'x', 1000);
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
-	CHECK(strstr(err, "data.bin: unknown file format") && strstr(err, "give record=BYTES and header=BYTES"));
+	CHECK(strstr(err, "data.bin: unknown file format") &&
+	      strstr(err, "give record=BYTES, header=BYTES and mode=block or mode=stride"));
 	s = parse_ok("data.bin:record=64:header=16");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
 	CHECK_EQ_STR(err, "--shard data.bin: size 1000 is not a whole number of 64-byte records after a "
 		     "16-byte header; give record=BYTES and header=BYTES");
+	/* a raw file says nothing about how to cut it: mode= is needed */
 	s = parse_ok("data.bin:record=98:header=20");
+	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
+	CHECK_EQ_STR(err, "--shard data.bin: a raw file (no known header) does not say how to cut it; add "
+		     ":mode=block (a token stream: each rank one contiguous slice) or :mode=stride "
+		     "(independent records: record i to rank i mod N)");
+	s = parse_ok("data.bin:record=98:header=20:mode=stride");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.fmt == DDP_SHARD_FMT_RAW && l.record_count == 10 && l.header_bytes == 20);
-	s = parse_ok("data.bin:record=10");
+	s = parse_ok("data.bin:record=10:mode=block");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.header_bytes == 0 && l.record_count == 100);
 	/* record= on a detected format: multiple of the item; header= must agree */
@@ -343,7 +350,7 @@ TEST(format_unknown_and_raw)
 	CHECK(strstr(err, "header=16 does not match the DDPREC01 records header of 64 bytes") != NULL);
 	/* a broken look-alike with a declared layout is read as raw */
 	n = make_ddprec(8, 12);
-	s = parse_ok("r.bin:record=2:header=0");
+	s = parse_ok("r.bin:record=2:header=0:mode=block");
 	CHECK(ddp_shard_layout_resolve(&s, "r.bin", file, n - 2, n - 2, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.fmt == DDP_SHARD_FMT_RAW && l.record_count == 79);
 }
@@ -643,8 +650,11 @@ TEST(check_spec_files)
 	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_ERR_INVALID);
 	CHECK(strstr(err, "size 1000 is not a whole number of 64-byte records after a 16-byte header") != NULL);
 	snprintf(spec, sizeof spec, "%s:record=100", path);
+	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_ERR_INVALID);
+	CHECK(strstr(err, "does not say how to cut it; add :mode=block") != NULL);
+	snprintf(spec, sizeof spec, "%s:record=100:mode=stride", path);
 	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_OK);
-	snprintf(spec, sizeof spec, "%s/*.bin:record=100:drop", dir);
+	snprintf(spec, sizeof spec, "%s/*.bin:record=100:drop:mode=stride", dir);
 	CHECK(ddp_shard_check_spec(spec, 3, err, sizeof err) == DDP_OK);
 	snprintf(spec, sizeof spec, "%s/*.npy", dir);
 	CHECK(ddp_shard_check_spec(spec, 3, err, sizeof err) == DDP_ERR_INVALID);

@@ -64,7 +64,7 @@ done
 mk 0 20 >data.raw
 rm -f go
 : >out
-"$DDPRUN" -n 2 --shard data.raw:record=16 python3 reader.py data.raw go >out 2>err &
+"$DDPRUN" -n 2 --shard data.raw:record=16:mode=block python3 reader.py data.raw go >out 2>err &
 pid=$!
 if wait_for out '^\[rank 0\] rank 0 saw ' 1 30; then
 	sleep 0.05
@@ -85,7 +85,7 @@ for i in $(seq 1 9); do long=$long/$(printf 'e%.0s' {1..200}); done
 mkdir -p "$long" && mk 0 20 >"$long/data.raw"
 rm -f go
 : >out
-"$DDPRUN" -n 2 --shard "$long/data.raw:record=16" python3 reader.py "$long/data.raw" go >out 2>err &
+"$DDPRUN" -n 2 --shard "$long/data.raw:record=16:mode=block" python3 reader.py "$long/data.raw" go >out 2>err &
 pid=$!
 if wait_for out '^\[rank 0\] rank 0 saw ' 1 30; then
 	mk 20 25 >>"$long/data.raw"
