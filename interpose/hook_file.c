@@ -7,7 +7,8 @@
  * for a sharded file, a view (struct hook_shard_open) is attached to that fd
  * in a fixed table indexed by fd; read, pread, readv, preadv, lseek, mmap,
  * fstat and close of that fd then work on the rank's virtual file
- * (ddp_shard_view_read), and the real fd is only ever read with pread.  Every
+ * (ddp_shard_view_read), and the real fd is only ever read with pread
+ * (mmap: hook_file_mmap.c).  Every
  * other fd costs one table load and passes through.  dup/dup2/dup3/
  * fcntl(F_DUPFD) make the new fd share the view (and its position, as the
  * kernel shares the offset).  Whether an opened path is sharded: its name
@@ -503,6 +504,11 @@ static ssize_t view_pread(struct hook_shard_open *o, int fd, void *buf, size_t n
 	return ddp_shard_view_read(&o->view, o->header, real_pread_cb, (void *)(intptr_t)fd, buf, n, off);
 }
 
+ssize_t hook_shard_pread_view(struct hook_shard_open *o, int fd, void *buf, size_t n, uint64_t off)
+{
+	return view_pread(o, fd, buf, n, off);
+}
+
 static ssize_t view_read_at_pos(struct hook_shard_open *o, int fd, const struct iovec *iov, int cnt, int64_t off)
 {
 	ssize_t total = 0;
@@ -771,37 +777,6 @@ DDP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, si
 		return -1;
 	}
 	return REAL(splice)(in, in_off, out, out_off, n, flags);
-}
-
-/* ---- mmap: an anonymous copy of the virtual bytes -------------------- */
-
-static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-	struct hook_shard_open *o = (flags & MAP_ANONYMOUS) ? NULL : hook_shard_get(fd);
-	void *p;
-
-	if (!o) {
-		if (!REAL(mmap64))
-			return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-		return ddp_libc_.mmap64(addr, len, prot, flags, fd, off);
-	}
-	if (off < 0 || len == 0 || (prot & PROT_WRITE && (flags & MAP_TYPE) == MAP_SHARED)) {
-		errno = len == 0 || off < 0 ? EINVAL : EACCES;
-		return MAP_FAILED;
-	}
-	flags = (flags & ~(MAP_TYPE | MAP_SHARED_VALIDATE)) | MAP_PRIVATE | MAP_ANONYMOUS;
-	p = REAL(mmap64)(addr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
-	if (p == MAP_FAILED)
-		return p;
-	if (view_pread(o, fd, p, len, (uint64_t)off) < 0) {
-		int e = errno;
-		munmap(p, len);
-		errno = e;
-		return MAP_FAILED;
-	}
-	if (prot != (PROT_READ | PROT_WRITE))
-		mprotect(p, len, prot);
-	return p;
 }
 
 /* ---- close and dup ---------------------------------------------------- */
