@@ -77,6 +77,8 @@ struct shard_file {
 	int cache_ok;
 	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES) */
 	int stale_said;                   /* the "changed since launch" line was logged */
+	int line;                         /* its line in DDP_SHARD_FILES (fixed == 1) */
+	int seen_said;                    /* this process marked it in DDP_SHARD_SEEN */
 	struct ddp_shard_fixed at_launch; /* size, mtime, dev, ino when fixed == 1 */
 };
 
@@ -94,7 +96,8 @@ static const char *base_name(const char *p)
 
 /* Adds file path of spec si, stat'ed as st; at_launch: as ddprun listed it
  * (NULL: no ddprun, the rank's own glob). */
-static void add_file(int si, const char *path, const struct stat64 *st, const struct ddp_shard_fixed *at_launch)
+static void add_file(int si, const char *path, const struct stat64 *st, const struct ddp_shard_fixed *at_launch,
+		     int line)
 {
 	char real[PATH_MAX];
 	struct shard_file *nf, *f;
@@ -116,6 +119,7 @@ static void add_file(int si, const char *path, const struct stat64 *st, const st
 	if (at_launch) {
 		f->fixed = 1;
 		f->at_launch = *at_launch;
+		f->line = line;
 	}
 	pthread_mutex_init(&f->lock, NULL);
 	n_files++;
@@ -136,22 +140,45 @@ static void add_spec_files(int si)
 		struct stat64 st;
 
 		if (hook_real_fstatat(AT_FDCWD, g.gl_pathv[i], &st, 0) == 0 && S_ISREG(st.st_mode))
-			add_file(si, g.gl_pathv[i], &st, NULL);
+			add_file(si, g.gl_pathv[i], &st, NULL, 0);
 	}
 	globfree(&g);
 }
 
+/* Sets byte `at` of ddprun's DDP_SHARD_SEEN file (shard_seen.c): opened
+ * and closed each time (once per file and process), never kept, so no fd of
+ * ours lives among the program's. */
+static void seen_mark(uint64_t at)
+{
+	const char *p = ddp_param_shard_seen();
+	static const unsigned char one = 1;
+	int fd, saved = errno;
+
+	if (!p || !*p || !REAL(open64))
+		return;
+	fd = ddp_libc_.open64(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		if (syscall(SYS_pwrite64, fd, &one, 1, (off64_t)at) != 1)
+			DDP_DEBUG(SHARD, "cannot mark %s: %s", p, strerror(errno));
+		REAL(close)(fd);
+	}
+	errno = saved;
+}
+
 /* Under ddprun: the files it resolved at launch (DDP_SHARD_FILES), by
- * device and inode, never a glob again.  A file gone or replaced since
- * keeps its launch identity: its open is refused (view_unchanged). */
+ * device and inode, never a glob again: a process that changed folder, or
+ * a wrapper's `cd`, takes the same files, and says nothing about them (a
+ * spec that matched nothing stopped the job at launch).  A file gone or
+ * replaced since keeps its launch identity: its open is refused
+ * (view_unchanged). */
 static void add_launch_files(const char *list, int n_specs)
 {
 	const char *cur = list;
 	struct ddp_shard_fixed at;
 	char path[PATH_MAX];
-	int si;
+	int si, line = 0;
 
-	while (ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path)) {
+	for (; ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path); line++) {
 		struct stat64 st;
 
 		if (si < 0 || si >= n_specs)
@@ -159,8 +186,11 @@ static void add_launch_files(const char *list, int n_specs)
 		memset(&st, 0, sizeof st);
 		st.st_dev = (dev_t)at.dev;
 		st.st_ino = (ino_t)at.ino;
-		add_file(si, path, &st, &at);
+		add_file(si, path, &st, &at, line);
 	}
+	/* this rank can report the files it opens (ddprun speaks only then) */
+	if (ddp_rank_get()->local_rank >= 0)
+		seen_mark((uint64_t)line + (uint64_t)ddp_rank_get()->local_rank);
 }
 
 void hook_shard_setup(void)
@@ -399,6 +429,8 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		return -1;
 	}
 	view_set(fd, o);
+	if (files[fi].fixed && !__atomic_exchange_n(&files[fi].seen_said, 1, __ATOMIC_RELAXED))
+		seen_mark((uint64_t)files[fi].line);
 	errno = saved;
 	return fd;
 }

@@ -254,6 +254,13 @@ int launch_supervise(struct launch_job *job, int sigfd);
 void launch_kill_all(struct launch_job *job);
 double launch_now(void);
 
+/* shard_seen.c: the channel where ranks mark the --shard files they
+ * opened (DDP_SHARD_SEEN); its path, or NULL when it cannot be made. */
+const char *launch_shard_seen_create(struct launch_job *job);
+/* After the job: removes the channel; say: first one warning per spec
+ * whose files no rank opened. */
+void launch_shard_seen_report(struct launch_job *job, int say);
+
 /* ddprun's own messages: "ddprun: ...\n" on stderr, one write. */
 void launch_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -497,10 +497,12 @@ static int run(int argc, char **argv)
 	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
 	job.start = launch_now();
 	code = launch_supervise(&job, sigfd);
+	launch_shard_seen_report(&job, code == 0);
 	ddp_store_server_stop(job.store);
 	launch_term_finish(sigfd);
 	close(sigfd);
 out:
+	launch_shard_seen_report(&job, 0); /* a launch that stopped early */
 	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
 	launch_status_free(&job);

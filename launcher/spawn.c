@@ -198,6 +198,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 				}
 		}
 		DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD_FILES", job->shard_files), rc, fail);
+		if (launch_shard_seen_create(job))
+			DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD_SEEN", launch_shard_seen_create(job)), rc, fail);
 	}
 	DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_DIR", job->write_dir), rc, fail);
 	if (o->all_ranks_write)
