@@ -50,8 +50,8 @@ for r in range(2):
     t16 = shardlib.expect("data/tok16.bin", "tokens16", "block", "keep", 2, r)[1024:]
     print(r, "ifs-rec", len(rec), md5(rec))
     print(r, "ifs-nano", len(toks), md5(toks))
-    print(r, "mm-nano", "tokens=%d md5=%s mapped=True batches=True" % (len(toks) // 2, md5(toks)))
-    print(r, "mm-tok16", "tokens=%d md5=%s mapped=True batches=True" % (len(t16) // 2, md5(t16)))
+    print(r, "mm-nano", "tokens=%d md5=%s mapped=True batches=True unmapped=True" % (len(toks) // 2, md5(toks)))
+    print(r, "mm-tok16", "tokens=%d md5=%s mapped=True batches=True unmapped=True" % (len(t16) // 2, md5(t16)))
     print(r, "workers", "records=%d md5=%s tokens=%d md5=%s workers=2" % ((len(rec) - 64) // 24, md5(rec[64:]), len(toks) // 2, md5(toks)))
 PY
 exp() { sed -n "s/^$1 $2 //p" exp; }
