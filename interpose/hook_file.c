@@ -96,8 +96,8 @@ static const char *base_name(const char *p)
 
 /* Adds file path of spec si, stat'ed as st; at_launch: as ddprun listed it
  * (NULL: no ddprun, the rank's own glob). */
-static void add_file(int si, const char *path, const struct stat64 *st, const struct ddp_shard_fixed *at_launch,
-		     int line)
+static void add_file(int si, const char *path, const struct stat64 *st,
+		     const struct ddp_shard_fixed *at_launch, int line)
 {
 	char real[PATH_MAX];
 	struct shard_file *nf, *f;

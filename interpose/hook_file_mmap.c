@@ -117,6 +117,7 @@ static void *map_block(struct hook_shard_open *o, int fd, size_t len, int prot, 
 	uint64_t D = v->first * v->record_bytes, start, lead, vis, done;
 	size_t maplen;
 	unsigned char *m, *p;
+	int e;
 
 	errno = 0;
 	if (v->step != 1 || v->count == 0 || v->first + v->count > v->src_records || (flags & MAP_FIXED) ||
@@ -134,8 +135,8 @@ static void *map_block(struct hook_shard_open *o, int fd, size_t len, int prot, 
 	p = m + lead;
 	/* the header's bytes in range: the view's, not the shifted file's */
 	if (off < v->header_bytes &&
-	    hook_shard_pread_view(o, fd, p, (size_t)(v->header_bytes - off < len ? v->header_bytes - off : len),
-				  off) < 0)
+	    hook_shard_pread_view(
+		    o, fd, p, (size_t)(v->header_bytes - off < len ? v->header_bytes - off : len), off) < 0)
 		goto fail;
 	/* past the view's end: zeros on its last page, anonymous pages after */
 	vis = v->size - off;
@@ -156,16 +157,16 @@ static void *map_block(struct hook_shard_open *o, int fd, size_t len, int prot, 
 		return MAP_FAILED;
 	}
 	return p;
-fail: {
-	int e = errno;
+fail:
+	e = errno;
 	REAL(munmap)(m, maplen);
 	errno = e ? e : EIO;
 	return MAP_FAILED;
 }
-}
 
 /* An anonymous private mapping filled with the virtual bytes. */
-static void *map_copy(struct hook_shard_open *o, int fd, void *addr, size_t len, int prot, int flags, uint64_t off)
+static void *map_copy(struct hook_shard_open *o, int fd, void *addr, size_t len, int prot, int flags,
+		      uint64_t off)
 {
 	void *p;
 

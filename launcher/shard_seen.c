@@ -102,8 +102,8 @@ void launch_shard_seen_report(struct launch_job *job, int say)
 			launch_msg("warning: --shard %s: no rank%s opened %s%s, so nothing was sharded; if the "
 				   "program read its data, it did so by another path or name (give that one to "
 				   "--shard)",
-				   job->o->shard.v[s], job->nranks < job->world_size ? " on this node" : "", first,
-				   files > 1 ? " or any other file it matched" : "");
+				   job->o->shard.v[s], job->nranks < job->world_size ? " on this node" : "",
+				   first, files > 1 ? " or any other file it matched" : "");
 	}
 out:
 	free(b);

@@ -535,7 +535,7 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 }
 
 ddp_result ddp_shard_snapshot(const char *spec, int spec_index, char *out, size_t cap, size_t *len, char *err,
-			       size_t errlen)
+			      size_t errlen)
 {
 	struct ddp_shard_spec s;
 	ddp_result rc = DDP_OK;
@@ -579,8 +579,7 @@ ddp_result ddp_shard_snapshot(const char *spec, int spec_index, char *out, size_
 	return rc;
 }
 
-int ddp_shard_snapshot_next(const char **cursor, int *spec, struct ddp_shard_fixed *out, char *path,
-			    size_t cap)
+int ddp_shard_snapshot_next(const char **cursor, int *spec, struct ddp_shard_fixed *out, char *path, size_t cap)
 {
 	const char *l = *cursor;
 
@@ -592,8 +591,8 @@ int ddp_shard_snapshot_next(const char **cursor, int *spec, struct ddp_shard_fix
 		int si, off = 0;
 
 		*cursor = l + llen + (end ? 1 : 0);
-		if (sscanf(l, "%d %llu %lld %llu %llu %n", &si, &size, &mt, &dev, &ino, &off) == 5 && off > 0 &&
-		    (size_t)off < llen && llen - (size_t)off < cap) {
+		if (sscanf(l, "%d %llu %lld %llu %llu %n", &si, &size, &mt, &dev, &ino, &off) == 5 &&
+		    off > 0 && (size_t)off < llen && llen - (size_t)off < cap) {
 			memcpy(path, l + off, llen - (size_t)off);
 			path[llen - (size_t)off] = '\0';
 			*spec = si;

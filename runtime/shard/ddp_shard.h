@@ -153,7 +153,7 @@ int ddp_shard_glob(const char *pattern, glob_t *g);
  * NUL-terminated.  DDP_ERR_INVALID with a message when a file cannot be
  * listed or out is full.  For ddprun: does file I/O. */
 ddp_result ddp_shard_snapshot(const char *spec, int spec_index, char *out, size_t cap, size_t *len, char *err,
-			       size_t errlen);
+			      size_t errlen);
 
 /* Reads the next line of a DDP_SHARD_FILES value at *cursor (advanced):
  * 1 with *spec, *out and path (cap bytes) filled, 0 at the end (malformed
