@@ -34,9 +34,20 @@ void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint
 		ddp_sync_copied((uint64_t)dst, (uint64_t)src, n);
 }
 
+void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, uint64_t n)
+{
+	hook_acct_copy(f, DDP_COPY_HTOD, n);
+	if (__builtin_expect(ddp_sync_on_, 0))
+		ddp_sync_host_copied((uint64_t)dst, n);
+}
+
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
 {
-	hook_acct_copy(f, dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL)), n);
+	enum ddp_copy_dir d = dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL));
+	if (d == DDP_COPY_HTOD)
+		hook_acct_htod(f, dst, n);
+	else
+		hook_acct_copy(f, d, n);
 }
 
 void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p)

@@ -19,6 +19,7 @@
 #define LAUNCH_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "ddp_err.h"
@@ -88,11 +89,20 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 /* Applies options given in another option's terms (--rdzv-endpoint). */
 ddp_result launch_options_resolve(struct launch_opts *o);
 
+/* --signals-to-handle: "SIGTERM,SIGUSR1" (SIG optional, any case) into *out;
+ * one `ddprun:` line and DDP_ERR_INVALID for a signal ddprun does not pass on. */
+ddp_result launch_parse_signals(const char *list, sigset_t *out);
+
 /* Frees what launch_options_parse allocated inside *o (its lists). */
 void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
 ddp_result launch_options_validate(const struct launch_opts *o);
 void launch_options_help(int fd);
+/* The option table as --help lines, man page entries (.TP), a markdown
+ * table, or the man page's examples: what tools/ddprun_doc_main.c writes
+ * into docs/ddprun.1, docs/launcher.md and docs/configuration.md. */
+enum launch_doc { LAUNCH_DOC_HELP, LAUNCH_DOC_MAN, LAUNCH_DOC_MD, LAUNCH_DOC_MAN_EXAMPLES };
+void launch_options_doc(int fd, enum launch_doc fmt);
 
 /* Parses "0,2-3" into a bitmap of n entries (1 = listed).  Values must be
  * < n.  Returns DDP_ERR_INVALID with a message naming `what` otherwise. */
@@ -141,7 +151,11 @@ struct launch_job {
 	char *write_dir;
 	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
-	double grace;          /* seconds between SIGTERM and SIGKILL */
+	double grace;          /* seconds between SIGTERM and SIGKILL (DDPRUN_GRACE) */
+	sigset_t forward;      /* signals passed to the ranks (--signals-to-handle) */
+	int restart_count;     /* this attempt (--max-restarts): TORCHELASTIC_RESTART_COUNT */
+	int interrupted;       /* after launch_supervise: the stopping signal ddprun got, 0 */
+	const char *run_id;    /* TORCHELASTIC_RUN_ID */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
 	double stall_default;  /* without --timeout: a rank others wait for is named after
 				   * this many seconds without progress (half DDP_COLL_TIMEOUT) */
@@ -216,6 +230,8 @@ void launch_write_notice(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
+/* Frees the ranks' environments (launch_build_env), before a restart. */
+void launch_env_free(struct launch_job *job);
 /* Frees what run() and launch_build_env allocated in *job (not the store). */
 void launch_job_free(struct launch_job *job);
 /* Prints the plan of --dry-run. */

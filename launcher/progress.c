@@ -479,4 +479,12 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
 	launch_msg("job %s after %.1f s: %d rank%s%s%s%s (exit %d)", code ? "failed" : "finished", secs,
 		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "", why ? why : "",
 		   code);
+	/* where the job's files went: the run folder of --log-dir, --trace */
+	const struct launch_opts *o = job->o;
+	if (o && o->log_dir && o->trace)
+		launch_msg("logs: %s/rank<k>.log; traces: %s (ddprun report %s)", o->log_dir, o->trace, o->trace);
+	else if (o && o->log_dir)
+		launch_msg("logs: %s/rank<k>.log", o->log_dir);
+	else if (o && o->trace)
+		launch_msg("traces: %s (ddprun report %s)", o->trace, o->trace);
 }

@@ -3,7 +3,7 @@
  * supervise.c - the event loop of a running job: output, exits, signals,
  * failure handling and the progress watch.
  *
- * One poll(2) over a signalfd (SIGCHLD, SIGINT, SIGTERM, SIGHUP; blocked in
+ * One poll(2) over a signalfd (SIGCHLD and --signals-to-handle; blocked in
  * ddprun, unblocked in the ranks) and the ranks' pipes.  ddprun is a child
  * subreaper, so every descendant of a rank that outlives its parent becomes
  * ddprun's child; that is how no process of the job survives ddprun.
@@ -12,7 +12,8 @@
  *  - the first rank that exits non-zero or dies on a signal is reported
  *    (`rank k (pid p) exited with code c` / `killed by signal SIGx`, plus its
  *    last stderr lines); the others get SIGTERM in their process groups, then
- *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 3);
+ *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 30 as
+ *    torchrun's);
  *    ddprun exits with that rank's code (128+N for signal N);
  *  - a rank that exits with code 0 while a running rank waits for it in a
  *    collective it never finished (progress.c) is named as the cause and the
@@ -21,6 +22,9 @@
  *    grace and SIGKILL; SIGINT: forwarded, then SIGTERM after the grace
  *    period if ranks are still running, then SIGKILL after another; a second
  *    SIGINT sends SIGKILL at once; ddprun then exits 128+signal;
+ *  - SIGUSR1, SIGUSR2, SIGQUIT to ddprun: forwarded to every rank's group,
+ *    the job goes on (the signals ddprun takes: --signals-to-handle, as
+ *    torchrun; one left out ends ddprun, and the guardian ends the job);
  *  - --timeout SEC (node 0, which holds the store): the rank whose training
  *    progress stopped SEC seconds ago first (progress.c) is named, with where
  *    it stopped, and the job stops; exit 124;
@@ -241,8 +245,8 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 		for (int k = 0; k < job->nranks; k++)
 			alive += job->ranks[k].running;
 		if (alive)
-			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s)", alive,
-				   alive == 1 ? "" : "s", job->grace);
+			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s: DDPRUN_GRACE)",
+				   alive, alive == 1 ? "" : "s", job->grace);
 		begin_stop(job, st, SIGTERM);
 	} else if (st->interrupted && !st->stopping) {
 		/* the others got the forwarded signal too: give them a moment to
@@ -294,8 +298,8 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 	if (sig == SIGINT) {
 		if (++st->sigints == 1) {
 			st->interrupted = st->interrupted ? st->interrupted : sig;
-			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, again "
-				   "to kill them)",
+			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, then "
+				   "SIGKILL after as long: DDPRUN_GRACE; again to kill them at once)",
 				   name, job->grace);
 			signal_groups(job, SIGINT);
 			/* ranks that ignore it get SIGTERM after the grace period,
@@ -311,12 +315,23 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 		}
 		return;
 	}
+	/* SIGUSR1, SIGUSR2, SIGQUIT: passed on, the job goes on (Slurm's
+	 * preempt-and-checkpoint sends SIGUSR1); what the ranks do with it is
+	 * theirs (a rank that dies of it is a failed rank) */
+	if (sig != SIGTERM && sig != SIGHUP) {
+		int alive = 0;
+		for (int i = 0; i < job->nranks; i++)
+			alive += job->ranks[i].running;
+		launch_msg("got %s; passed it to the %d running rank%s", name, alive, alive == 1 ? "" : "s");
+		signal_groups(job, sig);
+		return;
+	}
 	/* the same signal again, already passed on: `timeout` sends SIGTERM to
 	 * ddprun and then to its whole process group, ddprun included */
 	if (st->interrupted == sig && st->stopping)
 		return;
 	st->interrupted = st->interrupted ? st->interrupted : sig;
-	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s)", name, job->grace);
+	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s: DDPRUN_GRACE)", name, job->grace);
 	begin_stop(job, st, sig);
 }
 
@@ -421,7 +436,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 {
 	struct sup_state st = { .first_fail = -1, .left = -1 };
 	const struct launch_opts *o = job->o;
-	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
+	/* --quiet and -r 3 hide the ranks' output, not ddprun's progress line:
+	 * a long quiet job still says it is alive */
+	if (job->progress_every > 0)
 		st.next_progress = job->start + job->progress_every;
 	size_t nfds = 2 * (size_t)job->nranks + 3;
 	struct pollfd *pfd = calloc(nfds, sizeof *pfd);
@@ -521,7 +538,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				left += job->ranks[i].running;
 			if (left && st.sigints == 1)
 				launch_msg("%d rank%s still running after SIGINT; sending SIGTERM (SIGKILL after "
-					   "%.1f s)",
+					   "%.1f s: DDPRUN_GRACE)",
 					   left, left == 1 ? "" : "s", job->grace);
 			begin_stop(job, &st, SIGTERM);
 		}
@@ -600,6 +617,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (unequal[0]) {
 		snprintf(why, sizeof why, "the ranks ended at different optimizer steps");
 	}
+	job->interrupted = st.interrupted;
 	launch_progress_end(job, launch_now(), code, why);
 	free(pfd);
 	free(who);

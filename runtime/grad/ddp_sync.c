@@ -239,6 +239,8 @@ void ddp_sync_init(int rank, int world)
 	}
 	if (!sync_st.dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_st.cycles) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
+	if (ddp_fused_new(&sync_st.fused) != DDP_OK)
+		sync_die("libddp: out of memory (gradient tracker)");
 	if (sync_st.dry) {
 		ddp_grad_set_strict(sync_st.tracker, 0);
 		ddp_sync_on_ = 1;

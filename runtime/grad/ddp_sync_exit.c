@@ -198,13 +198,15 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
 				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
 				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
-				",\"bytes_reduced_by_step\":[",
+				",\"check_ms\":%.3f,\"final_check\":\"%s\",\"bytes_reduced_by_step\":[",
 				rank, sync_st.my_world, steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes,
 				sync_st.stats.allreduce_ns / 1e6, sync_st.stats.bcast_calls, sync_st.stats.bcast_bytes,
 				sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
 				sync_st.stats.allreduce_bytes * per, (sync_st.stats.allreduce_ns + sync_st.stats.bcast_ns) / 1e6 * per,
 				ddp_grad_grad_bytes(sync_st.tracker), sync_st.stats.inv_checks, sync_st.stats.inv_bytes,
-				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations);
+				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations,
+				(sync_st.stats.hash_ns + sync_st.stats.inv_ns) / 1e6,
+				!sync_st.final_done ? "not run" : sync_st.final_differs ? "differs" : "equal");
 			for (uint64_t i = 0; i < steps; i++)
 				fprintf(f, "%s%" PRIu64, i ? "," : "",
 					i < sync_st.stats.nstep_bytes ? sync_st.stats.step_bytes[i] : 0);
@@ -266,6 +268,7 @@ void ddp_sync_explain(const char *path)
 					b->base - b->alloc_base, b->size, b->label);
 		}
 	}
+	sync_fused_explain(f);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
@@ -294,7 +297,11 @@ void ddp_sync_explain(const char *path)
 							: "");
 		shown++;
 	}
-	if (!shown)
+	if (!shown && sync_st.fused_launches)
+		fprintf(f, "  none: a fused update (kernel %s: the update is computed inside the kernel from the "
+			   "data, no gradient exists; \"Fused updates\" above)\n",
+			sync_st.fused_rep.kname);
+	else if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
 	sync_exec_explain(f);
