@@ -195,8 +195,13 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 			return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
 		return ddp_libc_.mmap64(addr, len, prot, flags, fd, off);
 	}
-	if (off < 0 || len == 0 || (prot & PROT_WRITE && (flags & MAP_TYPE) == MAP_SHARED)) {
-		errno = len == 0 || off < 0 ? EINVAL : EACCES;
+	/* as the kernel: an offset off a page boundary is EINVAL */
+	if (off < 0 || len == 0 || ((uint64_t)off & (page_size() - 1))) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if (prot & PROT_WRITE && (flags & MAP_TYPE) == MAP_SHARED) {
+		errno = EACCES;
 		return MAP_FAILED;
 	}
 	p = map_block(o, fd, len, prot, flags, (uint64_t)off);

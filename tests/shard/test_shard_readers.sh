@@ -9,7 +9,8 @@
 # np.memmap.  Each rank must read exactly its share, byte for byte, against
 # expectations built here from the real files (tests/shard/shardlib.py's
 # index lists, not the C code), and a block view's np.memmap must map the
-# real file (no anonymous copy of the view).
+# real file (no anonymous copy of the view) and unmap it whole; mmap(2) at
+# the edges of a block view (tests/shard/py/mmap_edges.py).
 set -u
 BUILD=${BUILD:-build}
 root=$(pwd)
@@ -105,4 +106,13 @@ else
 	"$PY" "$py/memmap_batches.py" nano.bin 0 | grep -q '^tokens=100003 ' &&
 		ok "control: memmap_batches alone sees all 100003 tokens" || notok "control: memmap_batches alone sees all 100003 tokens"
 fi
+# mmap(2) at the edges of rank 1's block view (a slice that starts off a
+# page), libddp preloaded by hand
+PYTHONPATH=$root/tests/shard python3 -c 'import shardlib, sys
+d = open("nano.bin", "rb").read()
+sys.stdout.buffer.write(b"".join(d[2 * i:2 * i + 2] for i in shardlib.indices("block", "keep", len(d) // 2, 2, 1)))' >exp.nano1
+res=$(RANK=1 WORLD_SIZE=2 DDP_SHARD=nano.bin:record=2:mode=block LD_PRELOAD=$build/lib/libddp.so \
+	python3 "$py/mmap_edges.py" nano.bin exp.nano1 2>&1 | tail -1)
+check_line() { if [ "$2" = fine ]; then ok "$1"; else notok "$1: $2"; fi; }
+check_line "mmap of a block view: whole, from a page, past the end (zeros), EINVAL off a page, EACCES shared writable" "$res"
 exit $fails
