@@ -674,4 +674,56 @@ TEST(check_spec_files)
 	rmdir(dir);
 }
 
+/* ---- launch resolution: literal names first, the DDP_SHARD_FILES lines ---- */
+
+TEST(glob_literal_first_and_launch_lines)
+{
+	char dir[] = "/tmp/ddp_shard_unitXXXXXX", lit[128], other[128], pat[160];
+	char list[1024], path[256];
+	struct ddp_shard_fixed at;
+	const char *cur;
+	size_t len = 0;
+	glob_t g;
+	int si;
+
+	REQUIRE(mkdtemp(dir) != NULL);
+	snprintf(lit, sizeof lit, "%s/train[1].raw", dir);
+	snprintf(other, sizeof other, "%s/train1.raw", dir);
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(i ? other : lit, "wb");
+		REQUIRE(f);
+		fwrite(file, 1, i ? 8 : 16, f);
+		fclose(f);
+	}
+	/* the file named so, alone; a pattern that names no file is a glob */
+	REQUIRE(ddp_shard_glob(lit, &g) == 0);
+	CHECK(g.gl_pathc == 1 && strcmp(g.gl_pathv[0], lit) == 0);
+	globfree(&g);
+	snprintf(pat, sizeof pat, "%s/train[12].raw", dir);
+	REQUIRE(ddp_shard_glob(pat, &g) == 0);
+	CHECK(g.gl_pathc == 1 && strcmp(g.gl_pathv[0], other) == 0);
+	globfree(&g);
+	/* the launch list: spec index, sizes, absolute paths, read back */
+	snprintf(pat, sizeof pat, "%s:record=4:mode=block", lit);
+	list[0] = '\0';
+	CHECK(ddp_shard_snapshot(pat, 0, list, sizeof list, &len, err, sizeof err) == DDP_OK);
+	snprintf(pat, sizeof pat, "%s/*.raw:record=4:mode=block", dir);
+	CHECK(ddp_shard_snapshot(pat, 1, list, sizeof list, &len, err, sizeof err) == DDP_OK);
+	cur = list;
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 0 && at.size == 16 && strcmp(path, lit) == 0);
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 1 && path[0] == '/');
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 1 && path[0] == '/');
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 0);
+	/* a path too long for the caller's buffer, a broken line: skipped */
+	cur = "0 1 2 3 4 /a/very/long/path\nnot a line\n1 5 6 7 8 /b\n";
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, 8) == 1);
+	CHECK(si == 1 && at.size == 5 && strcmp(path, "/b") == 0);
+	unlink(lit);
+	unlink(other);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv) { return check_main(argc, argv); }
