@@ -210,28 +210,39 @@ static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_
 	return map_copy(o, fd, addr, len, prot, flags, (uint64_t)off);
 }
 
+/* The unmap family: the address moved down to its page inside a shifted
+ * mapping, then the real call (the syscall while libc's table is being
+ * filled: an allocator preloaded with us unmaps from inside dlvsym). */
 static int do_munmap(void *addr, size_t len)
 {
 	shifted_align(&addr, &len, 1);
-	return REAL(munmap)(addr, len);
+	if (!REAL(munmap))
+		return (int)syscall(SYS_munmap, addr, len);
+	return ddp_libc_.munmap(addr, len);
 }
 
 static int do_mprotect(void *addr, size_t len, int prot)
 {
 	shifted_align(&addr, &len, 0);
-	return REAL(mprotect)(addr, len, prot);
+	if (!REAL(mprotect))
+		return (int)syscall(SYS_mprotect, addr, len, prot);
+	return ddp_libc_.mprotect(addr, len, prot);
 }
 
 static int do_madvise(void *addr, size_t len, int advice)
 {
 	shifted_align(&addr, &len, 0);
-	return REAL(madvise)(addr, len, advice);
+	if (!REAL(madvise))
+		return (int)syscall(SYS_madvise, addr, len, advice);
+	return ddp_libc_.madvise(addr, len, advice);
 }
 
 static int do_msync(void *addr, size_t len, int flags)
 {
 	shifted_align(&addr, &len, 0);
-	return REAL(msync)(addr, len, flags);
+	if (!REAL(msync))
+		return (int)syscall(SYS_msync, addr, len, flags);
+	return ddp_libc_.msync(addr, len, flags);
 }
 
 /* The exported functions of this file: hook_libc.def. */
