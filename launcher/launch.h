@@ -130,6 +130,8 @@ struct launch_rank {
 	pid_t pid;          /* 0 before start; also its pgid        */
 	int running;        /* not yet reaped                       */
 	int status;         /* wait status once reaped              */
+	char comm[16];      /* its comm when it exited ("" unknown) */
+	int alone;          /* exited 0 having run without libddp   */
 	char **envp;        /* the rank's environment               */
 	int env_first_set;  /* envp[env_first_set..]: set by ddprun */
 	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
@@ -195,6 +197,25 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
  * (replacing launch_progress_needed's): collective number, kind and step
  * on each side. */
 int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap);
+
+/* Local rank li exited 0 (its comm in ranks[li].comm): did its last image
+ * run without libddp.so (no image of the rank's own process marked the
+ * board, or the last one that did is not the one that exited: a wrapper
+ * such as env -i dropped LD_PRELOAD before exec)?  Only for jobs of more
+ * than one rank with libddp preloaded. */
+int launch_progress_without_libddp(struct launch_job *job, int li);
+
+/* At the end of a job that exited 0: one warning per --shard spec no
+ * process of any local rank opened a file of (the program read its data
+ * elsewhere: every rank may have read the same). */
+void launch_progress_shard_unopened(struct launch_job *job);
+/* shard_seen.c: the channel where every process of the ranks marks the
+ * --shard files it opened (DDP_SHARD_SEEN): its path, or NULL when it
+ * cannot be made; load: opened[spec] set for each spec a rank opened, 1
+ * when every local rank could report (else 0: unknown); remove at the end. */
+const char *launch_shard_seen_create(struct launch_job *job);
+int launch_shard_seen_load(struct launch_job *job, unsigned char *opened, int nspecs);
+void launch_shard_seen_remove(void);
 
 /* After every local rank exited 0: did they end at different optimizer
  * steps (each rank's last step as libddp counted it)?  Then one of them
@@ -269,13 +290,6 @@ int launch_supervise(struct launch_job *job, int sigfd);
 /* Kills (SIGKILL) every started rank group and reaps all children. */
 void launch_kill_all(struct launch_job *job);
 double launch_now(void);
-
-/* shard_seen.c: the channel where ranks mark the --shard files they
- * opened (DDP_SHARD_SEEN); its path, or NULL when it cannot be made. */
-const char *launch_shard_seen_create(struct launch_job *job);
-/* After the job: removes the channel; say: first one warning per spec
- * whose files no rank opened. */
-void launch_shard_seen_report(struct launch_job *job, int say);
 
 /* ddprun's own messages: "ddprun: ...\n" on stderr, one write. */
 void launch_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -724,11 +724,10 @@ static int run(int argc, char **argv)
 	}
 	if (code == DDPRUN_NOT_STARTED)
 		code = 1;
-	launch_shard_seen_report(&job, code == 0);
 	launch_term_finish(sigfd);
 	close(sigfd);
 out:
-	launch_shard_seen_report(&job, 0); /* a launch that stopped early */
+	launch_shard_seen_remove();
 	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
 	launch_status_free(&job);

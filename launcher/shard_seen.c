@@ -9,13 +9,17 @@
  * though sharding worked in the program itself.
  *
  * The channel is a small file of ddprun's (DDP_SHARD_SEEN, /dev/shm or
- * $TMPDIR): byte i is set by any process of any rank that built a view of
- * the i-th file of DDP_SHARD_FILES; byte nfiles + k is set by local rank
- * k's libddp when it loaded the list (it could report).  ddprun speaks only
- * when every local rank could report and none opened any file of a spec.
+ * $TMPDIR), named by path, so that it reaches every process of a rank: one
+ * started by Python's subprocess (close_fds=True: no inherited descriptor,
+ * such as the status board's, survives), after a `cd`, or a fork worker.
+ * Byte i is set by any process of any rank that built a view of the i-th
+ * file of DDP_SHARD_FILES; byte nfiles + k by local rank k's libddp when it
+ * loaded the list (it could report).  launch_progress_shard_unopened
+ * (progress.c) speaks only when no rank marked a spec, here or on the
+ * status board, and every local rank could report.
  *
  * Contract: single-threaded (ddprun's main thread); failures to make the
- * channel are silent (then nothing is said at the end).
+ * channel are silent (launch_shard_seen_load then answers 0: unknown).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -64,49 +68,39 @@ const char *launch_shard_seen_create(struct launch_job *job)
 	return seen_path[0] ? seen_path : NULL;
 }
 
-void launch_shard_seen_report(struct launch_job *job, int say)
+int launch_shard_seen_load(struct launch_job *job, unsigned char *opened, int nspecs)
 {
 	size_t n = seen_files + (size_t)job->nranks;
-	unsigned char *b;
-	int fd;
+	unsigned char *b = NULL;
+	int fd, ok = 0;
 
 	if (!seen_path[0])
-		return;
+		return 0;
 	fd = open(seen_path, O_RDONLY | O_CLOEXEC);
-	unlink(seen_path);
-	seen_path[0] = '\0';
 	b = fd >= 0 ? calloc(1, n) : NULL;
-	if (!say || !b || pread(fd, b, n, 0) != (ssize_t)n)
+	if (!b || pread(fd, b, n, 0) != (ssize_t)n)
 		goto out;
 	for (int k = 0; k < job->nranks; k++)
 		if (!b[seen_files + (size_t)k])
-			goto out; /* a rank that could not report: say nothing */
-	for (int s = 0; s < job->o->shard.n; s++) {
-		const char *cur = job->shard_files, *first = NULL;
-		struct ddp_shard_fixed at;
-		char path[DDP_SHARD_PATH_MAX], name[DDP_SHARD_PATH_MAX] = "";
-		size_t i = 0, files = 0;
-		int si, opened = 0;
-
-		for (; ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path); i++) {
-			if (si != s)
-				continue;
-			files++;
-			opened |= b[i];
-			if (!first) {
-				snprintf(name, sizeof name, "%s", path);
-				first = name;
-			}
-		}
-		if (files && !opened)
-			launch_msg("warning: --shard %s: no rank%s opened %s%s, so nothing was sharded; if the "
-				   "program read its data, it did so by another path or name (give that one to "
-				   "--shard)",
-				   job->o->shard.v[s], job->nranks < job->world_size ? " on this node" : "",
-				   first, files > 1 ? " or any other file it matched" : "");
-	}
+			goto out; /* a rank that could not report: unknown */
+	const char *cur = job->shard_files;
+	struct ddp_shard_fixed at;
+	char path[DDP_SHARD_PATH_MAX];
+	int si;
+	for (size_t i = 0; ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path); i++)
+		if (si >= 0 && si < nspecs && i < seen_files && b[i])
+			opened[si] = 1;
+	ok = 1;
 out:
 	free(b);
 	if (fd >= 0)
 		close(fd);
+	return ok;
+}
+
+void launch_shard_seen_remove(void)
+{
+	if (seen_path[0])
+		unlink(seen_path);
+	seen_path[0] = '\0';
 }

@@ -224,6 +224,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_DIR", job->write_dir), rc, fail);
 	if (o->all_ranks_write)
 		DDP_CHECK_GOTO(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"), rc, fail);
+	if (o->require_shard)
+		DDP_CHECK_GOTO(env_set(&e, "DDP_REQUIRE_SHARD", "1"), rc, fail);
 	if (job->write_said) /* ddprun said the shared folders once (notice.c) */
 		DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_SAID", "1"), rc, fail);
 	if (o->trace) {

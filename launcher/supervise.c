@@ -234,7 +234,12 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 	int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	if (failed && st->first_fail < 0 && !st->stopping && !st->interrupted) {
 		st->first_fail = i;
-		if (WIFEXITED(status))
+		if (r->alone)
+			launch_msg("rank %d (pid %d) exited 0, but its program (%s) ran without libddp.so: something "
+				   "between ddprun and it cleared LD_PRELOAD (env -i, sudo, apptainer --cleanenv), "
+				   "so it ran alone (nothing it did was sharded or synchronised); pass the environment through",
+				   r->rank, (int)r->pid, r->comm[0] ? r->comm : "?");
+		else if (WIFEXITED(status))
 			launch_msg("rank %d (pid %d) exited with code %d", r->rank, (int)r->pid,
 				   WEXITSTATUS(status));
 		else
@@ -259,6 +264,20 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 
 static void check_left(struct launch_job *job, struct sup_state *st);
 
+/* The comm of process pid (a zombie keeps it), "" when unreadable. */
+static void read_comm(pid_t pid, char *out, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	out[0] = 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)cap, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
+
 /* Every rank that has exited, the clean exits (code 0) first: a rank that
  * left while the others needed it makes them fail soon after, so before a
  * failure is named, a rank that left (in this pass or an earlier one whose
@@ -271,13 +290,30 @@ static void reap(struct launch_job *job, struct sup_state *st)
 	struct {
 		int i, status;
 	} ex[64];
-	while (n < 64 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	siginfo_t si;
+	while (n < 64) {
+		/* peek first: a rank's comm (its last image's name) is read before
+		 * it is reaped, to tell whether that image had libddp */
+		memset(&si, 0, sizeof si);
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+			break;
+		pid = si.si_pid;
+		int li = -1;
 		for (int i = 0; i < job->nranks; i++)
-			if (job->ranks[i].pid == pid && job->ranks[i].running) {
-				ex[n].i = i;
-				ex[n++].status = status;
-			}
-		/* anything else: a reparented orphan, now reaped */
+			if (job->ranks[i].pid == pid && job->ranks[i].running)
+				li = i;
+		if (li >= 0)
+			read_comm(pid, job->ranks[li].comm, sizeof job->ranks[li].comm);
+		if (waitpid(pid, &status, 0) != pid)
+			break;
+		if (li < 0)
+			continue; /* a reparented orphan, now reaped */
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && launch_progress_without_libddp(job, li)) {
+			job->ranks[li].alone = 1;
+			status = 1 << 8; /* exit 1: it did less than the job says */
+		}
+		ex[n].i = li;
+		ex[n++].status = status;
 	}
 	for (int k = 0; k < n; k++)
 		if (WIFEXITED(ex[k].status) && WEXITSTATUS(ex[k].status) == 0) {
@@ -587,6 +623,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.broken) {
 		code = 1;
 	}
+	if (!code)
+		launch_progress_shard_unopened(job);
 	char unequal[300] = "";
 	if (!code && job->nranks > 1 && launch_progress_unequal_end(job, unequal, sizeof unequal)) {
 		launch_msg("the ranks ended at different steps: %s; the job fails", unequal);
@@ -595,7 +633,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	char why[96] = "", sig[32];
 	if (st.first_fail >= 0) {
 		const struct launch_rank *r = &job->ranks[st.first_fail];
-		if (WIFEXITED(r->status))
+		if (r->alone)
+			snprintf(why, sizeof why, "rank %d ran without libddp.so", r->rank);
+		else if (WIFEXITED(r->status))
 			snprintf(why, sizeof why, "rank %d exited with code %d", r->rank,
 				 WEXITSTATUS(r->status));
 		else

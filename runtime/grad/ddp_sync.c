@@ -255,4 +255,5 @@ void ddp_sync_init(int rank, int world)
 	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
 		 sync_st.check_every ? ", --check every " : "", sync_st.check_every ? "N steps" : "");
 	ddp_sync_on_ = 1;
+	sync_aside_pending(); /* the program's own rendezvous came first */
 }

@@ -59,6 +59,10 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * step only (ddp_grad_copied: a copy of a gradient the update reads).  Any
  * thread; takes the sync lock. */
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
+/* A host-to-device copy of n bytes from src (host memory) succeeded: its
+ * bytes join the input compare of the first two steps (ddp_sync_input.c);
+ * a flag test after step 2. */
+void ddp_sync_input_copy(const void *src, uint64_t n) __attribute__((visibility("hidden")));
 
 /* The program copied `bytes` from the host to device address dst (a copy
  * that reached the driver).  Until the first update step the bytes are
@@ -83,6 +87,11 @@ void ddp_sync_device_written(void) __attribute__((visibility("hidden")));
  * warn, the others at info); the job stays connected until exit.  Any
  * thread; idempotent. */
 void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
+/* The program made its own rendezvous (hook_net.c: a connection to its
+ * MASTER_PORT): it synchronises itself.  Steps aside now when
+ * synchronisation is on, else as soon as ddp_sync_init turns it on (the
+ * rendezvous usually comes before the first CUDA call).  Any thread. */
+void ddp_sync_program_rendezvous(const char *why) __attribute__((visibility("hidden")));
 
 /* Never late: the program opens an output file (interpose/hook_write.c,
  * hook_write_output_gate).  ddp_sync_gate_open() is a cheap test, any

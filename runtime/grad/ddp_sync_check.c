@@ -80,7 +80,7 @@ static size_t xr_index(const struct ddp_xr_diff *d)
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
  * mix): fast enough for gigabytes, the same on every rank. */
-static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+uint64_t sync_hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -141,7 +141,7 @@ static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const str
 			sync_die(msg);
 		}
 		pb[np] = b;
-		h[np++] = hash_bytes(DDP_FNV1A_INIT, host, b->size);
+		h[np++] = sync_hash_bytes(DDP_FNV1A_INIT, host, b->size);
 		*bytes += b->size;
 	}
 	free(host);
@@ -478,7 +478,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			sync_st.inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
+			sync_st.inv[first + ord[a]].hash = sync_hash_bytes(DDP_FNV1A_INIT,
 							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
 	/* the scalar arguments (learning rate, clip scale, step, a mean of
@@ -493,7 +493,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 			if (d->ptype != DDP_PT_SCALAR || !(v = ddp_launch_param_ptr(sync_st.cur_k, &p, i)))
 				continue;
 			struct inv_item *it = inv_add();
-			it->hash = hash_bytes(DDP_FNV1A_INIT, v, d->size);
+			it->hash = sync_hash_bytes(DDP_FNV1A_INIT, v, d->size);
 			it->word = 0xffff;
 			it->param = (uint16_t)i;
 			it->kid = L->kid;
@@ -599,6 +599,8 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 	ddp_status_step_end(); /* what is numbered next belongs to the next step */
 	ddp_overlap_step_base(sync_st.launch_seq);
 	inv_compare(step);
+	if (!sync_st.dry && !sync_st.at_exit)
+		sync_input_step_end(step); /* do the ranks read different input? */
 	if (!sync_st.dry && !sync_st.at_exit)
 		perturb(step);
 	/* the parameter check: every parameter and state range in full at the

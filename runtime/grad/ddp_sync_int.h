@@ -13,7 +13,9 @@
  *   ddp_sync_launch.c  the launch path: the cheap path, library calls'
  *                      outputs, argument bounds, the locked path;
  *   ddp_sync_exit.c    stepping aside, the exit report, ddprun inspect's
- *                      roles.
+ *                      roles;
+ *   ddp_sync_input.c   do the ranks copy different input to the device
+ *                      (the compare at step 2, --shard's warning).
  * Names shared across these files carry the sync_ prefix; nothing here is
  * exported from libddp.so (hidden visibility).
  *
@@ -52,6 +54,15 @@ ddp_result sync_coll_fail(ddp_result rc, const char *what);
 CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
+
+/* ddp_sync_check.c: 64-bit hash of bytes, eight at a time (large buffers),
+ * the same on every rank; chain by passing the previous result as h. */
+uint64_t sync_hash_bytes(uint64_t h, const unsigned char *p, size_t n);
+/* ddp_sync_exit.c: steps aside when the program's own rendezvous came
+ * before synchronisation was on (ddp_sync_program_rendezvous) */
+void sync_aside_pending(void);
+/* ddp_sync_input.c: the end of update phase `step` (windows, the compare) */
+void sync_input_step_end(uint64_t step);
 
 /* ddp_sync_launch.c: the evidence that no update ran (an evaluation
  * program): 1 and *seen (launches covered) when it holds */

@@ -109,5 +109,5 @@ grep -v '^ddprun: --shard lit/train1.raw: a raw file' err.raw | sed 's/^/# other
 run none --shard data/train.ddprec python3 reader.py data/x1.npy
 check "no rank opened the file: exit 0" [ "$(cat rc.none)" = 0 ]
 check "no rank opened the file: said once, at the end" \
-	[ "$(grep -c '^ddprun: warning: --shard data/train.ddprec: no rank opened .*/data/train.ddprec, so nothing was sharded' err.none)" = 1 ]
+	[ "$(grep -c '^ddprun: warning: --shard data/train.ddprec: no rank opened a file it names, so nothing was sharded' err.none)" = 1 ]
 exit $fails
