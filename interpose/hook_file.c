@@ -54,6 +54,7 @@
 #ifndef DDP_EXPORT
 #define DDP_EXPORT __attribute__((visibility("default")))
 #endif
+#include "ddp_write_lock.h"
 #include "hook_file.h"
 #include "ddp_status.h"
 
@@ -629,6 +630,7 @@ off64_t hook_shard_lseek(int fd, off64_t off, int whence)
 int hook_shard_close(int fd)
 {
 	view_set(fd, NULL);
+	ddp_write_lock_forget(fd);
 	if (!REAL(close))
 		return (int)syscall(SYS_close, fd);
 	return ddp_libc_.close(fd);
@@ -842,6 +844,9 @@ static int do_fcntl(int fd, int cmd, va_list ap)
 {
 	/* every fcntl argument is an int or a pointer: pass it on as a word */
 	void *arg = va_arg(ap, void *);
+
+	if (cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW)
+		return hook_write_lock_fcntl(fd, cmd, arg); /* mirrored across ranks */
 	int r = REAL(fcntl)(fd, cmd, arg);
 
 	if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)

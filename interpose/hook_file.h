@@ -56,6 +56,11 @@ int hook_file_ready(void) HOOK_HIDDEN;
  * every fork() child by pthread_atfork; vfork runs no atfork handler). */
 int hook_memory_borrowed(void) HOOK_HIDDEN;
 
+/* fcntl's F_SETLK, F_SETLKW, F_OFD_SETLK(W): the lock, also taken on the
+ * job's key file of fd (hook_write.c; runtime/write/ddp_write_lock.h). */
+struct flock;
+int hook_write_lock_fcntl(int fd, int cmd, struct flock *fl) HOOK_HIDDEN;
+
 /* Reads DDP_SHARD and finds the sharded files (start-up, once). */
 void hook_shard_setup(void) HOOK_HIDDEN;
 

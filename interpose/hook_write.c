@@ -18,9 +18,12 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "ddp_sync.h"
 #include "ddp_write.h"
+#include "ddp_write_lock.h"
 #if __has_include("ddp_export.h")
 #include "ddp_export.h"
 #endif
@@ -183,6 +186,88 @@ static int do_mkostemps(char *tmpl, int suffixlen, int flags)
 	if (redirecting(tmpl, tmpl))
 		return ddp_write_mkostemps(tmpl, suffixlen, flags, hook_file_open);
 	return ddp_libc_.mkostemps(tmpl, suffixlen, flags);
+}
+
+/* ---- file locks across ranks (runtime/write/ddp_write_lock.h) ------- */
+
+/* The key of the program's fd, -1 when its lock stays its own. */
+static int lock_key(int fd)
+{
+	hook_file_init();
+	hook_libc_resolve();
+	if (!hook_file_ready() || hook_file_bypass())
+		return -1;
+	return ddp_write_lock_key(fd);
+}
+
+static int do_flock(int fd, int op)
+{
+	int k = lock_key(fd), r, e;
+
+	if (k < 0)
+		return ddp_libc_.flock(fd, op);
+	if (op & LOCK_UN) {
+		r = ddp_libc_.flock(fd, op);
+		e = errno;
+		(void)ddp_libc_.flock(k, LOCK_UN);
+		return errno = e, r;
+	}
+	if (ddp_libc_.flock(k, op) != 0) /* waits for the other ranks' */
+		return -1;
+	r = ddp_libc_.flock(fd, op);
+	if (r != 0) {
+		e = errno;
+		(void)ddp_libc_.flock(k, LOCK_UN);
+		errno = e;
+	}
+	return r;
+}
+
+int hook_write_lock_fcntl(int fd, int cmd, struct flock *fl)
+{
+	int k = fl ? lock_key(fd) : -1, r, e;
+	struct flock kf;
+	struct stat st;
+
+	if (k < 0)
+		return ddp_libc_.fcntl(fd, cmd, fl);
+	kf = *fl; /* the same range of the key, from its start */
+	if (fl->l_whence == SEEK_CUR)
+		kf.l_start += ddp_libc_.lseek64(fd, 0, SEEK_CUR);
+	else if (fl->l_whence == SEEK_END && ddp_sys_fstat(fd, &st) == 0)
+		kf.l_start += st.st_size;
+	kf.l_whence = SEEK_SET;
+	if (kf.l_start < 0)
+		return ddp_libc_.fcntl(fd, cmd, fl);
+	if (fl->l_type == F_UNLCK) {
+		r = ddp_libc_.fcntl(fd, cmd, fl);
+		e = errno;
+		(void)ddp_libc_.fcntl(k, cmd, &kf);
+		return errno = e, r;
+	}
+	if (ddp_libc_.fcntl(k, cmd, &kf) != 0)
+		return -1;
+	r = ddp_libc_.fcntl(fd, cmd, fl);
+	if (r != 0) {
+		e = errno;
+		kf.l_type = F_UNLCK;
+		(void)ddp_libc_.fcntl(k, cmd == F_SETLKW ? F_SETLK : cmd == F_OFD_SETLKW ? F_OFD_SETLK : cmd, &kf);
+		errno = e;
+	}
+	return r;
+}
+
+static int do_lockf(int fd, int cmd, off64_t len)
+{
+	struct flock fl = { .l_whence = SEEK_CUR, .l_start = 0, .l_len = len };
+
+	if (cmd == F_TEST || lock_key(fd) < 0)
+		return ddp_libc_.lockf64(fd, cmd, len);
+	/* lockf is fcntl's F_SETLK(W) on [offset, offset + len) */
+	fl.l_type = cmd == F_ULOCK ? F_UNLCK : F_WRLCK;
+	if (cmd != F_LOCK && cmd != F_TLOCK && cmd != F_ULOCK)
+		return errno = EINVAL, -1;
+	return hook_write_lock_fcntl(fd, cmd == F_LOCK ? F_SETLKW : F_SETLK, &fl);
 }
 
 DDP_EXPORT int access(const char *path, int mode)

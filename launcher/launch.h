@@ -152,6 +152,7 @@ struct launch_job {
 	struct launch_devices dev;
 	char *write_dir;
 	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
+	struct launch_overlay *overlay; /* the kernel overlay (private.c), NULL: the libc one */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
 	double grace;          /* seconds between SIGTERM and SIGKILL (DDPRUN_GRACE) */
 	sigset_t forward;      /* signals passed to the ranks (--signals-to-handle) */
@@ -249,6 +250,20 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
  * job->write_said when the ranks are to leave it to ddprun. */
 void launch_write_notice(struct launch_job *job);
 
+/* private.c: checks each local rank k >= 1's private folder (a foreign
+ * one refuses the job with one line: DDP_ERR_INVALID) and plans the kernel
+ * overlay (DDP_OVERLAY), trying it once; under auto a refusal is said once
+ * and the libc overlay is used.  Before launch_build_env. */
+ddp_result launch_private_prepare(struct launch_job *job);
+/* DDP_OVERLAY_TREES for the ranks other than 0, NULL without a kernel overlay. */
+const char *launch_overlay_trees(const struct launch_job *job);
+/* In the forked child of local rank index idx (other than rank 0), before
+ * exec: enters its mount namespace with the overlays mounted.  0, or the
+ * errno of the step that failed (*step says which).  Async-signal-safe. */
+int launch_overlay_enter(const struct launch_overlay *ov, int idx, int *step);
+/* After the job: removes the overlays' layers (unless DDP_WRITE_KEEP=1). */
+void launch_private_finish(struct launch_job *job);
+
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
 /* Frees the ranks' environments (launch_build_env), before a restart. */
@@ -270,6 +285,8 @@ ddp_result launch_output_init(const struct launch_job *job);
 int launch_output_read(int idx, int is_err, int fd);
 /* Flushes a partial last line of each stream and closes log files. */
 void launch_output_finish(void);
+/* 0 when a write to a log file failed (said once, at the failure). */
+int launch_output_logs_ok(void);
 /* Prints the last stderr lines of rank (at most 10) as ddprun messages. */
 void launch_output_print_tail(int idx);
 /* Everything ddprun writes to its stdout (fd 1) or stderr (fd 2) while a job

@@ -517,6 +517,10 @@ static int run_attempt(struct launch_job *job, int sigfd)
 	}
 	if (job->restart_count == 0)
 		launch_write_notice(job); /* once, here, not per rank */
+	if (launch_private_prepare(job) != DDP_OK) { /* a foreign private folder: refused */
+		code = 2;
+		goto stop_store;
+	}
 	if (launch_build_env(job) != DDP_OK || launch_output_init(job) != DDP_OK) {
 		code = DDPRUN_NOT_STARTED;
 		goto stop_store;
@@ -730,6 +734,7 @@ out:
 	launch_shard_seen_remove();
 	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
+	launch_private_finish(&job); /* the ranks are gone: their layers */
 	launch_status_free(&job);
 	launch_job_free(&job);
 	launch_options_free(&o);

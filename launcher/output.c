@@ -60,19 +60,36 @@ static int out_nranks;
 static char *stage; /* one read's worth of prefixed lines  */
 static size_t stage_len, stage_cap;
 
-/* Writes all of p to a log file (a regular file: it never waits for a
- * reader). */
-static void write_all(int fd, const char *p, size_t n)
+static char log_dir[4096]; /* --log-dir, for the incomplete-logs line */
+static int log_failed_rank = -1, log_failed_errno;
+
+/* Writes all of p to the log file of rank (a regular file: it never waits
+ * for a reader).  The first failure (a full disk, a quota) is said at once
+ * and remembered: the logs are then incomplete (launch_output_logs_ok). */
+static void write_all(int rank, int fd, const char *p, size_t n)
 {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
+		if (w <= 0) {
+			if (log_failed_rank < 0) {
+				log_failed_rank = rank;
+				log_failed_errno = w < 0 ? errno : EIO;
+				launch_msg("the log files under %s are incomplete: writing rank %d's log failed "
+					   "(%s); free some space or choose another --log-dir",
+					   log_dir, rank, strerror(log_failed_errno));
+			}
 			return;
+		}
 		p += w;
 		n -= (size_t)w;
 	}
+}
+
+int launch_output_logs_ok(void)
+{
+	return log_failed_rank < 0;
 }
 
 /* ddprun's own stdout (fd 1) and stderr (fd 2), written without ever
@@ -365,6 +382,7 @@ ddp_result launch_output_init(const struct launch_job *job)
 		}
 		if (o->log_dir) {
 			char path[4096];
+			snprintf(log_dir, sizeof log_dir, "%s", o->log_dir);
 			snprintf(path, sizeof path, "%s/rank%d.log", o->log_dir, r->rank);
 			r->log_fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 			if (r->log_fd < 0) {
@@ -387,9 +405,9 @@ static void emit(struct out_rank *r, int is_err, const char *data, size_t n, int
 	const char *p = data, *end = data + n;
 
 	if (r->log_fd >= 0) {
-		write_all(r->log_fd, data, n);
+		write_all(r->rank, r->log_fd, data, n);
 		if (add_nl)
-			write_all(r->log_fd, "\n", 1);
+			write_all(r->rank, r->log_fd, "\n", 1);
 	}
 	stage_len = 0;
 	while (p < end) {
@@ -444,8 +462,12 @@ void launch_output_finish(void)
 				emit(r, k, r->s[k].buf, r->s[k].len, 1);
 			r->s[k].len = 0;
 		}
-		if (r->log_fd >= 0)
-			close(r->log_fd);
+		if (r->log_fd >= 0 && close(r->log_fd) != 0 && log_failed_rank < 0) {
+			log_failed_rank = r->rank; /* a deferred write error (NFS, a quota) */
+			log_failed_errno = errno;
+			launch_msg("the log files under %s are incomplete: closing rank %d's log failed (%s)",
+				   log_dir, r->rank, strerror(errno));
+		}
 		r->log_fd = -1;
 	}
 }

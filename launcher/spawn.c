@@ -36,6 +36,10 @@
 
 extern char **environ;
 
+/* Added to the errno a rank's child sends back when its kernel overlay
+ * failed (not its exec). */
+#define LAUNCH_OVERLAY_ERRNO 100000
+
 struct env_vec {
 	char **v;
 	int n;
@@ -226,6 +230,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 		DDP_CHECK_GOTO(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"), rc, fail);
 	if (o->require_shard)
 		DDP_CHECK_GOTO(env_set(&e, "DDP_REQUIRE_SHARD", "1"), rc, fail);
+	if (r->rank != 0 && launch_overlay_trees(job)) /* the kernel keeps these (private.c) */
+		DDP_CHECK_GOTO(env_set(&e, "DDP_OVERLAY_TREES", launch_overlay_trees(job)), rc, fail);
 	if (job->write_said) /* ddprun said the shared folders once (notice.c) */
 		DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_SAID", "1"), rc, fail);
 	if (o->trace) {
@@ -299,11 +305,11 @@ void launch_print_plan(const struct launch_job *job)
 	fflush(stdout);
 }
 
-static void child_exec(const struct launch_job *job, const struct launch_rank *r, int out_w, int err_w,
+static void child_exec(const struct launch_job *job, const struct launch_rank *r, int idx, int out_w, int err_w,
 		       int fail_w, pid_t parent)
 {
 	sigset_t none;
-	int e, devnull;
+	int e, devnull, step;
 
 	setpgid(0, 0);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -327,9 +333,14 @@ static void child_exec(const struct launch_job *job, const struct launch_rank *r
 		goto fail;
 	if (job->status_fd >= 0) /* the status board goes through exec */
 		fcntl(job->status_fd, F_SETFD, 0);
+	if (job->overlay && r->rank != 0 && (e = launch_overlay_enter(job->overlay, idx, &step)) != 0) {
+		e += LAUNCH_OVERLAY_ERRNO; /* not the exec's: spawn_one tells them apart */
+		goto fail_e;
+	}
 	execvpe(job->o->prog_argv[0], job->o->prog_argv, r->envp);
 fail:
 	e = errno;
+fail_e:
 	if (write(fail_w, &e, sizeof e) < 0)
 		_exit(127);
 	_exit(127);
@@ -353,7 +364,7 @@ static ddp_result spawn_one(struct launch_job *job, struct launch_rank *r, int *
 	if (pid < 0)
 		goto sys_close_fail;
 	if (pid == 0)
-		child_exec(job, r, out[1], err[1], fail[1], parent);
+		child_exec(job, r, (int)(r - job->ranks), out[1], err[1], fail[1], parent);
 	setpgid(pid, pid); /* also in the child: whichever runs first */
 	close(out[1]);
 	close(err[1]);
@@ -366,6 +377,12 @@ static ddp_result spawn_one(struct launch_job *job, struct launch_rank *r, int *
 	close(fail[0]);
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
 	fcntl(err[0], F_SETFL, O_NONBLOCK);
+	if (n == (ssize_t)sizeof e && e >= LAUNCH_OVERLAY_ERRNO) {
+		launch_msg("cannot start rank %d in its mount namespace with the kernel overlay: %s; "
+			   "DDP_OVERLAY=libc uses libddp's libc overlay instead (docs/write-safety.md)",
+			   r->rank, strerror(e - LAUNCH_OVERLAY_ERRNO));
+		return DDP_ERR_SYS;
+	}
 	if (n == (ssize_t)sizeof e) {
 		*exec_errno = e;
 		return DDP_ERR_INVALID;

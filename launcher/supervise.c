@@ -630,6 +630,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		launch_msg("the ranks ended at different steps: %s; the job fails", unequal);
 		code = 1;
 	}
+	int logs_lost = !code && !launch_output_logs_ok(); /* said when a write failed */
+	if (logs_lost)
+		code = 1; /* --log-dir promised every line */
 	char why[96] = "", sig[32];
 	if (st.first_fail >= 0) {
 		const struct launch_rank *r = &job->ranks[st.first_fail];
@@ -656,6 +659,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 		snprintf(why, sizeof why, "ddprun got %s", sig_name(st.interrupted, sig, sizeof sig));
 	} else if (unequal[0]) {
 		snprintf(why, sizeof why, "the ranks ended at different optimizer steps");
+	} else if (logs_lost) {
+		snprintf(why, sizeof why, "the log files are incomplete");
 	}
 	job->interrupted = st.interrupted;
 	launch_progress_end(job, launch_now(), code, why);

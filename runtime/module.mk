@@ -59,7 +59,7 @@ include $(addsuffix /module.mk,$(RUNTIME_DIRS))
 
 # What ddprun, the CPU device, the tools and most tests link: the modules
 # below track (in link order), and the libraries they need.
-DDP_COMMON_MODULES := shard store image base port
+DDP_COMMON_MODULES := shard store image write base port
 DDP_COMMON_LIB = $(call ddp_lib_files,$(DDP_COMMON_MODULES))
 RUNTIME_COMMON_SRCS = $(foreach m,$(DDP_COMMON_MODULES),$(DDP_MOD_SRCS_$(m)))
 DDP_COMMON_LIBS := -lelf -lzstd -llz4 -lstdc++ -lpthread -ldl

@@ -68,6 +68,8 @@
 #include "ddp_rank.h"
 #include "ddp_path.h"
 #include "ddp_write.h"
+#include "ddp_write_dir.h"
+#include "ddp_write_lock.h"
 
 #define WHITEOUT "/\001ddprun-deleted"
 
@@ -82,6 +84,9 @@ static int wr_root_errno = EACCES; /* why there is none (the writes' errno) */
 #define WR_MAX_TEMP 8
 static char wr_temp[WR_MAX_TEMP][PATH_MAX]; /* DDP_TEMP_DIRS + $TMPDIR, absolute */
 static int wr_ntemp;
+#define WR_MAX_KERN 32
+static char wr_kern[WR_MAX_KERN][PATH_MAX]; /* DDP_OVERLAY_TREES: the kernel's */
+static int wr_nkern;
 static int wr_said_unprotected; /* the one "left unprotected" line (atomic) */
 static uint64_t logged[1024];   /* hashes of paths logged (atomic)     */
 static uint64_t failed[256];    /* hashes of paths refused (atomic)    */
@@ -162,10 +167,20 @@ static int in_temp(const char *abs)
 	return 0;
 }
 
-/* Whether abs is shared: never redirected. */
+/* Whether abs is in a folder the kernel overlays in this rank's mount
+ * namespace (DDP_OVERLAY_TREES, set by ddprun): the kernel keeps it. */
+static int in_kernel_tree(const char *abs)
+{
+	for (int i = 0; i < wr_nkern; i++)
+		if (ddp_path_under(abs, wr_kern[i]))
+			return 1;
+	return 0;
+}
+
+/* Whether abs is shared or kernel-overlaid: never redirected here. */
 static int excluded(const char *abs)
 {
-	if (ddp_path_in_shared_folder(abs))
+	if (ddp_path_in_shared_folder(abs) || in_kernel_tree(abs))
 		return 1;
 	if (!wr_tmp && in_temp(abs))
 		return 1;
@@ -477,28 +492,6 @@ static int mirror_dirs(const char *abs)
 	return 0;
 }
 
-/* mkdir -p of dir (the run folder itself). */
-static int make_path(const char *dir)
-{
-	char d[PATH_MAX];
-	size_t n = strlen(dir);
-
-	if (n + 2 >= sizeof d)
-		return errno = ENAMETOOLONG, -1;
-	memcpy(d, dir, n);
-	d[n] = '/';
-	d[n + 1] = '\0';
-	for (char *s = d + 1; *s; s++) {
-		if (*s != '/')
-			continue;
-		*s = '\0';
-		if (ddp_libc_.mkdir(d, 0700) != 0 && errno != EEXIST)
-			return -1;
-		*s = '/';
-	}
-	return 0;
-}
-
 /* Copies regular file src to dst (created, or truncated unless excl). */
 static int copy_file(const char *src, const char *dst, mode_t mode, int excl)
 {
@@ -542,36 +535,10 @@ out_free_buf:
 	return rc;
 }
 
-/* Removes path and, for a folder, everything in it (the port's calls only). */
+/* Removes path and, for a folder, everything in it, never through a link. */
 static int remove_tree(const char *path)
 {
-	struct stat st;
-	DIR *d;
-	struct dirent *e;
-	char sub[PATH_MAX];
-	int rc = 0;
-
-	if (lstat_(path, &st) != 0)
-		return errno == ENOENT ? 0 : -1;
-	if (!S_ISDIR(st.st_mode))
-		return ddp_libc_.unlinkat(AT_FDCWD, path, 0);
-	d = opendir(path);
-	if (!d)
-		return -1;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) >= (int)sizeof sub) {
-			rc = -1;
-			continue;
-		}
-		if (remove_tree(sub) != 0)
-			rc = -1;
-	}
-	closedir(d);
-	if (ddp_libc_.unlinkat(AT_FDCWD, path, AT_REMOVEDIR) != 0)
-		rc = -1;
-	return rc;
+	return ddp_write_remove_tree_at(AT_FDCWD, path);
 }
 
 /* Makes the rank's entry of abs a whiteout (its folders mirrored). */
@@ -660,10 +627,12 @@ static int refuse(const char *path, const char *why)
 	int e = errno;
 
 	if (first_time(failed, sizeof failed / sizeof failed[0], path_hash(path)))
-		DDP_ERROR("libddp: rank %d cannot write %s%.160s: %s (%s); the call fails rather than "
+		DDP_ERROR("libddp: rank %d cannot write %s%.160s: %s (%s%s%s); the call fails rather than "
 			  "write rank 0's file (docs/write-safety.md)",
 			  wr_rank, strlen(path) > 160 ? "..." : "",
-			  path + (strlen(path) > 160 ? strlen(path) - 160 : 0), why, strerror(e));
+			  path + (strlen(path) > 160 ? strlen(path) - 160 : 0), why, strerror(e),
+			  e == ENOSPC || e == EDQUOT ? " in its private folder " : "",
+			  e == ENOSPC || e == EDQUOT ? (wr_base[0] ? wr_base : "DDP_WRITE_DIR") : "");
 	errno = e;
 	return -1;
 }
@@ -685,6 +654,8 @@ static void say_unprotected(const char *abs)
 {
 	int expect = 0;
 
+	if (in_kernel_tree(abs))
+		return; /* protected by the kernel's overlay */
 	if (ddp_param_write_said() && wr_rank != 1)
 		return; /* under ddprun rank 1 says it for the job (every rank runs the same program) */
 	if (__atomic_compare_exchange_n(&wr_said_unprotected, &expect, 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
@@ -696,62 +667,6 @@ static void say_unprotected(const char *abs)
 
 /* ---- set-up --------------------------------------------------------- */
 
-/* Process start time (clock ticks since boot) of pid, 0 when gone. */
-static unsigned long long start_time(pid_t pid)
-{
-	char p[64], buf[1024];
-	unsigned long long v = 0;
-	int fd;
-	ssize_t n;
-	char *s;
-
-	snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-	fd = ddp_libc_.open64(p, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = ddp_libc_.read(fd, buf, sizeof buf - 1);
-	ddp_libc_.close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	s = strrchr(buf, ')'); /* the command name may hold spaces */
-	if (!s)
-		return 0;
-	/* fields 3.. follow ") "; start time is field 22 */
-	s += 2;
-	for (int f = 3; f < 22 && s; f++) {
-		s = strchr(s, ' ');
-		if (s)
-			s++;
-	}
-	if (s)
-		v = strtoull(s, NULL, 10);
-	return v;
-}
-
-/* This host's name as it goes into a run folder's name: at most 32 of
- * [A-Za-z0-9._-], others as '_'. */
-static const char *host_tag(void)
-{
-	static char tag[33];
-
-	if (!tag[0]) {
-		char h[256] = "";
-		size_t i;
-		(void)gethostname(h, sizeof h - 1);
-		for (i = 0; i < sizeof tag - 1 && h[i]; i++) {
-			char c = h[i];
-			int okc = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				  (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
-			tag[i] = okc ? c : '_';
-		}
-		if (i == 0)
-			tag[i++] = '_';
-		tag[i] = '\0';
-	}
-	return tag;
-}
-
 /* Whether a run folder's name (run-<pid>-<start>-<host>) is a live
  * process's.  Another host's folder counts as live: its process cannot be
  * seen from here (a DDP_WRITE_DIR on a shared file system). */
@@ -762,40 +677,51 @@ static int run_alive(const char *name)
 
 	if (sscanf(name, "run-%d-%llu-%n", &pid, &st, &off) != 2 || pid <= 0 || off == 0)
 		return 0;
-	if (strcmp(name + off, host_tag()) != 0)
+	if (strcmp(name + off, ddp_write_host_tag()) != 0)
 		return 1;
-	return start_time((pid_t)pid) == st;
+	return ddp_write_start_time((pid_t)pid) == st;
 }
 
-/* Removes everything under dir but the run folder keep (earlier runs'). */
-static void remove_stale(const char *dir, const char *keep)
+/* Removes everything under the rank folder rfd (shown as dir) but the run
+ * folder keep (earlier runs'), never through a link. */
+static void remove_stale(int rfd, const char *dir, const char *keep)
 {
-	DIR *d = opendir(dir);
+	int fd = ddp_libc_.dup(rfd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
-	char p[PATH_MAX];
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			ddp_libc_.close(fd);
 		return;
+	}
 	while ((e = readdir(d))) {
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, keep))
 			continue;
 		if (!strncmp(e->d_name, "run-", 4) && run_alive(e->d_name))
 			continue; /* another live job with the same DDP_WRITE_DIR */
-		if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p)
-			continue;
-		if (remove_tree(p) != 0)
-			DDP_WARN("libddp: rank %d cannot remove %s, left by an earlier run (%s); it is "
+		if (ddp_write_remove_tree_at(rfd, e->d_name) != 0)
+			DDP_WARN("libddp: rank %d cannot remove %s/%s, left by an earlier run (%s); it is "
 				 "never read",
-				 wr_rank, p, strerror(errno));
+				 wr_rank, dir, e->d_name, strerror(errno));
 		else
-			DDP_DEBUG(HOOK, "rank %d removed %s, left by an earlier run", wr_rank, p);
+			DDP_DEBUG(HOOK, "rank %d removed %s/%s, left by an earlier run", wr_rank, dir, e->d_name);
 	}
 	closedir(d);
 }
 
 static void remove_own(void)
 {
-	if (getpid() != wr_owner || wr_keep || !wr_root[0])
+	char why[PATH_MAX + 128];
+
+	if (getpid() != wr_owner || !wr_root[0])
+		return;
+	/* before its space is given back: ENOSPC named nothing to the program */
+	if (!wr_nkern && ddp_write_dir_full(wr_root, why, sizeof why)) /* else ddprun says it */
+		DDP_WARN("libddp: rank %d's private folder %s: its writes there may have failed with ENOSPC; "
+			 "free space or choose a bigger place (ddprun --log-dir, DDP_WRITE_DIR)",
+			 wr_rank, why);
+	if (wr_keep)
 		return;
 	if (remove_tree(wr_root) != 0)
 		DDP_WARN("libddp: rank %d cannot remove its run folder %s (%s); the next run removes it",
@@ -818,21 +744,47 @@ static void temp_dirs_setup(const char *list, const char *tmpdir)
 			wr_ntemp++;
 }
 
+/* Fills wr_kern from the colon-separated absolute folders of list. */
+static void kernel_trees_setup(const char *list)
+{
+	const char *p = list;
+
+	wr_nkern = 0;
+	while (p && *p && wr_nkern < WR_MAX_KERN) {
+		size_t n = strcspn(p, ":");
+		if (p[0] == '/' && n < sizeof wr_kern[0]) {
+			memcpy(wr_kern[wr_nkern], p, n);
+			wr_kern[wr_nkern++][n] = '\0';
+		}
+		p += n + (p[n] == ':');
+	}
+	if (wr_nkern)
+		DDP_DEBUG(HOOK, "rank %d: %d folder%s overlaid by the kernel (%s); the libc overlay keeps the rest",
+			  wr_rank, wr_nkern, wr_nkern == 1 ? "" : "s", list);
+}
+
 /* The run folder: joined from DDP_WRITE_RUN when its process lives (an
- * exec'd program of this rank), else this process's new one. */
-static int run_setup(char *rankdir, size_t len)
+ * exec'd program of this rank), else this process's new one.  The rank
+ * folder is checked first (ddp_write_dir.h): a foreign one is refused with
+ * why filled.  -1 with errno. */
+static int run_setup(char *why, size_t wlen)
 {
 	const char *run = getenv("DDP_WRITE_RUN");
-	char name[64];
-	int n, fresh = 0;
+	char name[64], rankdir[PATH_MAX];
+	int n, fresh = 0, rfd;
 
-	n = snprintf(rankdir, len, "%s/rank%d", strcmp(wr_base, "/") ? wr_base : "", wr_rank);
-	if (n < 0 || (size_t)n >= len)
+	n = snprintf(rankdir, sizeof rankdir, "%s/rank%d", strcmp(wr_base, "/") ? wr_base : "", wr_rank);
+	if (n < 0 || (size_t)n >= sizeof rankdir) {
+		snprintf(why, wlen, "%s/rank%d is too long", wr_base, wr_rank);
 		return errno = ENAMETOOLONG, -1;
-	size_t hl = strlen(host_tag()), rl = run ? strlen(run) : 0;
+	}
+	rfd = ddp_write_dir_open(wr_base, wr_rank, why, wlen);
+	if (rfd < 0)
+		return -1;
+	size_t hl = strlen(ddp_write_host_tag()), rl = run ? strlen(run) : 0;
 
 	/* joined only on this host (a folder of another host counts as alive) */
-	if (run && rl < sizeof name && rl > hl && !strcmp(run + rl - hl, host_tag()) &&
+	if (run && rl < sizeof name && rl > hl && !strcmp(run + rl - hl, ddp_write_host_tag()) &&
 	    run[rl - hl - 1] == '-' && run_alive(run) && !strchr(run, '/')) {
 		int pid = 0;
 		snprintf(name, sizeof name, "%s", run);
@@ -843,15 +795,23 @@ static int run_setup(char *rankdir, size_t len)
 	} else {
 		fresh = 1;
 		wr_owner = getpid();
-		snprintf(name, sizeof name, "run-%d-%llu-%s", (int)wr_owner, start_time(wr_owner), host_tag());
+		snprintf(name, sizeof name, "run-%d-%llu-%s", (int)wr_owner, ddp_write_start_time(wr_owner), ddp_write_host_tag());
 		setenv("DDP_WRITE_RUN", name, 1);
 	}
-	if (snprintf(wr_root, sizeof wr_root, "%s/%s", rankdir, name) >= (int)sizeof wr_root)
+	if (snprintf(wr_root, sizeof wr_root, "%s/%s", rankdir, name) >= (int)sizeof wr_root) {
+		ddp_libc_.close(rfd);
+		snprintf(why, wlen, "%s/%s is too long", rankdir, name);
 		return errno = ENAMETOOLONG, -1;
+	}
 	if (fresh)
-		remove_stale(rankdir, name);
-	if (make_path(wr_root) != 0)
-		return -1;
+		remove_stale(rfd, rankdir, name);
+	if (ddp_libc_.mkdirat(rfd, name, 0700) != 0 && errno != EEXIST) {
+		int e = errno;
+		snprintf(why, wlen, "%s cannot be made (%s)", wr_root, strerror(e));
+		ddp_libc_.close(rfd);
+		return errno = e, -1;
+	}
+	ddp_libc_.close(rfd);
 	if (wr_owner)
 		atexit(remove_own);
 	return 0;
@@ -861,9 +821,10 @@ void ddp_write_setup(void)
 {
 	const struct ddp_rank_info *ri = ddp_rank_get();
 	const char *dir = ddp_param_write_dir(), *tmp = getenv("TMPDIR");
-	char rankdir[PATH_MAX], cwd[PATH_MAX];
+	char why[PATH_MAX + 128], cwd[PATH_MAX];
 
 	temp_dirs_setup(ddp_param_temp_dirs(), tmp); /* every rank: ddp_write_output_path too */
+	ddp_write_lock_setup();                       /* every rank: locks across ranks */
 	if (strcmp(ri->source, "none") == 0 || ri->rank == 0)
 		return;
 	if (ddp_param_all_ranks_write()) {
@@ -872,6 +833,7 @@ void ddp_write_setup(void)
 	}
 	if (!dir || !*dir)
 		dir = ".ddprun";
+	kernel_trees_setup(ddp_param_overlay_trees());
 	wr_tmp = ddp_param_redirect_tmp();
 	wr_keep = ddp_param_write_keep();
 	wr_rank = ri->rank;
@@ -881,11 +843,11 @@ void ddp_write_setup(void)
 			  "shorter path)",
 			  dir, strlen(dir) > 64 ? "..." : "", strlen(dir), ri->rank);
 		wr_base[0] = wr_root[0] = '\0';
-	} else if (run_setup(rankdir, sizeof rankdir) != 0) {
+	} else if (run_setup(why, sizeof why) != 0) {
 		wr_root_errno = errno ? errno : EACCES;
-		DDP_ERROR("libddp: rank %d cannot make its run folder under %s (%s); its writes outside "
+		DDP_ERROR("libddp: rank %d cannot use its private folder: %s; its writes outside "
 			  "the shared folders fail (docs/write-safety.md)",
-			  ri->rank, wr_base, strerror(errno));
+			  ri->rank, why);
 		wr_root[0] = '\0';
 	}
 	/* under ddprun (DDP_WRITE_SAID) these were said once, by ddprun */
@@ -893,7 +855,7 @@ void ddp_write_setup(void)
 		DDP_WARN("libddp: DDP_REDIRECT_TMP=0: rank %d writes files under the temporary folders "
 			 "(%s%s%s) in place, shared with every rank",
 			 ri->rank, wr_temp[0], wr_ntemp > 1 ? ", " : "", wr_ntemp > 1 ? wr_temp[1] : "");
-	if (!ddp_param_write_said() && getcwd(cwd, sizeof cwd) && excluded(cwd) &&
+	if (!ddp_param_write_said() && getcwd(cwd, sizeof cwd) && excluded(cwd) && !in_kernel_tree(cwd) &&
 	    !(wr_base[0] && ddp_path_under(cwd, wr_base)))
 		DDP_WARN("libddp: rank %d's working folder %s is shared (" DDP_SHARED_FOLDERS_TEXT "%s): "
 			 "files written there are not protected (docs/write-safety.md)",

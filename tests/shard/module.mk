@@ -23,7 +23,7 @@ $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 BINS += $(SHARD_PROGS) $(SHARD_CHECK)
 TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
 	tests/shard/test_write_safety.sh tests/shard/test_write_failclosed.sh tests/shard/test_errno.sh \
-	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh \
+	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh tests/shard/test_write_private.sh \
 	tests/shard/test_shard_readers.sh tests/shard/test_shard_launch.sh
 
 $(eval $(call fuzz_target,shard,))

@@ -163,19 +163,34 @@ check "6 dirs: rank 0's folders are as they were" \
 rank 0 "$d" write out/empty f
 check "6 dirs: rank 0 then writes in its folder" holds "$d/out/empty/f" "rank 0"
 
-# ---- cases 1-6 under ddprun -n 2 python3
+# ---- cases 1-6 under ddprun -n 2 python3, in both overlay modes: libddp's
+# libc overlay, and the kernel's (mount namespace + overlayfs: needs root or
+# user namespaces; skipped with the reason where the kernel refuses)
 if [ -x "$ddprun" ] && command -v python3 >/dev/null; then
-	d=$job/py && mkdir -p "$d" "$tmpjob/py"
-	export OVL_TMP=$tmpjob/py
-	(cd "$d" && python3 "$py" prepare) || notok "python: prepare"
-	(cd "$d" && "$ddprun" -n 2 python3 "$py" run) >"$d/out1" 2>&1
-	rc=$?
-	check "python: ddprun -n 2 python3 overlay.py run (exit $rc)" [ $rc = 0 ] || show "$d/out1"
-	(cd "$d" && python3 "$py" after) >"$d/after" 2>&1
-	check "python: rank 0's files hold rank 0's data, nothing of rank 1's" [ $? = 0 ] || show "$d/after"
-	(cd "$d" && python3 "$py" rerun-prepare && "$ddprun" -n 2 python3 "$py" rerun) >"$d/out2" 2>&1
-	check "python: the second run's rank 1 never reads the first run's cache" [ $? = 0 ] || show "$d/out2"
-	check "python: no run folder outlives the run" [ -z "$(find "$d/.ddprun" -mindepth 2 2>/dev/null)" ]
+	for mode in libc kernel; do
+		if [ $mode = kernel ] && ! unshare -m true 2>/dev/null && ! unshare -Urm true 2>/dev/null; then
+			echo "skip - python ($mode): no mount namespace here (unshare refused)"
+			continue
+		fi
+		export DDP_OVERLAY=$mode
+		d=$job/py-$mode && mkdir -p "$d" "$tmpjob/py-$mode"
+		export OVL_TMP=$tmpjob/py-$mode
+		(cd "$d" && python3 "$py" prepare) || notok "python ($mode): prepare"
+		(cd "$d" && "$ddprun" -n 2 python3 "$py" run) >"$d/out1" 2>&1
+		rc=$?
+		check "python ($mode): ddprun -n 2 python3 overlay.py run (exit $rc)" [ $rc = 0 ] || show "$d/out1"
+		(cd "$d" && python3 "$py" after) >"$d/after" 2>&1
+		check "python ($mode): rank 0's files hold rank 0's data, nothing of rank 1's" [ $? = 0 ] || show "$d/after"
+		(cd "$d" && python3 "$py" rerun-prepare && "$ddprun" -n 2 python3 "$py" rerun) >"$d/out2" 2>&1
+		check "python ($mode): the second run's rank 1 never reads the first run's cache" [ $? = 0 ] || show "$d/out2"
+		check "python ($mode): no run folder outlives the run" [ -z "$(find "$d/.ddprun" -mindepth 2 2>/dev/null)" ]
+		if [ $mode = kernel ]; then
+			# kernel: refused (never a fallback) where the kernel says no
+			check "python ($mode): ran in the kernel overlay, nothing refused" \
+				eval '[ $rc = 0 ] && ! grep -q "kernel overlay" "$d/out1"' 
+		fi
+		unset DDP_OVERLAY
+	done
 else
 	notok "python: $ddprun or python3 missing"
 fi
