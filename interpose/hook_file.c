@@ -7,7 +7,8 @@
  * for a sharded file, a view (struct hook_shard_open) is attached to that fd
  * in a fixed table indexed by fd; read, pread, readv, preadv, lseek, mmap,
  * fstat and close of that fd then work on the rank's virtual file
- * (ddp_shard_view_read), and the real fd is only ever read with pread.  Every
+ * (ddp_shard_view_read), and the real fd is only ever read with pread
+ * (mmap: hook_file_mmap.c).  Every
  * other fd costs one table load and passes through.  dup/dup2/dup3/
  * fcntl(F_DUPFD) make the new fd share the view (and its position, as the
  * kernel shares the offset).  Whether an opened path is sharded: its name
@@ -76,8 +77,10 @@ struct shard_file {
 	int64_t cache_mtime_ns;
 	uint64_t cache_vsize; /* virtual size; valid when cache_ok  */
 	int cache_ok;
-	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES), 2: it did not */
+	int fixed;                        /* 1: ddprun listed it (DDP_SHARD_FILES) */
 	int stale_said;                   /* the "changed since launch" line was logged */
+	int line;                         /* its line in DDP_SHARD_FILES (fixed == 1) */
+	int seen_said;                    /* this process marked it in DDP_SHARD_SEEN */
 	struct ddp_shard_fixed at_launch; /* size, mtime, dev, ino when fixed == 1 */
 };
 
@@ -94,46 +97,105 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Adds the files one spec matches. */
+/* Adds file path of spec si, stat'ed as st; at_launch: as ddprun listed it
+ * (NULL: no ddprun, the rank's own glob). */
+static void add_file(int si, const char *path, const struct stat64 *st,
+		     const struct ddp_shard_fixed *at_launch, int line)
+{
+	char real[PATH_MAX];
+	struct shard_file *nf, *f;
+
+	nf = realloc(files, sizeof *files * (size_t)(n_files + 1));
+	if (!nf)
+		return;
+	files = nf;
+	f = &files[n_files];
+	memset(f, 0, sizeof *f);
+	f->dev = st->st_dev;
+	f->ino = st->st_ino;
+	f->spec = si;
+	f->path = strdup(path);
+	if (!f->path)
+		return;
+	f->real_name = realpath(path, real) ? strdup(base_name(real)) : NULL;
+	f->name = base_name(f->path);
+	if (at_launch) {
+		f->fixed = 1;
+		f->at_launch = *at_launch;
+		f->line = line;
+	}
+	pthread_mutex_init(&f->lock, NULL);
+	n_files++;
+	DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
+}
+
+/* Without ddprun (torchrun, srun): the files one spec matches now, from
+ * this process's working folder. */
 static void add_spec_files(int si)
 {
 	glob_t g;
-	int grc = glob(specs[si].path, 0, NULL, &g);
 
-	if (grc != 0) {
+	if (ddp_shard_glob(specs[si].path, &g) != 0) {
 		DDP_WARN("--shard %s matches no file; it is not sharded", specs[si].path);
 		return;
 	}
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		struct stat64 st;
-		char real[PATH_MAX];
-		struct shard_file *nf, *f;
 
-		if (hook_real_fstatat(AT_FDCWD, g.gl_pathv[i], &st, 0) != 0 || !S_ISREG(st.st_mode))
-			continue;
-		nf = realloc(files, sizeof *files * (size_t)(n_files + 1));
-		if (!nf)
-			break;
-		files = nf;
-		f = &files[n_files];
-		memset(f, 0, sizeof *f);
-		f->dev = st.st_dev;
-		f->ino = st.st_ino;
-		f->spec = si;
-		f->path = strdup(g.gl_pathv[i]);
-		f->real_name = realpath(g.gl_pathv[i], real) ? strdup(base_name(real)) : NULL;
-		if (!f->path)
-			break;
-		f->name = base_name(f->path);
-		if (ddp_param_shard_files())
-			f->fixed = ddp_shard_snapshot_find(ddp_param_shard_files(), f->path, &f->at_launch)
-					   ? 1
-					   : 2;
-		pthread_mutex_init(&f->lock, NULL);
-		n_files++;
-		DDP_DEBUG(SHARD, "sharding %s (spec %d)", f->path, si);
+		if (hook_real_fstatat(AT_FDCWD, g.gl_pathv[i], &st, 0) == 0 && S_ISREG(st.st_mode))
+			add_file(si, g.gl_pathv[i], &st, NULL, 0);
 	}
 	globfree(&g);
+}
+
+/* Sets byte `at` of ddprun's DDP_SHARD_SEEN file (launcher/shard_seen.c):
+ * named by path, so every process of the rank reaches it (a subprocess
+ * started with close_fds, after a `cd`, a fork worker); opened and closed
+ * each time (once per file and process), so no fd of ours lives among the
+ * program's. */
+static void seen_mark(uint64_t at)
+{
+	const char *p = ddp_param_shard_seen();
+	static const unsigned char one = 1;
+	int fd, saved = errno;
+
+	if (!p || !*p || !REAL(open64))
+		return;
+	fd = ddp_libc_.open64(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0) {
+		if (syscall(SYS_pwrite64, fd, &one, 1, (off64_t)at) != 1)
+			DDP_DEBUG(SHARD, "cannot mark %s: %s", p, strerror(errno));
+		REAL(close)(fd);
+	}
+	errno = saved;
+}
+
+/* Under ddprun: the files it resolved at launch (DDP_SHARD_FILES), by
+ * device and inode, never a glob again: a process that changed folder, or
+ * a wrapper's `cd`, takes the same files, and says nothing about them (a
+ * spec that matched nothing stopped the job at launch).  A file gone or
+ * replaced since keeps its launch identity: its open is refused
+ * (view_unchanged). */
+static void add_launch_files(const char *list, int n_specs)
+{
+	const char *cur = list;
+	struct ddp_shard_fixed at;
+	char path[PATH_MAX];
+	int si, line = 0;
+
+	for (; ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path); line++) {
+		struct stat64 st;
+
+		if (si < 0 || si >= n_specs)
+			continue;
+		memset(&st, 0, sizeof st);
+		st.st_dev = (dev_t)at.dev;
+		st.st_ino = (ino_t)at.ino;
+		add_file(si, path, &st, &at, line);
+	}
+	/* this rank can report the files it opens (ddprun speaks only then) */
+	if (ddp_rank_get()->local_rank >= 0)
+		seen_mark((uint64_t)line + (uint64_t)ddp_rank_get()->local_rank);
 }
 
 void hook_shard_setup(void)
@@ -148,8 +210,11 @@ void hook_shard_setup(void)
 		DDP_ERROR("%s; input files are not sharded", err);
 		return;
 	}
-	for (int i = 0; i < n; i++)
-		add_spec_files(i);
+	if (ddp_param_shard_files())
+		add_launch_files(ddp_param_shard_files(), n);
+	else
+		for (int i = 0; i < n; i++)
+			add_spec_files(i);
 	__atomic_store_n(&shard_on, n_files > 0, __ATOMIC_RELEASE);
 }
 
@@ -201,15 +266,6 @@ static int view_unchanged(int fd, int fi, uint64_t size)
 
 	if (!f->fixed)
 		return 1; /* no ddprun (torchrun, srun): the rank's own view */
-	if (f->fixed == 2) {
-		if (!__atomic_exchange_n(&f->stale_said, 1, __ATOMIC_RELAXED))
-			DDP_ERROR("--shard %s: %s was not there when ddprun checked the --shard files at "
-				  "launch; every rank must split the same files: run again once the files are "
-				  "complete",
-				  specs[f->spec].path, f->path);
-		errno = ESTALE;
-		return 0;
-	}
 	if (!REAL(fstat64) || ddp_libc_.fstat64(fd, &st) != 0)
 		return 1;
 	int64_t mt = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
@@ -379,6 +435,8 @@ int hook_shard_after_open(int fd, const char *path, int flags)
 		return -1;
 	}
 	view_set(fd, o);
+	if (files[fi].fixed && !__atomic_exchange_n(&files[fi].seen_said, 1, __ATOMIC_RELAXED))
+		seen_mark((uint64_t)files[fi].line);
 	errno = saved;
 	return fd;
 }
@@ -482,6 +540,11 @@ void hook_shard_patch_statx(int fd, struct statx *stx)
 static ssize_t view_pread(struct hook_shard_open *o, int fd, void *buf, size_t n, uint64_t off)
 {
 	return ddp_shard_view_read(&o->view, o->header, real_pread_cb, (void *)(intptr_t)fd, buf, n, off);
+}
+
+ssize_t hook_shard_pread_view(struct hook_shard_open *o, int fd, void *buf, size_t n, uint64_t off)
+{
+	return view_pread(o, fd, buf, n, off);
 }
 
 static ssize_t view_read_at_pos(struct hook_shard_open *o, int fd, const struct iovec *iov, int cnt, int64_t off)
@@ -753,37 +816,6 @@ DDP_EXPORT ssize_t splice(int in, off64_t *in_off, int out, off64_t *out_off, si
 		return -1;
 	}
 	return REAL(splice)(in, in_off, out, out_off, n, flags);
-}
-
-/* ---- mmap: an anonymous copy of the virtual bytes -------------------- */
-
-static void *do_mmap(void *addr, size_t len, int prot, int flags, int fd, off64_t off)
-{
-	struct hook_shard_open *o = (flags & MAP_ANONYMOUS) ? NULL : hook_shard_get(fd);
-	void *p;
-
-	if (!o) {
-		if (!REAL(mmap64))
-			return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
-		return ddp_libc_.mmap64(addr, len, prot, flags, fd, off);
-	}
-	if (off < 0 || len == 0 || (prot & PROT_WRITE && (flags & MAP_TYPE) == MAP_SHARED)) {
-		errno = len == 0 || off < 0 ? EINVAL : EACCES;
-		return MAP_FAILED;
-	}
-	flags = (flags & ~(MAP_TYPE | MAP_SHARED_VALIDATE)) | MAP_PRIVATE | MAP_ANONYMOUS;
-	p = REAL(mmap64)(addr, len, PROT_READ | PROT_WRITE, flags, -1, 0);
-	if (p == MAP_FAILED)
-		return p;
-	if (view_pread(o, fd, p, len, (uint64_t)off) < 0) {
-		int e = errno;
-		munmap(p, len);
-		errno = e;
-		return MAP_FAILED;
-	}
-	if (prot != (PROT_READ | PROT_WRITE))
-		mprotect(p, len, prot);
-	return p;
 }
 
 /* ---- close and dup ---------------------------------------------------- */

@@ -85,6 +85,9 @@ int hook_shard_active(void) HOOK_HIDDEN;
  * Returns fd, or -1 (fd closed, errno set) when the file cannot be shown. */
 int hook_shard_after_open(int fd, const char *path, int flags) HOOK_HIDDEN;
 
+/* Reads n bytes at virtual offset off of view o on fd (no position). */
+ssize_t hook_shard_pread_view(struct hook_shard_open *o, int fd, void *buf, size_t n, uint64_t off) HOOK_HIDDEN;
+
 /* Virtual read/seek/close at the fd level (used by the stdio cookie). */
 ssize_t hook_shard_read(int fd, void *buf, size_t n) HOOK_HIDDEN;
 off64_t hook_shard_lseek(int fd, off64_t off, int whence) HOOK_HIDDEN;

@@ -6,8 +6,10 @@
  * FILE for a sharded file cannot be an ordinary FILE over the real fd: fopen
  * and fdopen of a sharded file return a FILE made by fopencookie whose read,
  * seek and close go to the fd's view (hook_file.c).  fread, fgets, fgetc,
- * fseek, ftell, rewind, feof... then work unchanged; fileno() of such a FILE
- * is -1 (docs/sharding.md).  On ranks other than 0, fopen/freopen for
+ * fseek, ftell, rewind, feof... then work unchanged.  fileno() of such a FILE
+ * is the real fd, whose view shares the FILE's position: libstdc++'s
+ * std::ifstream opens with fopen and then reads, seeks and stats through
+ * fileno() (docs/sharding.md).  On ranks other than 0, fopen/freopen for
  * writing use the rank's side folder (hook_write.c).
  *
  * Contract: any thread; allocation only inside fopen (glibc's own).
@@ -81,7 +83,18 @@ static FILE *cookie_file(int fd)
 		int e = errno;
 		hook_shard_close(fd);
 		errno = e;
+		return NULL;
 	}
+#ifdef __GLIBC__
+	/* glibc marks a cookie FILE with _fileno -2 ("no real file") and
+	 * fileno() then answers -1; but this FILE has a real fd, whose view
+	 * reads at the same position as the cookie.  libstdc++'s filebuf reads
+	 * read(fileno(f)), seeks lseek64(fileno(f)) and stats fstat64(fileno(f)):
+	 * with -1 every std::ifstream of a sharded file failed.  glibc's cookie
+	 * functions never use _fileno (they go through the cookie), and a FILE
+	 * with _fileno >= 0 is closed the same way (through cookie_close). */
+	f->_fileno = fd;
+#endif
 	return f;
 }
 

@@ -4,8 +4,8 @@
  * file: the exported prototype of every row of the area, and the body of
  * every FWD row.  Include it at the END of the area's file (the bodies call
  * its static helpers), after defining exactly one of
- *   HOOK_LIBC_AREA_FILE, HOOK_LIBC_AREA_STAT, HOOK_LIBC_AREA_STDIO,
- *   HOOK_LIBC_AREA_WRITE, HOOK_LIBC_AREA_NET.
+ *   HOOK_LIBC_AREA_FILE, HOOK_LIBC_AREA_MMAP, HOOK_LIBC_AREA_STAT,
+ *   HOOK_LIBC_AREA_STDIO, HOOK_LIBC_AREA_WRITE, HOOK_LIBC_AREA_NET.
  *
  * Contract: generated code only; no state.
  */
@@ -13,6 +13,11 @@
 #define HOOK_LIBC_IN_FILE(...) __VA_ARGS__
 #else
 #define HOOK_LIBC_IN_FILE(...)
+#endif
+#ifdef HOOK_LIBC_AREA_MMAP
+#define HOOK_LIBC_IN_MMAP(...) __VA_ARGS__
+#else
+#define HOOK_LIBC_IN_MMAP(...)
 #endif
 #ifdef HOOK_LIBC_AREA_STAT
 #define HOOK_LIBC_IN_STAT(...) __VA_ARGS__
@@ -46,6 +51,7 @@
 #undef FWD
 #undef OWN
 #undef HOOK_LIBC_IN_FILE
+#undef HOOK_LIBC_IN_MMAP
 #undef HOOK_LIBC_IN_STAT
 #undef HOOK_LIBC_IN_STDIO
 #undef HOOK_LIBC_IN_WRITE

@@ -210,6 +210,13 @@ int launch_progress_without_libddp(struct launch_job *job, int li);
  * process of any local rank opened a file of (the program read its data
  * elsewhere: every rank may have read the same). */
 void launch_progress_shard_unopened(struct launch_job *job);
+/* shard_seen.c: the channel where every process of the ranks marks the
+ * --shard files it opened (DDP_SHARD_SEEN): its path, or NULL when it
+ * cannot be made; load: opened[spec] set for each spec a rank opened, 1
+ * when every local rank could report (else 0: unknown); remove at the end. */
+const char *launch_shard_seen_create(struct launch_job *job);
+int launch_shard_seen_load(struct launch_job *job, unsigned char *opened, int nspecs);
+void launch_shard_seen_remove(void);
 
 /* After every local rank exited 0: did they end at different optimizer
  * steps (each rank's last step as libddp counted it)?  Then one of them

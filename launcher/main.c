@@ -731,6 +731,7 @@ static int run(int argc, char **argv)
 	launch_term_finish(sigfd);
 	close(sigfd);
 out:
+	launch_shard_seen_remove();
 	launch_term_finish(-1); /* messages of a launch that stopped early */
 	launch_guard_stop(&job);
 	launch_private_finish(&job); /* the ranks are gone: their layers */

@@ -397,11 +397,12 @@ int launch_progress_without_libddp(struct launch_job *job, int li)
 void launch_progress_shard_unopened(struct launch_job *job)
 {
 	const struct launch_opts *o = job->o;
-	if (!job->status || !job->preload)
-		return;
+	unsigned char seen[DDP_STATUS_SHARD_SPECS] = { 0 };
+	if (!job->preload || !launch_shard_seen_load(job, seen, DDP_STATUS_SHARD_SPECS))
+		return; /* some rank could not say what it opened: say nothing */
 	for (int i = 0; i < o->shard.n && i < DDP_STATUS_SHARD_SPECS; i++) {
-		int opened = 0;
-		for (int k = 0; k < job->nranks && !opened; k++)
+		int opened = seen[i];
+		for (int k = 0; job->status && k < job->nranks && !opened; k++)
 			opened = DDP_STATUS_LOAD(job->status[k].shard_opened[i]) != 0;
 		if (!opened)
 			launch_msg("warning: --shard %s: no rank%s opened a file it names, so nothing was sharded "
@@ -544,7 +545,8 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
 	/* where the job's files went: the run folder of --log-dir, --trace */
 	const struct launch_opts *o = job->o;
 	if (o && o->log_dir && o->trace)
-		launch_msg("logs: %s/rank<k>.log; traces: %s (ddprun report %s)", o->log_dir, o->trace, o->trace);
+		launch_msg("logs: %s/rank<k>.log; traces: %s (ddprun report %s)", o->log_dir, o->trace,
+			   o->trace);
 	else if (o && o->log_dir)
 		launch_msg("logs: %s/rank<k>.log", o->log_dir);
 	else if (o && o->trace)

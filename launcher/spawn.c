@@ -214,7 +214,7 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 				goto fail;
 			}
 			for (int i = 0; i < o->shard.n; i++)
-				if (ddp_shard_snapshot(o->shard.v[i], job->shard_files, cap, &flen, err,
+				if (ddp_shard_snapshot(o->shard.v[i], i, job->shard_files, cap, &flen, err,
 						       sizeof err) != DDP_OK) {
 					launch_msg("%s", err);
 					rc = DDP_ERR_INVALID;
@@ -222,6 +222,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 				}
 		}
 		DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD_FILES", job->shard_files), rc, fail);
+		if (launch_shard_seen_create(job))
+			DDP_CHECK_GOTO(env_set(&e, "DDP_SHARD_SEEN", launch_shard_seen_create(job)), rc, fail);
 	}
 	DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_DIR", job->write_dir), rc, fail);
 	if (o->all_ranks_write)

@@ -15,7 +15,7 @@
 #      run, and rank 1's save (in .ddprun/rank1/run-*/..., kept with
 #      DDP_WRITE_KEEP=1) too;
 #   and the data-parallel form: ddprun --device cpu -n 2 --shard
-#   train.bin:record=36 at --batch 8 equals the plain run at --batch 16
+#   train.bin:record=36:mode=stride at --batch 8 equals the plain run at --batch 16
 #   (relerr <= 1e-5), ranks bit-identical; negative control: DDP_SYNC=off
 #   fails that comparison.
 # Rank 1's save goes to its private overlay (the folder is under /tmp, which
@@ -92,7 +92,7 @@ shard() { # NAME [ENV...]: -n 2 --shard at batch 8, saves NAME.bin (rank 0) and 
 	local name=$1
 	shift
 	env DDP_WRITE_KEEP=1 DDP_LOG=info "$@" timeout 180 "$ROOT/$BUILD/bin/ddprun" --device cpu -n 2 --log-dir "logs.$name" \
-		--shard train.bin:record=36 ./train --steps 20 --batch 8 --save "$name.bin" >"$name.out" 2>"$name.err"
+		--shard train.bin:record=36:mode=stride ./train --steps 20 --batch 8 --save "$name.bin" >"$name.out" 2>"$name.err"
 }
 shard sharded
 rc=$?
@@ -103,7 +103,7 @@ per_step=$(sed -n 's/^\[rank 0\] .*sync summary: .*per step \([0-9]*\) bytes.*/\
 out=$(python3 "$RELERR" sharded.bin plain.bin 1e-5)
 eq=$?
 if [ $rc -eq 0 ] && [ $eq -eq 0 ] && [ "$per_step" = 644 ]; then
-	ok "ddprun -n 2 --shard train.bin:record=36 at batch 8 equals the plain run at batch 16 ($out <= 1e-5)"
+	ok "ddprun -n 2 --shard train.bin:record=36:mode=stride at batch 8 equals the plain run at batch 16 ($out <= 1e-5)"
 	if [ -n "$side" ] && cmp -s "$side" sharded.bin; then ok "sharded: both ranks bit-identical"
 	else not_ok "sharded: rank 1's parameters ('$side') differ from rank 0's"; fi
 elif [ $rc -eq 0 ] && [ $eq -eq 1 ] && [ "$per_step" = 512 ] && [ -n "$side" ] && ! cmp -s "$side" sharded.bin; then

@@ -614,7 +614,7 @@ ddp_result coll_host_init(struct ddp_comm *c)
 
 out_unmap:
 	free(h->tmp);
-	munmap(h->hdr, h->seg_bytes);
+	DDP_SYS(munmap)(h->hdr, h->seg_bytes);
 	h->hdr = NULL;
 out_close:
 	if (fd >= 0)
@@ -636,7 +636,7 @@ void coll_host_destroy(struct ddp_comm *c)
 		if (h->stage[i] && c->cfg.driver && c->cfg.driver->memFreeHost)
 			c->cfg.driver->memFreeHost(h->stage[i]);
 	if (h->hdr)
-		munmap(h->hdr, h->seg_bytes);
+		DDP_SYS(munmap)(h->hdr, h->seg_bytes);
 	free(h->tmp);
 	free(h);
 	c->host = NULL;

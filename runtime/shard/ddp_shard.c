@@ -20,6 +20,7 @@
  * too).  ddp_shard_check_spec and ddp_shard_snapshot do file I/O and
  * allocate (glob); they are for ddprun and tools.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
 #include <stdio.h>
@@ -218,7 +219,7 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 
 		if (spec->record == 0) {
 			ERR("--shard %s: unknown file format (no DDPREC01, MNIST idx, npy or "
-			    "token-shard header); give record=BYTES and header=BYTES",
+			    "token-shard header); give record=BYTES, header=BYTES and mode=block or mode=stride",
 			    path);
 			return DDP_ERR_INVALID;
 		}
@@ -229,7 +230,18 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 			    (unsigned long long)h);
 			return DDP_ERR_INVALID;
 		}
+		/* no format says how to cut it, and a guess cuts one way or the
+		 * other silently: stride gives every rank every N-th token of a
+		 * token stream, block gives one rank all of a class-sorted file */
+		if (spec->mode == DDP_SHARD_MODE_AUTO) {
+			ERR("--shard %s: a raw file (no known header) does not say how to cut it; add "
+			    ":mode=block (a token stream: each rank one contiguous slice) or :mode=stride "
+			    "(independent records: record i to rank i mod N)",
+			    path);
+			return DDP_ERR_INVALID;
+		}
 		out->fmt = DDP_SHARD_FMT_RAW;
+		out->natural_mode = spec->mode;
 		out->header_bytes = h;
 		out->record_bytes = spec->record;
 		out->item_bytes = spec->record;
@@ -407,6 +419,27 @@ ssize_t ddp_shard_view_read(const struct ddp_shard_view *v, const unsigned char 
 	return (ssize_t)done;
 }
 
+int ddp_shard_glob(const char *pattern, glob_t *g)
+{
+	char lit[2 * DDP_SHARD_PATH_MAX];
+	struct stat st;
+	size_t j = 0;
+
+	memset(g, 0, sizeof *g);
+	if (!strpbrk(pattern, "*?[\\") || ddp_sys_fstatat(AT_FDCWD, pattern, &st, 0) != 0)
+		return glob(pattern, 0, NULL, g);
+	/* a file of that very name: match it alone (`train[1].raw` beside
+	 * `train1.raw` is the file so named), through glob with every special
+	 * character escaped, so the caller frees it the same way */
+	for (const char *c = pattern; *c && j + 2 < sizeof lit; c++) {
+		if (strchr("*?[\\", *c))
+			lit[j++] = '\\';
+		lit[j++] = *c;
+	}
+	lit[j] = '\0';
+	return glob(lit, 0, NULL, g);
+}
+
 /* Checks one file matched by a spec. */
 static ddp_result check_file(const struct ddp_shard_spec *s, const char *path, int world, char *err,
 			     size_t errlen)
@@ -471,7 +504,7 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 		ERR("--shard %s: world size %d is not positive", spec, world_size);
 		return DDP_ERR_INVALID;
 	}
-	grc = glob(s.path, 0, NULL, &g);
+	grc = ddp_shard_glob(s.path, &g);
 	if (grc == GLOB_NOMATCH || (grc == 0 && g.gl_pathc == 0)) {
 		/* `good.rec:RECORD=16`, `x:Pad`: a mistyped option, taken as part
 		 * of PATH because options are lowercase; say so rather than
@@ -501,18 +534,25 @@ ddp_result ddp_shard_check_spec(const char *spec, int world_size, char *err, siz
 	return rc;
 }
 
-ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len, char *err, size_t errlen)
+ddp_result ddp_shard_snapshot(const char *spec, int spec_index, char *out, size_t cap, size_t *len, char *err,
+			      size_t errlen)
 {
 	struct ddp_shard_spec s;
 	ddp_result rc = DDP_OK;
+	char cwd[DDP_SHARD_PATH_MAX];
 	glob_t g;
 
 	DDP_CHECK(ddp_shard_parse_spec(spec, &s, err, errlen));
-	if (glob(s.path, 0, NULL, &g) != 0)
+	if (!getcwd(cwd, sizeof cwd)) {
+		ERR("--shard %s: cannot name the working folder: %s", spec, strerror(errno));
+		return DDP_ERR_INVALID;
+	}
+	if (ddp_shard_glob(s.path, &g) != 0)
 		return DDP_OK; /* ddp_shard_check_spec says what is wrong */
 	for (size_t i = 0; i < g.gl_pathc; i++) {
 		struct stat st;
 		const char *p = g.gl_pathv[i];
+		int rel = p[0] != '/';
 		if (strchr(p, '\n')) {
 			ERR("--shard %s: the file name '%s' holds a newline; rename it", spec, p);
 			rc = DDP_ERR_INVALID;
@@ -520,10 +560,13 @@ ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *l
 		}
 		if (ddp_sys_fstatat(AT_FDCWD, p, &st, 0) != 0 || !S_ISREG(st.st_mode))
 			continue;
-		int n = snprintf(out + *len, cap - *len, "%llu %lld %llu %llu %s\n",
+		/* absolute: a rank that changes folder (hydra, `cd sub && exec
+		 * prog ../data`) still finds the file ddprun checked */
+		int n = snprintf(out + *len, cap - *len, "%d %llu %lld %llu %llu %s%s%s\n", spec_index,
 				 (unsigned long long)st.st_size,
 				 (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec,
-				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, p);
+				 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino, rel ? cwd : "",
+				 rel ? "/" : "", p);
 		if (n < 0 || (size_t)n >= cap - *len) {
 			out[*len] = '\0';
 			ERR("--shard %s: too many files to list (at most %zu bytes of names)", spec, cap);
@@ -536,24 +579,30 @@ ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *l
 	return rc;
 }
 
-int ddp_shard_snapshot_find(const char *list, const char *path, struct ddp_shard_fixed *out)
+int ddp_shard_snapshot_next(const char **cursor, int *spec, struct ddp_shard_fixed *out, char *path, size_t cap)
 {
-	size_t plen = strlen(path);
-	for (const char *l = list; l && *l;) {
+	const char *l = *cursor;
+
+	while (l && *l) {
 		const char *end = strchr(l, '\n');
 		size_t llen = end ? (size_t)(end - l) : strlen(l);
 		unsigned long long size, dev, ino;
 		long long mt;
-		int off = 0;
-		if (sscanf(l, "%llu %lld %llu %llu %n", &size, &mt, &dev, &ino, &off) == 4 && off > 0 &&
-		    (size_t)off + plen == llen && memcmp(l + off, path, plen) == 0) {
+		int si, off = 0;
+
+		*cursor = l + llen + (end ? 1 : 0);
+		if (sscanf(l, "%d %llu %lld %llu %llu %n", &si, &size, &mt, &dev, &ino, &off) == 5 &&
+		    off > 0 && (size_t)off < llen && llen - (size_t)off < cap) {
+			memcpy(path, l + off, llen - (size_t)off);
+			path[llen - (size_t)off] = '\0';
+			*spec = si;
 			out->size = size;
 			out->mtime_ns = mt;
 			out->dev = dev;
 			out->ino = ino;
 			return 1;
 		}
-		l += llen + (end ? 1 : 0);
+		l = *cursor;
 	}
 	return 0;
 }

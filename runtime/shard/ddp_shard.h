@@ -27,6 +27,7 @@
 #define DDP_SHARD_H
 
 #include <stddef.h>
+#include <glob.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "ddp_err.h"
@@ -128,26 +129,37 @@ ddp_result ddp_shard_layout_resolve(const struct ddp_shard_spec *spec, const cha
 				    struct ddp_shard_layout *out /* OUT */, char *err, size_t errlen);
 
 /* ---- the files as ddprun saw them at launch (DDP_SHARD_FILES) ----
- * ddprun records, for each file a spec matches, its size and mtime when it
- * checked the specs; every rank splits exactly those bytes and refuses a
- * file that changed since (a file growing between the ranks' opens would be
- * split by different sizes, and records seen by nobody).  One line per
- * file: "<size> <mtime_ns> <dev> <ino> <path>\n", path as the glob gave it. */
+ * ddprun resolves every spec once, when it checks the specs: the files it
+ * matches, with their size, mtime, device and inode.  The ranks take exactly
+ * these files (they never expand a glob again, so a rank that changed folder
+ * or a wrapper's `cd` changes nothing), split exactly those bytes and refuse
+ * a file that changed since (a file growing between the ranks' opens would be
+ * split by different sizes, and records seen by nobody).  One line per file:
+ * "<spec> <size> <mtime_ns> <dev> <ino> <path>\n", spec the index of the
+ * --shard option (0-based), path absolute. */
 struct ddp_shard_fixed {
 	uint64_t size;
 	int64_t mtime_ns;
 	uint64_t dev, ino;
 };
 
-/* Appends the lines of the files that spec matches (from the working
- * folder) to out[*len..cap), keeping it NUL-terminated.  DDP_ERR_INVALID
- * with a message when a file cannot be listed or out is full.  For ddprun:
- * does file I/O. */
-ddp_result ddp_shard_snapshot(const char *spec, char *out, size_t cap, size_t *len, char *err, size_t errlen);
+/* Expands a spec's PATH like glob(3), except that a file named exactly
+ * pattern (`train[1].raw`) is matched alone, before any glob.  glob's
+ * return value; the caller globfree()s g when it is 0. */
+int ddp_shard_glob(const char *pattern, glob_t *g);
 
-/* Looks up path in a DDP_SHARD_FILES value.  1 and *out filled when it is
- * listed, 0 when not.  Pure. */
-int ddp_shard_snapshot_find(const char *list, const char *path, struct ddp_shard_fixed *out /* OUT */);
+/* Appends the lines of the files that spec (the spec_index-th --shard)
+ * matches from the working folder to out[*len..cap), keeping it
+ * NUL-terminated.  DDP_ERR_INVALID with a message when a file cannot be
+ * listed or out is full.  For ddprun: does file I/O. */
+ddp_result ddp_shard_snapshot(const char *spec, int spec_index, char *out, size_t cap, size_t *len, char *err,
+			      size_t errlen);
+
+/* Reads the next line of a DDP_SHARD_FILES value at *cursor (advanced):
+ * 1 with *spec, *out and path (cap bytes) filled, 0 at the end (malformed
+ * lines are skipped).  Pure. */
+int ddp_shard_snapshot_next(const char **cursor, int *spec, struct ddp_shard_fixed *out /* OUT */,
+			    char *path /* OUT */, size_t cap);
 
 /* The view of rank `rank` of `world` ranks. */
 ddp_result ddp_shard_view_init(const struct ddp_shard_spec *spec, const struct ddp_shard_layout *l, int rank,

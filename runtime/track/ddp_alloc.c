@@ -56,7 +56,7 @@ ddp_result ddp_alloc_init(size_t max_entries)
 void ddp_alloc_fini(void)
 {
 	if (table)
-		munmap(table, table_cap * sizeof(struct ddp_alloc_ent));
+		DDP_SYS(munmap)(table, table_cap * sizeof(struct ddp_alloc_ent));
 	table = NULL;
 	table_cap = table_count = 0;
 }

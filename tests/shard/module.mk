@@ -4,12 +4,17 @@
 # "shard" fuzz target (tests/fuzz/shard).  Owner: sharding helper.
 
 SHARD_PRELOAD := $(LIBDDP)
-SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay spawn_read)
+SHARD_PROGS := $(addprefix $(BUILD)/tests/shard/,ckpt mmapsum stdio_read errno_keep overlay spawn_read ifstream_read)
 SHARD_CHECK := $(BUILD)/bin/ddp-shard-check
 
 $(BUILD)/tests/shard/%: tests/shard/progs/%.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) $< -o $@
+
+# a C++ reader built as C++ trainers are (g++, libstdc++'s std::ifstream)
+$(BUILD)/tests/shard/ifstream_read: tests/shard/progs/ifstream_read.cc
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(LDFLAGS) $< -o $@
 
 $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 	@mkdir -p $(dir $@)
@@ -18,7 +23,8 @@ $(SHARD_CHECK): $(BUILD)/tests/shard/progs/ddp_shard_check.o $(DDP_COMMON_LIB)
 BINS += $(SHARD_PROGS) $(SHARD_CHECK)
 TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
 	tests/shard/test_write_safety.sh tests/shard/test_write_failclosed.sh tests/shard/test_errno.sh \
-	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh tests/shard/test_write_private.sh
+	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh tests/shard/test_write_private.sh \
+	tests/shard/test_shard_readers.sh tests/shard/test_shard_launch.sh
 
 $(eval $(call fuzz_target,shard,))
 $(eval $(call fuzz_target,write_path,))

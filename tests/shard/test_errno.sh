@@ -45,7 +45,7 @@ fi
 # a raw file of 11 records of 16 bytes, record k filled with byte k
 python3 -c 'import sys; sys.stdout.buffer.write(b"".join(bytes([k])*16 for k in range(11)))' >data.bin
 for r in 0 1; do
-	RANK=$r WORLD_SIZE=2 DDP_SHARD="data.bin:record=16" LD_PRELOAD=$lib "$prog" shard data.bin 11 $r \
+	RANK=$r WORLD_SIZE=2 DDP_SHARD="data.bin:record=16:mode=stride" LD_PRELOAD=$lib "$prog" shard data.bin 11 $r \
 		2>err || fails=1
 	sed 's/^/# /' err
 done

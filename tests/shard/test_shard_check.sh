@@ -43,11 +43,11 @@ good "train.ddprec" 4 "rank 3: 9 records, first 3, step 4"
 good "x1.npy:mode=block:pad" 4 "rank 3: 8 records, first 24, step 1"
 good "tok16.bin" 2 "rank 1: 1500 records, first 1501, step 1"
 good "x?.npy" 3 "x3.npy: npy, 128-byte header, 102 records of 32 bytes"
-good "data.bin:record=100:header=0" 3 "rank 0: 4 records"
+good "data.bin:record=100:header=0:mode=stride" 3 "rank 0: 4 records"
 bad "data.bin:record=64:header=16" 2 \
 	"ddprun: --shard data.bin: size 1000 is not a whole number of 64-byte records after a 16-byte header; give record=BYTES and header=BYTES"
 bad "data.bin" 2 \
-	"ddprun: --shard data.bin: unknown file format (no DDPREC01, MNIST idx, npy or token-shard header); give record=BYTES and header=BYTES"
+	"ddprun: --shard data.bin: unknown file format (no DDPREC01, MNIST idx, npy or token-shard header); give record=BYTES, header=BYTES and mode=block or mode=stride"
 bad "nothere*.bin" 2 "ddprun: --shard nothere*.bin: no file matches nothere*.bin"
 bad "data.bin:mode=zigzag" 2 \
 	"ddprun: --shard data.bin:mode=zigzag: mode=zigzag is not a mode; use mode=stride or mode=block"

@@ -41,7 +41,7 @@ rest = os.read(fd, size)
 sys.stdout.buffer.write(first + rest)
 PY
 fails=0
-spec=:record=12:header=5
+spec=:record=12:header=5:mode=stride
 for r in 0 1 2; do
 	run() { RANK=$r WORLD_SIZE=3 DDP_SHARD="$tmp/data/data.raw$spec" LD_PRELOAD=$lib "$@"; }
 	run "$prog" data/data.raw >c.out 2>c.err && cmp -s c.out exp/exp_3_$r ||

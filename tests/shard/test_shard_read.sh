@@ -40,7 +40,7 @@ cases=(
 	"npy3       x3.npy             :pad                      stride pad"
 	"tokens16   tok16.bin          -                         block  keep"
 	"tokens32   tok32.bin          :mode=stride:drop         stride drop"
-	"raw        data.raw           :record=12:header=5       stride keep"
+	"raw        data.raw           :record=12:header=5:mode=stride stride keep"
 	"raw        data.raw           :header=5:record=12:mode=block:pad block pad"
 )
 fails=0

@@ -316,15 +316,22 @@ TEST(format_unknown_and_raw)
 	struct ddp_shard_layout l;
 	memset(file, 'x', 1000);
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
-	CHECK(strstr(err, "data.bin: unknown file format") && strstr(err, "give record=BYTES and header=BYTES"));
+	CHECK(strstr(err, "data.bin: unknown file format") &&
+	      strstr(err, "give record=BYTES, header=BYTES and mode=block or mode=stride"));
 	s = parse_ok("data.bin:record=64:header=16");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
 	CHECK_EQ_STR(err, "--shard data.bin: size 1000 is not a whole number of 64-byte records after a "
 		     "16-byte header; give record=BYTES and header=BYTES");
+	/* a raw file says nothing about how to cut it: mode= is needed */
 	s = parse_ok("data.bin:record=98:header=20");
+	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_ERR_INVALID);
+	CHECK_EQ_STR(err, "--shard data.bin: a raw file (no known header) does not say how to cut it; add "
+		     ":mode=block (a token stream: each rank one contiguous slice) or :mode=stride "
+		     "(independent records: record i to rank i mod N)");
+	s = parse_ok("data.bin:record=98:header=20:mode=stride");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.fmt == DDP_SHARD_FMT_RAW && l.record_count == 10 && l.header_bytes == 20);
-	s = parse_ok("data.bin:record=10");
+	s = parse_ok("data.bin:record=10:mode=block");
 	CHECK(ddp_shard_layout_resolve(&s, "data.bin", file, 1000, 1000, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.header_bytes == 0 && l.record_count == 100);
 	/* record= on a detected format: multiple of the item; header= must agree */
@@ -343,7 +350,7 @@ TEST(format_unknown_and_raw)
 	CHECK(strstr(err, "header=16 does not match the DDPREC01 records header of 64 bytes") != NULL);
 	/* a broken look-alike with a declared layout is read as raw */
 	n = make_ddprec(8, 12);
-	s = parse_ok("r.bin:record=2:header=0");
+	s = parse_ok("r.bin:record=2:header=0:mode=block");
 	CHECK(ddp_shard_layout_resolve(&s, "r.bin", file, n - 2, n - 2, &l, err, sizeof err) == DDP_OK);
 	CHECK(l.fmt == DDP_SHARD_FMT_RAW && l.record_count == 79);
 }
@@ -649,8 +656,11 @@ TEST(check_spec_files)
 	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_ERR_INVALID);
 	CHECK(strstr(err, "size 1000 is not a whole number of 64-byte records after a 16-byte header") != NULL);
 	snprintf(spec, sizeof spec, "%s:record=100", path);
+	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_ERR_INVALID);
+	CHECK(strstr(err, "does not say how to cut it; add :mode=block") != NULL);
+	snprintf(spec, sizeof spec, "%s:record=100:mode=stride", path);
 	CHECK(ddp_shard_check_spec(spec, 2, err, sizeof err) == DDP_OK);
-	snprintf(spec, sizeof spec, "%s/*.bin:record=100:drop", dir);
+	snprintf(spec, sizeof spec, "%s/*.bin:record=100:drop:mode=stride", dir);
 	CHECK(ddp_shard_check_spec(spec, 3, err, sizeof err) == DDP_OK);
 	snprintf(spec, sizeof spec, "%s/*.npy", dir);
 	CHECK(ddp_shard_check_spec(spec, 3, err, sizeof err) == DDP_ERR_INVALID);
@@ -661,6 +671,58 @@ TEST(check_spec_files)
 	snprintf(spec, sizeof spec, "%s:mode=zigzag", path);
 	CHECK(ddp_shard_check_spec(spec, 3, err, sizeof err) == DDP_ERR_INVALID);
 	unlink(path);
+	rmdir(dir);
+}
+
+/* ---- launch resolution: literal names first, the DDP_SHARD_FILES lines ---- */
+
+TEST(glob_literal_first_and_launch_lines)
+{
+	char dir[] = "/tmp/ddp_shard_unitXXXXXX", lit[128], other[128], pat[160];
+	char list[1024], path[256];
+	struct ddp_shard_fixed at;
+	const char *cur;
+	size_t len = 0;
+	glob_t g;
+	int si;
+
+	REQUIRE(mkdtemp(dir) != NULL);
+	snprintf(lit, sizeof lit, "%s/train[1].raw", dir);
+	snprintf(other, sizeof other, "%s/train1.raw", dir);
+	for (int i = 0; i < 2; i++) {
+		FILE *f = fopen(i ? other : lit, "wb");
+		REQUIRE(f);
+		fwrite(file, 1, i ? 8 : 16, f);
+		fclose(f);
+	}
+	/* the file named so, alone; a pattern that names no file is a glob */
+	REQUIRE(ddp_shard_glob(lit, &g) == 0);
+	CHECK(g.gl_pathc == 1 && strcmp(g.gl_pathv[0], lit) == 0);
+	globfree(&g);
+	snprintf(pat, sizeof pat, "%s/train[12].raw", dir);
+	REQUIRE(ddp_shard_glob(pat, &g) == 0);
+	CHECK(g.gl_pathc == 1 && strcmp(g.gl_pathv[0], other) == 0);
+	globfree(&g);
+	/* the launch list: spec index, sizes, absolute paths, read back */
+	snprintf(pat, sizeof pat, "%s:record=4:mode=block", lit);
+	list[0] = '\0';
+	CHECK(ddp_shard_snapshot(pat, 0, list, sizeof list, &len, err, sizeof err) == DDP_OK);
+	snprintf(pat, sizeof pat, "%s/*.raw:record=4:mode=block", dir);
+	CHECK(ddp_shard_snapshot(pat, 1, list, sizeof list, &len, err, sizeof err) == DDP_OK);
+	cur = list;
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 0 && at.size == 16 && strcmp(path, lit) == 0);
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 1 && path[0] == '/');
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 1);
+	CHECK(si == 1 && path[0] == '/');
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path) == 0);
+	/* a path too long for the caller's buffer, a broken line: skipped */
+	cur = "0 1 2 3 4 /a/very/long/path\nnot a line\n1 5 6 7 8 /b\n";
+	CHECK(ddp_shard_snapshot_next(&cur, &si, &at, path, 8) == 1);
+	CHECK(si == 1 && at.size == 5 && strcmp(path, "/b") == 0);
+	unlink(lit);
+	unlink(other);
 	rmdir(dir);
 }
 

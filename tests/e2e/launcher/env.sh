@@ -49,11 +49,11 @@ check "the secret never reaches the output" hasnt "$TMP/err" 'SECRET='
 # options -> DDP_* variables
 printf '0123456789abcdef' >"$TMP/a.bin"
 printf '0123456789abcdef' >"$TMP/b.bin"
-(cd "$TMP" && env -u DDPRUN_NO_PRELOAD "$D" -n 2 --backend host --shard "$TMP/a.bin:record=4:header=0" \
-	--shard "$TMP/b.bin:record=4:header=0" --trace tr --check 5 --timeout 60 -vv --all-ranks-write \
+(cd "$TMP" && env -u DDPRUN_NO_PRELOAD "$D" -n 2 --backend host --shard "$TMP/a.bin:record=4:header=0:mode=block" \
+	--shard "$TMP/b.bin:record=4:header=0:mode=block" --trace tr --check 5 --timeout 60 -vv --all-ranks-write \
 	--log-dir logs "$PROG" env $VARS >"$out" 2>"$TMP/err")
 check "options run exits 0" [ $? = 0 ]
-for pair in "DDP_BACKEND=host" "DDP_SHARD=$TMP/a.bin:record=4:header=0\\\\n$TMP/b.bin:record=4:header=0" \
+for pair in "DDP_BACKEND=host" "DDP_SHARD=$TMP/a.bin:record=4:header=0:mode=block\\\\n$TMP/b.bin:record=4:header=0:mode=block" \
 	"DDP_TRACE=$TMP/tr" "DDP_CHECK=5" "DDP_TIMEOUT=60" "DDP_LOG=debug" "DDP_ALL_RANKS_WRITE=1" \
 	"DDP_WRITE_DIR=$TMP/logs/$(readlink "$TMP/logs/latest")"; do
 	check "option gives ${pair%%=*}" [ "$(grep -c "\] $pair\$" "$out")" = 2 ]

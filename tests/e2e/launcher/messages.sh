@@ -64,7 +64,7 @@ check "RECORD=16: unknown option" has "$err" "^ddprun: --shard $TMP/good.rec:REC
 check ":Pad: unknown option" has "$err" "unknown option 'Pad'"
 "$DDPRUN" --dry-run -n 2 --shard "$TMP/nothere.rec" true >"$out" 2>"$err"
 check "control: a missing file is still 'no file matches'" has "$err" "no file matches $TMP/nothere.rec$"
-"$DDPRUN" --dry-run -n 2 --shard "$TMP/good.rec:record=16" true >"$out" 2>"$err"
+"$DDPRUN" --dry-run -n 2 --shard "$TMP/good.rec:record=16:mode=stride" true >"$out" 2>"$err"
 check "control: record=16 is accepted" [ $? = 0 ]
 
 # timeout(1) sends SIGTERM to ddprun, then to its whole process group

@@ -91,10 +91,10 @@ DDPRUN_NPROC_PER_NODE=3 "$DDPRUN" -n 2 "$PROG" env RANK >"$out" 2>"$err"
 check "-n 2 wins over DDPRUN_NPROC_PER_NODE=3" [ "$(grep -c '\] RANK=' "$out")" = 2 ]
 printf '0123456789abcdef' >"$TMP/x"
 printf '0123456789abcdef' >"$TMP/y"
-DDPRUN_VERBOSE=1 DDPRUN_BACKEND=nccl DDPRUN_SHARD="$(printf '%s\n%s' "$TMP/x:record=4:header=0" "$TMP/y:record=8:header=0")" DDPRUN_DRY_RUN=1 \
+DDPRUN_VERBOSE=1 DDPRUN_BACKEND=nccl DDPRUN_SHARD="$(printf '%s\n%s' "$TMP/x:record=4:header=0:mode=block" "$TMP/y:record=8:header=0:mode=block")" DDPRUN_DRY_RUN=1 \
 	"$DDPRUN" -n 1 "$PROG" env >"$out" 2>"$err"
 check "DDPRUN_VERBOSE, DDPRUN_BACKEND, DDPRUN_SHARD (newline list), DDPRUN_DRY_RUN" \
-	[ "$(grep -cE "^  (DDP_LOG=info|DDP_BACKEND=nccl|DDP_SHARD=$TMP/x:record=4:header=0)\$" "$out")" = 3 ]
+	[ "$(grep -cE "^  (DDP_LOG=info|DDP_BACKEND=nccl|DDP_SHARD=$TMP/x:record=4:header=0:mode=block)\$" "$out")" = 3 ]
 DDPRUN_QUIET=yes DDPRUN_RANKS_FILTER=1 "$DDPRUN" -n 2 --nproc_per_node 2 "$PROG" env RANK >"$out" 2>"$err"
 check "DDPRUN_QUIET=yes hides rank output; torchrun's --nproc_per_node accepted" [ $? = 0 -a ! -s "$out" ]
 "$DDPRUN" -vv -n 1 --dry-run "$PROG" >"$out" 2>"$err"

@@ -2,7 +2,8 @@
  *
  * fuzz.c - libFuzzer target over input sharding's parsers: --shard spec
  * parsing (one spec and newline-separated lists), format detection and
- * header rewriting on arbitrary bytes, and reads of the resulting views.
+ * header rewriting on arbitrary bytes, reads of the resulting views, and
+ * the DDP_SHARD_FILES lines ddprun hands the ranks (ddp_shard_snapshot_next).
  * Input: byte 0 picks the world size and rank, byte 1 the part of the rest
  * used as a spec; the rest is both a spec string and a file's contents.
  * Invariants checked (abort on violation): a detected layout fits the file,
@@ -47,6 +48,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	data += 2;
 	size -= 2;
 
+	{
+		const char *cur = text;
+		struct ddp_shard_fixed at;
+		char path[64];
+		int si, lines = 0;
+		while (ddp_shard_snapshot_next(&cur, &si, &at, path, sizeof path))
+			if (strlen(path) >= sizeof path || ++lines > (int)sizeof text)
+				abort();
+	}
 	if (ddp_shard_parse_list(text, specs, 4, &n, err, sizeof err) == DDP_OK && n > 0 &&
 	    strlen(specs[0].path) == 0)
 		abort();
