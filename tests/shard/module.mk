@@ -24,7 +24,7 @@ BINS += $(SHARD_PROGS) $(SHARD_CHECK)
 TESTS += tests/shard/test_shard_read.sh tests/shard/test_shard_check.sh \
 	tests/shard/test_write_safety.sh tests/shard/test_write_failclosed.sh tests/shard/test_errno.sh \
 	tests/shard/test_write_overlay.sh tests/shard/test_shard_children.sh tests/shard/test_write_private.sh \
-	tests/shard/test_shard_readers.sh tests/shard/test_shard_launch.sh
+	tests/shard/test_shard_readers.sh tests/shard/test_shard_launch.sh tests/shard/test_write_unix.sh
 
 $(eval $(call fuzz_target,shard,))
 $(eval $(call fuzz_target,write_path,))
