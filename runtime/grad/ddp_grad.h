@@ -137,6 +137,8 @@ struct ddp_grad_arg {
 	uint8_t bounded; /* enum ddp_grad_bound: how ext is known     */
 	uint8_t tlist;   /* explicit launches: the tensor list it
 				  * belongs to (DDP_GRAD_NO_LIST: none)       */
+	uint8_t outside; /* its bytes may be written outside the launches
+			  * and the copies (managed or mapped memory)   */
 };
 
 #define DDP_GRAD_NO_LIST 0xff

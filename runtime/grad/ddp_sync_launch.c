@@ -227,13 +227,31 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 
 /* ---- device-to-device copies (the first step's: ddp_grad_copied) */
 
-void ddp_sync_device_written(void)
+/* A write without a kernel of [dst, dst + reach) joins the launch stream's
+ * history (ddp_cycle_host_write): whether it rewrote bytes a launch read
+ * first (1), none (0); unknown counts as rewrote. */
+static int host_write_rewrites(uint64_t dst, uint64_t reach)
+{
+	struct ddp_alloc_ent e;
+	int r = 1;
+	int known = dst && reach && ddp_alloc_find(dst, &e);
+	pthread_mutex_lock(&sync_st.lock);
+	if (sync_st.cycles)
+		r = known ? ddp_cycle_host_write(sync_st.cycles, e.id, dst, dst + reach) != 0
+			  : (ddp_cycle_host_write(sync_st.cycles, 0, 0, 0), 1);
+	pthread_mutex_unlock(&sync_st.lock);
+	return r;
+}
+
+void ddp_sync_device_written(uint64_t dst, uint64_t reach)
 {
 	/* once an update is known the evidence is never asked: no shared
 	 * counter on every copy of a training run */
 	if (__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED))
 		return;
-	if (__atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
+	/* before the first launch nothing was read: the write is start-up
+	 * state, remembered so that a launch's read of it is a read of state */
+	if (host_write_rewrites(dst, reach) && __atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
 		__atomic_fetch_add(&sync_st.host_writes, 1, __ATOMIC_RELAXED);
 }
 
@@ -621,6 +639,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			g->word = a->word;
 			g->access = a->access;
 			g->in_struct = a->in_struct;
+			g->outside = a->alloc.kind != DDP_ALLOC_PLAIN && a->alloc.kind != DDP_ALLOC_ASYNC;
 			g->tlist = DDP_GRAD_NO_LIST;
 			g->dtype = DDP_DT_UNKNOWN;
 			if (k->types_known && !a->in_struct && a->param < k->nparams)
