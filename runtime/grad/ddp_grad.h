@@ -24,8 +24,8 @@
  *   when the signature's "writes" contradicts a reader's evidence (a
  *   reader-revealed gradient passed non-const): snapshot, run the launch,
  *   compare the argument's range, restore.  A read-only range is a gradient
- *   (G) when it is larger than 64 bytes and its element count pairs with a
- *   P range of the same launch (fp32 master or same element size) -- per
+ *   (G) when its element count pairs with a P range (whatever its size: a
+ *   32-byte bias is a parameter) of the same launch (fp32 master or same element size) -- per
  *   range, not per allocation.
  * - Readers: before the first step ends, a reader's large inputs (typed
  *   const pointers; every argument when the reader is not const-correct)

@@ -13,7 +13,8 @@
 # the gradient bytes.  Negative controls: DDP_SYNC=off differs;
 # DDP_DEBUG_AVG_STATE=1 (average m and v, the rules before the data flow)
 # differs.  Never late: --optimizer fused (an update libddp cannot find)
-# stops at step 1 before its first weights file is written.
+# stops at step 1 before its first weights file is written.  No thresholds:
+# --hidden 8 (a 32-byte bias) equals one process too, sgd and adam.
 . "$(dirname "$0")/lib.sh"
 need generic
 D=$BUILD/data/mlp.rec
@@ -41,6 +42,34 @@ done
 # negative control of the roles: averaging Adam's m and v (optimizer state)
 # as if they were the gradient, as the rules before the data flow did, is
 # wrong and the comparison must see it
+# No thresholds: --hidden 8, a tiny layer whose bias b1 is 8 floats (32
+# bytes), updated by the same axpy as every weight.  Until 2026-12-03 a
+# pointer into an allocation of 64 bytes or less never voted on a launch's
+# count, so b1's axpy had no extent, no flow cut, and b1 was never averaged:
+# sgd exited 0 with the ranks' b1 different, adam stopped at step 2.  Every
+# gradient byte (13728: E 1536, W1 1024, b1 8, W2 768, b2 96 floats) is
+# averaged every step; DDP_SYNC=off fails the comparison.
+TS=15
+TGB=13728
+for opt in sgd adam; do
+	case $opt in
+	sgd) lr=0.05 ;;
+	adam) lr=0.005 ;;
+	esac
+	S=$TS ref tiny-$opt generic --data "$D" --steps $TS --batch 16 --optimizer $opt --lr $lr --hidden 8
+	DDP_TRACE=$TMP/tiny-$opt.trace ddp tiny-$opt 2 generic "$D" --data "$D" --steps $TS --batch 8 --optimizer $opt \
+		--lr $lr --hidden 8
+	rc=$?
+	[ $rc -eq 0 ] || not_ok "tiny-$opt: exit $rc: $(grep -m1 'libddp:' "$TMP/tiny-$opt.ddp.err" | cut -c1-300)"
+	equiv tiny-$opt 2 1e-5
+	S=$TS bytes_ok tiny-$opt 2 $TGB
+	DDP_SYNC=off ddp tiny-$opt-off 2 generic "$D" --data "$D" --steps $TS --batch 8 --optimizer $opt --lr $lr \
+		--hidden 8
+	out=$(python3 "$HERE/relerr.py" "$TMP/tiny-$opt-off.0.bin" "$TMP/tiny-$opt.ref.bin" 1e-5)
+	if [ $? -eq 1 ]; then ok "tiny-$opt negative control: DDP_SYNC=off fails the equivalence ($out > 1e-5)"
+	else not_ok "tiny-$opt negative control: DDP_SYNC=off passed or broke the comparison ($out)"; fi
+done
+
 DDP_DEBUG_AVG_STATE=1 ddp avgstate 2 generic "$D" --data "$D" --steps $S --batch 8 --optimizer adam --lr 0.005
 if [ -s "$TMP/avgstate.0.bin" ]; then
 	out=$(python3 "$HERE/relerr.py" "$TMP/avgstate.0.bin" "$TMP/adam.ref.bin" 1e-5)
