@@ -308,6 +308,11 @@ void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on)
 	g->debug_avg_state = on;
 }
 
+void ddp_grad_set_debug_unseen(struct ddp_grad *g, uint64_t bytes)
+{
+	g->debug_unseen = bytes;
+}
+
 void ddp_grad_free(struct ddp_grad *g)
 {
 	if (!g)
@@ -326,6 +331,7 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->xlist);
 	free(g->xrd);
 	ddp_flow_free(g->flow);
+	free(g->updw);
 	grad_plan_free(g);
 	free(g);
 }

@@ -294,6 +294,12 @@ void ddp_grad_set_strict(struct ddp_grad *g, int strict);
  * (m, v) is taken for the gradient and averaged INSTEAD of it, as the rules
  * before the data flow did.  Training is then wrong; the tests show it. */
 void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on);
+/* Debug, negative control of the full compare (DDP_DEBUG_UNSEEN_BYTES=N):
+ * the data flow never makes a gradient of a range of exactly `bytes`
+ * bytes, as a rule that misses one would; that parameter is then never
+ * averaged, and only the compare of every range the update wrote
+ * (ddp_grad_update_written) can stop the job. */
+void ddp_grad_set_debug_unseen(struct ddp_grad *g, uint64_t bytes);
 void ddp_grad_free(struct ddp_grad *g);
 
 /* Processes one launch, BEFORE it reaches the driver, and returns in *plan
@@ -355,6 +361,15 @@ int ddp_grad_is_state(const struct ddp_grad *g, const struct ddp_grad_buf *b, ui
  * current one)?  A hash probe and the allocation's records, not a scan
  * (asked at every cuMemFree until the final compare ran). */
 int ddp_grad_alloc_holds_state(const struct ddp_grad *g, uint64_t base, uint64_t step);
+
+/* The ranges an update found from the data flow wrote (its launches after
+ * the cut: a parameter, optimizer state, a momentum) that no parameter or
+ * gradient record holds now: loop-carried state that feeds the next update
+ * though no rule named it.  The parameter check and the final compare hash
+ * them with the parameters.  The i-th (NULL past the end); *named: a
+ * parameter or gradient record holds it now (compared as that).  label
+ * names the launch and argument that wrote it. */
+const struct ddp_grad_buf *ddp_grad_update_written(struct ddp_grad *g, size_t i, int *named);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

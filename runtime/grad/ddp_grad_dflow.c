@@ -9,6 +9,7 @@
  * Contract: the caller serialises every call (ddp_sync.c holds a mutex).
  */
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				continue;
 			struct alloc_ix *y = grad_ix_find(g, b->base, b->alloc_id);
 			int is_g = grad_rec_exact(g, y, qlo, qhi, M(DDP_GR_GRAD)) != NULL;
-			if (!is_g && g->steps_done == 0)
+			if (!is_g && g->steps_done == 0 && qhi - qlo != g->debug_unseen)
 				is_g = !grad_rec_overlap(g, y, qlo, qhi,
 						    M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
 						    &(uint32_t){ 0 }) &&
@@ -256,6 +257,44 @@ ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 	return DDP_OK;
 }
 
+/* An update launch wrote [lo, hi) of a's allocation: kept when no P or G
+ * record holds those bytes (loop-carried state no rule named). */
+static ddp_result note_update_written(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
+				      uint64_t lo, uint64_t hi)
+{
+	struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
+	if (grad_rec_overlap(g, x, lo, hi, M(DDP_GR_PARAM) | M(DDP_GR_GRAD), &(uint32_t){ 0 }))
+		return DDP_OK;
+	for (size_t i = 0; i < g->nupdw; i++)
+		if (g->updw[i].alloc_id == a->alloc_id && g->updw[i].base == lo && g->updw[i].size == hi - lo)
+			return DDP_OK;
+	struct ddp_grad_buf *nv = ddp_array_grow(g->updw, &g->cupdw, g->nupdw + 1, sizeof *nv, 16);
+	if (!nv)
+		return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+	g->updw = nv;
+	struct ddp_grad_buf *b = &g->updw[g->nupdw++];
+	memset(b, 0, sizeof *b);
+	b->base = lo;
+	b->size = hi - lo;
+	b->alloc_base = a->base;
+	b->alloc_size = a->size;
+	b->alloc_id = a->alloc_id;
+	snprintf(b->label, sizeof b->label, "%.30s:%u+%" PRIu64 " (update-written)",
+		 L->kname ? L->kname : "?", a->param, lo - a->base);
+	return DDP_OK;
+}
+
+const struct ddp_grad_buf *ddp_grad_update_written(struct ddp_grad *g, size_t i, int *named)
+{
+	if (i >= g->nupdw)
+		return NULL;
+	const struct ddp_grad_buf *b = &g->updw[i];
+	/* a rule that named it since: compared as that record */
+	*named = grad_rec_overlap(g, grad_ix_find(g, b->alloc_base, b->alloc_id), b->base, b->base + b->size,
+				  M(DDP_GR_PARAM) | M(DDP_GR_GRAD), &(uint32_t){ 0 }) != NULL;
+	return b;
+}
+
 /* After L: its writes, when it is an update launch; its accesses, in step 1. */
 ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
 {
@@ -266,8 +305,10 @@ ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, i
 		uint64_t lo, hi;
 		grad_arg_range(a, &lo, &hi);
 		int wrote = a->access != DDP_GA_READ;
-		if (upd && wrote)
+		if (upd && wrote) {
 			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
+			DDP_CHECK(note_update_written(g, L, a, lo, hi));
+		}
 		if (g->steps_done == 0)
 			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq, key));
 	}

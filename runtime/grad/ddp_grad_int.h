@@ -99,6 +99,12 @@ struct ddp_grad {
 	int flow_update;     /* the open update phase is a flow one  */
 	uint64_t flow_seq;   /* launches noted in the flow history   */
 	int debug_avg_state; /* DDP_DEBUG_AVG_STATE                  */
+	uint64_t debug_unseen; /* DDP_DEBUG_UNSEEN_BYTES: 0 or a size  */
+	/* ranges the flow update's launches wrote that no P or G record
+	 * holds (ddp_grad_update_written): loop-carried state no rule named,
+	 * compared across ranks at the checked steps and at exit */
+	struct ddp_grad_buf *updw;
+	size_t nupdw, cupdw;
 	size_t xcap_rec, xcap_list, xcap_rd;
 	struct ddp_plan plan; /* the current launch's actions (ddp_plan.h) */
 	char err[512];

@@ -540,7 +540,9 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	uint64_t token = 0;
 	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
-		cls = 1 + (int)ddp_grad_classify(k->demangled, sync_st.opt_setting, sync_st.reader_setting);
+		cls = 1 + (sync_st.no_names ? (int)DDP_GK_OTHER
+					    : (int)ddp_grad_classify(k->demangled, sync_st.opt_setting,
+								     sync_st.reader_setting));
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
 		if (cls - 1 != DDP_GK_OTHER)
 			DDP_INFO(GRAD, "%s kernel: %s",
@@ -565,7 +567,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		short_name(k, k->sync_kname, sizeof k->sync_kname);
 		ddp_torch_launch_learn(k);
 		sync_st.torch_seen |= k->sync_torch_state == DDP_XT_OK;
-		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
+		k->sync_boundary = (uint8_t)(!sync_st.no_names && ddp_grad_is_boundary(k->demangled));
 		if (k->sync_boundary) /* never skipped by the cheap path */
 			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
 	}
@@ -676,7 +678,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		.const_correct = (uint8_t)const_correct(k),
 		.seq = ++sync_st.launch_seq,
 		.explicit_ranges = (uint8_t)explicit_ranges,
-		.grad_list = explicit_ranges ? sync_st.xargs.grad_list : DDP_GRAD_NO_LIST,
+		.grad_list = explicit_ranges && !sync_st.no_names ? sync_st.xargs.grad_list : DDP_GRAD_NO_LIST,
 		.boundary = k->sync_boundary,
 	};
 	sync_st.check_stream = (void *)s;
