@@ -153,6 +153,35 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 	return 0;
 }
 
+int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	uint32_t pi, qi;
+	if (L->explicit_ranges || L->truncated || g->steps != 0 || !L->nargs)
+		return 0;
+	if (flow_find_cut(g, L, flow_key(L), &pi, &qi))
+		return L->args[pi].access == DDP_GA_READ && L->args[qi].access != DDP_GA_READ ? 1 : 0;
+	/* an update rewrites loop-carried state, bytes a launch read before:
+	 * a launch that writes only bytes no launch has read yet updates
+	 * nothing (the cost layer's axpy(cdelta, delta) inside backward, delta
+	 * filled this step).  (The history holds start-up and step 1 alike, so
+	 * a range some launch read counts as maybe loop-carried: the name then
+	 * stands.) */
+	int writes = 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (a->access == DDP_GA_READ || grad_integer_arg(a))
+			continue;
+		if (a->in_struct || a->access == DDP_GA_UNKNOWN || !ddp_dtype_size(grad_dtype(g, L, a)))
+			return 0; /* what it writes is not known well enough */
+		grad_arg_range(a, &lo, &hi);
+		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi))
+			return 0; /* maybe loop-carried bytes it rewrites: maybe an update */
+		writes = 1;
+	}
+	return writes ? 2 : 0;
+}
+
 /* Does L touch a parameter the open update phase wrote (the next forward)? */
 static int flow_reads_updated(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
