@@ -493,7 +493,8 @@ static int name_overruled(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		 L->kname ? L->kname : "?",
 		 why == 1 ? "a launch reading a parameter (bytes no launch of the step wrote before reading them) and "
 			    "writing a gradient (written by this step's backward)"
-			  : "a launch that rewrites no loop-carried state (it writes only bytes no launch has read)");
+			  : "a launch that rewrites no loop-carried state (it writes only bytes a launch of the step "
+			    "produced and none has read)");
 	return 1;
 }
 

@@ -161,11 +161,12 @@ int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L)
 	if (flow_find_cut(g, L, flow_key(L), &pi, &qi))
 		return L->args[pi].access == DDP_GA_READ && L->args[qi].access != DDP_GA_READ ? 1 : 0;
 	/* an update rewrites loop-carried state, bytes a launch read before:
-	 * a launch that writes only bytes no launch has read yet updates
-	 * nothing (the cost layer's axpy(cdelta, delta) inside backward, delta
-	 * filled this step).  (The history holds start-up and step 1 alike, so
-	 * a range some launch read counts as maybe loop-carried: the name then
-	 * stands.) */
+	 * a launch that writes only bytes a launch produced and none has read
+	 * updates nothing (the cost layer's axpy(cdelta, delta) inside
+	 * backward, delta filled this step).  The history holds start-up and
+	 * step 1 alike, so a range some launch read counts as maybe
+	 * loop-carried, and one no launch wrote as maybe state from the host:
+	 * the name then stands. */
 	int writes = 0;
 	for (uint32_t i = 0; i < L->nargs; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
@@ -175,7 +176,7 @@ int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		if (a->in_struct || a->access == DDP_GA_UNKNOWN || !ddp_dtype_size(grad_dtype(g, L, a)))
 			return 0; /* what it writes is not known well enough */
 		grad_arg_range(a, &lo, &hi);
-		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi))
+		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi) || !ddp_flow_last_write(g->flow, a->alloc_id, lo, hi))
 			return 0; /* maybe loop-carried bytes it rewrites: maybe an update */
 		writes = 1;
 	}
