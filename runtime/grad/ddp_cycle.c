@@ -367,6 +367,8 @@ int ddp_cycle_host_write(struct ddp_cycle *c, uint32_t alloc_id, uint64_t lo, ui
 	if (r)
 		return r;
 	struct ddp_cycle *g = c->all;
+	if (g->nseen >= DDP_CYCLE_MAX_LAUNCHES)
+		return -1; /* (a program copying this much before its first update) */
 	if (!alloc_id) {
 		g->unknown_writes = 1;
 		return 1;

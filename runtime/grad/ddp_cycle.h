@@ -90,7 +90,8 @@ int ddp_cycle_gave_up(const struct ddp_cycle *c);
  * outside the stream, so that a launch's read of it is a first read.
  * alloc_id 0: where is not known.  Returns 1 when it rewrote bytes a launch
  * read first (or the stream already rewrote some, or where is not known:
- * the evidence is gone), 0 when not, -1 unknown.
+ * the evidence is gone), 0 when not, -1 unknown (also once the history
+ * holds DDP_CYCLE_MAX_LAUNCHES ranges).
  *
  * Bytes of device memory (not managed or mapped: ddp_grad_arg.outside)
  * that nothing wrote, neither a launch nor a write reported here, hold no

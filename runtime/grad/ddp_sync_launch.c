@@ -236,9 +236,10 @@ static int host_write_rewrites(uint64_t dst, uint64_t reach)
 	int r = 1;
 	int known = dst && reach && ddp_alloc_find(dst, &e);
 	pthread_mutex_lock(&sync_st.lock);
-	if (sync_st.cycles)
-		r = known ? ddp_cycle_host_write(sync_st.cycles, e.id, dst, dst + reach) != 0
-			  : (ddp_cycle_host_write(sync_st.cycles, 0, 0, 0), 1);
+	if (sync_st.cycles && known)
+		r = ddp_cycle_host_write(sync_st.cycles, e.id, dst, dst + reach) != 0;
+	else if (sync_st.cycles)
+		(void)ddp_cycle_host_write(sync_st.cycles, 0, 0, 0);
 	pthread_mutex_unlock(&sync_st.lock);
 	return r;
 }
