@@ -176,7 +176,8 @@ int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L)
 		if (a->in_struct || a->access == DDP_GA_UNKNOWN || !ddp_dtype_size(grad_dtype(g, L, a)))
 			return 0; /* what it writes is not known well enough */
 		grad_arg_range(a, &lo, &hi);
-		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi) || !ddp_flow_last_write(g->flow, a->alloc_id, lo, hi))
+		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi) ||
+		    !ddp_flow_last_write(g->flow, a->alloc_id, lo, hi))
 			return 0; /* maybe loop-carried bytes it rewrites: maybe an update */
 		writes = 1;
 	}
