@@ -142,7 +142,11 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				       !flow_read_by(g, b->alloc_id, qlo, qhi, pread) &&
 				       /* never by this launch in an earlier step: a
 					* launch that produced it is no consumer of it */
-				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key;
+				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key &&
+				       /* never by the open update phase: what the update
+					* formed from the averaged gradients (Adam's m and
+					* v) is state, not what backward produced */
+				       !(g->in_update && ddp_flow_upd_written(g->flow, b->alloc_id, qlo, qhi));
 			if (is_g) {
 				*pi = p;
 				*qi = q;
