@@ -110,7 +110,7 @@ deps:
 # `make test`: dependencies first (they may need root), then a parallel build,
 # then the suite.  The runner prints "N passed, N failed[, N skipped]".
 test:
-	@scripts/deps.sh
+	@scripts/deps.sh --test
 	@$(MAKE) --no-print-directory -j$(NPROC) build-all
 	@BUILD=$(BUILD) tests/run_tests.sh -j $(NPROC) $(TESTS)
 

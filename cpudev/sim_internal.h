@@ -341,6 +341,9 @@ struct CUfunc_st {
 int sim_trace_skip_unknown(void);
 void sim_trace_kernel_skipped(const char *name);
 void sim_trace_launch_skipped(void);
+/* A kernel without host code was refused (the default): the process exits 1
+ * at its end, naming ddp-cpu-kernels (sim_trace.c). */
+void sim_trace_kernel_refused(const char *name);
 
 /* Validates a CUfunction or a CUkernel cast to one; NULL when invalid. */
 struct CUfunc_st *sim_func_get(const void *handle);

@@ -361,6 +361,7 @@ static CUresult sim_get_function(struct CUmod_st *m, const char *name, struct CU
 	if (!h && !sim_trace_skip_unknown()) {
 		sim_msg("no host implementation of kernel %s (looked in %s)", name,
 			sim_kernels_searched ? sim_kernels_searched() : "none: the kernel-execution half is missing");
+		sim_trace_kernel_refused(name);
 		return CUDA_ERROR_NOT_FOUND;
 	}
 	rc = h ? sim_check_params(k, h) : CUDA_SUCCESS;

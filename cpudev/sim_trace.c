@@ -15,17 +15,50 @@
  * Any other value than "skip" (or "refuse", the default) is reported once
  * and treated as the default.
  *
+ * Off (the default, refuse), a kernel the program's images have but no host
+ * code implements is refused at lookup; a program that ignores the error
+ * (cudart programs rarely check launches) would compute nothing and exit 0
+ * with garbage ("loss 0.000000").  So each refusal is counted, and when
+ * the process ends (a destructor: after the program's and libddp's atexit
+ * handlers, its traces written) one line names the first such kernel and
+ * ddp-cpu-kernels, and the process exits 1 whatever status it chose.
+ *
  * Contract: any thread; counters are atomics, the kernel list has a lock.
  */
 #include "sim_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 static pthread_once_t sim_trace_once = PTHREAD_ONCE_INIT;
 static int sim_trace_on;
 static atomic_ulong sim_trace_launches;
 static atomic_ulong sim_trace_kernels;
+
+static atomic_ulong sim_refused;
+static char sim_refused_first[160]; /* the first refused kernel's name */
+
+/* A destructor: _dl_fini runs it after every atexit handler. */
+__attribute__((destructor)) static void sim_refused_exit(void)
+{
+	unsigned long n = atomic_load(&sim_refused);
+	if (!n)
+		return;
+	sim_msg("error: %lu kernel%s had no CPU implementation and ran nowhere (first: %s): this run computed "
+		"nothing real; build the program's kernels with ddp-cpu-kernels (docs/cpu-device-kernels.md) or "
+		"run on a GPU (SIMCUDA_UNKNOWN_KERNELS=skip records a trace on purpose); exit 1",
+		n, n == 1 ? "" : "s", sim_refused_first);
+	fflush(NULL);
+	_exit(1);
+}
+
+void sim_trace_kernel_refused(const char *name)
+{
+	if (atomic_fetch_add(&sim_refused, 1) == 0)
+		snprintf(sim_refused_first, sizeof sim_refused_first, "%s", name);
+}
 
 static void sim_trace_summary(void)
 {

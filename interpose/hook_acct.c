@@ -34,14 +34,23 @@ void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint
 		ddp_sync_copied((uint64_t)dst, (uint64_t)src, n);
 }
 
-void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, uint64_t n)
+void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, const void *src, uint64_t n)
 {
 	hook_acct_copy_at(f, DDP_COPY_HTOD, (uint64_t)dst, n, n);
+	if (__builtin_expect(ddp_sync_on_, 0)) {
+		ddp_sync_host_copied((uint64_t)dst, n);
+		if (src)
+			ddp_sync_input_copy(src, n);
+	}
 }
 
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
 {
-	hook_acct_copy_at(f, dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL)), (uint64_t)dst, n, n);
+	enum ddp_copy_dir d = dir_of(ddp_alloc_find(dst, NULL), ddp_alloc_find(src, NULL));
+	if (d == DDP_COPY_HTOD)
+		hook_acct_htod(f, dst, (const void *)(uintptr_t)src, n);
+	else
+		hook_acct_copy_at(f, d, (uint64_t)dst, n, n);
 }
 
 void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p)

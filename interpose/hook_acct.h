@@ -36,8 +36,12 @@ static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uin
 /* cuMemcpy/cuMemcpyAsync (unified addressing): direction from the
  * allocation table (an address no allocation holds counts as host). */
 void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;
-/* cuMemcpyHtoD(Async): the counters, and where it wrote. */
-void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, uint64_t n) HOOK_HIDDEN;
+/* cuMemcpyHtoD(Async) from host bytes src to dst: the counters, and, when
+ * gradient synchronisation is on, the bytes it wrote
+ * (ddp_sync_host_copied: input data and start-up state) and the host bytes
+ * it read (ddp_sync_input_copy: do the ranks read different input; src NULL:
+ * not known). */
+void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, const void *src, uint64_t n) HOOK_HIDDEN;
 /* cuMemcpyDtoD(Async): the counters, and the copy told to gradient
  * synchronisation (ddp_sync_copied) when it is on. */
 void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n) HOOK_HIDDEN;

@@ -54,6 +54,7 @@
 #define DDP_EXPORT __attribute__((visibility("default")))
 #endif
 #include "hook_file.h"
+#include "ddp_status.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -80,6 +81,7 @@ struct shard_file {
 };
 
 static struct ddp_shard_spec specs[DDP_SHARD_MAX_SPECS];
+_Static_assert(DDP_SHARD_MAX_SPECS <= DDP_STATUS_SHARD_SPECS, "a status-board mark per --shard spec");
 static struct shard_file *files; /* written once by init */
 static int n_files;
 static int shard_on; /* n_files > 0, after init */
@@ -276,6 +278,7 @@ static struct hook_shard_open *view_create(int fd, int fi, uint64_t size)
 	}
 	o->refs = 1;
 	o->file = fi;
+	ddp_status_shard_opened(f->spec); /* ddprun: this spec was read through */
 	pthread_mutex_init(&o->lock, NULL);
 	DDP_INFO(SHARD, "%s: %s, rank %d of %d sees %llu of %llu records (%llu bytes)", f->path,
 		 ddp_shard_fmt_name(l.fmt), ri->rank, ri->world_size, (unsigned long long)o->view.count,

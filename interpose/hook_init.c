@@ -2,8 +2,11 @@
  *
  * hook_init.c - libddp.so's one start-up path, and its exit.
  *
- * Nothing happens when the library is loaded: no constructor does work, and
- * dlsym never initialises.  Start-up runs in two stages, in this order, each
+ * Almost nothing happens when the library is loaded: the one constructor
+ * only marks, on ddprun's status board, that the rank's image has libddp
+ * (ddp_status_mark_image: getenv, prctl, one raw pwrite; again at exit, by
+ * atexit), so that ddprun can tell a rank whose wrapper dropped
+ * LD_PRELOAD; dlsym never initialises.  Start-up runs in two stages, in this order, each
  * once per process, from whichever hook comes first:
  *
  *   files   (hook_file_init: the first hooked libc call, or the first cu*
@@ -205,11 +208,41 @@ static void ddp_exit(void)
 	}
 }
 
+/* Under ddprun (DDPRUN_JOB_ID is the job's marker) a process that reaches
+ * the driver without a valid rank identity lost it on the way (`env -u
+ * RANK`, a wrapper that keeps some variables): it would train alone,
+ * unsharded and unsynchronised, and exit 0.  It stops instead, one line.
+ * DDP_SYNC=off asks for exactly that, and is left alone. */
+static void check_identity(void)
+{
+	const char *job = getenv("DDPRUN_JOB_ID");
+	if (!job || !*job || ddp_param_sync() == 2)
+		return;
+	if (rank_ok && strcmp(ddp_rank_get()->source, "none") != 0)
+		return;
+	DDP_ERROR("libddp: this process runs under ddprun (DDPRUN_JOB_ID is set) but its rank variables are "
+		  "%s (RANK=%s WORLD_SIZE=%s): something between ddprun and the program removed them (env -u, "
+		  "a wrapper that rebuilds the environment), so it would train alone; pass them through "
+		  "(DDP_SYNC=off trains each rank alone on purpose)",
+		  rank_ok ? "missing" : "malformed", getenv("RANK") ? getenv("RANK") : "<unset>",
+		  getenv("WORLD_SIZE") ? getenv("WORLD_SIZE") : "<unset>");
+	fflush(NULL);
+	_exit(1);
+}
+
+__attribute__((constructor)) static void ddp_loaded(void)
+{
+	ddp_status_mark_image();
+	/* again at exit: a program that renamed itself ends with its new comm */
+	(void)atexit(ddp_status_mark_image);
+}
+
 static void ddp_init(void)
 {
 	init_running = 1;
 	hook_inside_enter();
 	hook_file_init();
+	check_identity();
 	read_rank();
 	if (init_world > 1 || getenv("RANK"))
 		ddp_log_set_rank(init_rank);

@@ -5,7 +5,7 @@
  * every FWD row.  Include it at the END of the area's file (the bodies call
  * its static helpers), after defining exactly one of
  *   HOOK_LIBC_AREA_FILE, HOOK_LIBC_AREA_STAT, HOOK_LIBC_AREA_STDIO,
- *   HOOK_LIBC_AREA_WRITE.
+ *   HOOK_LIBC_AREA_WRITE, HOOK_LIBC_AREA_NET.
  *
  * Contract: generated code only; no state.
  */
@@ -29,6 +29,11 @@
 #else
 #define HOOK_LIBC_IN_WRITE(...)
 #endif
+#ifdef HOOK_LIBC_AREA_NET
+#define HOOK_LIBC_IN_NET(...) __VA_ARGS__
+#else
+#define HOOK_LIBC_IN_NET(...)
+#endif
 
 #define FWD(...) \
 	{ \
@@ -44,3 +49,4 @@
 #undef HOOK_LIBC_IN_STAT
 #undef HOOK_LIBC_IN_STDIO
 #undef HOOK_LIBC_IN_WRITE
+#undef HOOK_LIBC_IN_NET

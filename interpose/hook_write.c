@@ -56,9 +56,12 @@ void hook_write_output_gate(int dirfd, const char *path, int flags)
 {
 	char abs[PATH_MAX];
 
-	if (ddp_sync_gate_open() && !hook_file_bypass() &&
-	    ddp_write_output_path(dirfd, path, flags, abs, sizeof abs))
+	if (!ddp_sync_gate_open() || hook_file_bypass())
+		return;
+	if (ddp_write_output_path(dirfd, path, flags, abs, sizeof abs))
 		ddp_sync_output_open(abs);
+	else if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)))
+		ddp_sync_file_written(path); /* a temporary folder's: the invariant's waiting compare */
 }
 
 const char *hook_write_map_open(int dirfd, const char *path, int flags, char *buf, size_t len)

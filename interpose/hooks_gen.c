@@ -32,7 +32,7 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 #define HOOK_DO_ACT_NONE (void)0
 #define HOOK_DO_ACCT_COPY(dir, n) hook_acct_copy(&f_, DDP_COPY_##dir, (uint64_t)(n))
 #define HOOK_DO_ACCT_COPY_UNI(dst, src, n) hook_acct_unified(&f_, (dst), (src), (uint64_t)(n))
-#define HOOK_DO_ACCT_HTOD(dst, n) hook_acct_htod(&f_, (dst), (uint64_t)(n))
+#define HOOK_DO_ACCT_HTOD(dst, src, n) hook_acct_htod(&f_, (dst), (src), (uint64_t)(n))
 #define HOOK_DO_ACCT_DTOD(dst, src, n) hook_acct_dtod(&f_, (dst), (src), (uint64_t)(n))
 #define HOOK_DO_ACCT_COPY2D(p) hook_acct_2d(&f_, (p))
 #define HOOK_DO_ACCT_COPY3D(p) hook_acct_3d(&f_, (p))

@@ -19,6 +19,7 @@
 #define LAUNCH_H
 
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "ddp_err.h"
@@ -88,11 +89,20 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 /* Applies options given in another option's terms (--rdzv-endpoint). */
 ddp_result launch_options_resolve(struct launch_opts *o);
 
+/* --signals-to-handle: "SIGTERM,SIGUSR1" (SIG optional, any case) into *out;
+ * one `ddprun:` line and DDP_ERR_INVALID for a signal ddprun does not pass on. */
+ddp_result launch_parse_signals(const char *list, sigset_t *out);
+
 /* Frees what launch_options_parse allocated inside *o (its lists). */
 void launch_options_free(struct launch_opts *o);
 /* Cross-option checks (multi-node needs, list syntax, ...). */
 ddp_result launch_options_validate(const struct launch_opts *o);
 void launch_options_help(int fd);
+/* The option table as --help lines, man page entries (.TP), a markdown
+ * table, or the man page's examples: what tools/ddprun_doc_main.c writes
+ * into docs/ddprun.1, docs/launcher.md and docs/configuration.md. */
+enum launch_doc { LAUNCH_DOC_HELP, LAUNCH_DOC_MAN, LAUNCH_DOC_MD, LAUNCH_DOC_MAN_EXAMPLES };
+void launch_options_doc(int fd, enum launch_doc fmt);
 
 /* Parses "0,2-3" into a bitmap of n entries (1 = listed).  Values must be
  * < n.  Returns DDP_ERR_INVALID with a message naming `what` otherwise. */
@@ -120,6 +130,8 @@ struct launch_rank {
 	pid_t pid;          /* 0 before start; also its pgid        */
 	int running;        /* not yet reaped                       */
 	int status;         /* wait status once reaped              */
+	char comm[16];      /* its comm when it exited ("" unknown) */
+	int alone;          /* exited 0 having run without libddp   */
 	char **envp;        /* the rank's environment               */
 	int env_first_set;  /* envp[env_first_set..]: set by ddprun */
 	int out_fd, err_fd; /* our ends of its pipes (-1 closed)   */
@@ -141,7 +153,11 @@ struct launch_job {
 	char *write_dir;
 	int write_said;        /* ddprun said the shared folders (notice.c): DDP_WRITE_SAID=1 */
 	char *shard_files;     /* DDP_SHARD_FILES: the --shard files as checked at launch */
-	double grace;          /* seconds between SIGTERM and SIGKILL */
+	double grace;          /* seconds between SIGTERM and SIGKILL (DDPRUN_GRACE) */
+	sigset_t forward;      /* signals passed to the ranks (--signals-to-handle) */
+	int restart_count;     /* this attempt (--max-restarts): TORCHELASTIC_RESTART_COUNT */
+	int interrupted;       /* after launch_supervise: the stopping signal ddprun got, 0 */
+	const char *run_id;    /* TORCHELASTIC_RUN_ID */
 	double progress_every; /* seconds between progress lines (DDPRUN_PROGRESS; 0 off) */
 	double stall_default;  /* without --timeout: a rank others wait for is named after
 				   * this many seconds without progress (half DDP_COLL_TIMEOUT) */
@@ -182,6 +198,18 @@ int launch_progress_needed(struct launch_job *job, int left, char *why, size_t c
  * on each side. */
 int launch_progress_fewer_steps(struct launch_job *job, int left, char *why, size_t cap);
 
+/* Local rank li exited 0 (its comm in ranks[li].comm): did its last image
+ * run without libddp.so (no image of the rank's own process marked the
+ * board, or the last one that did is not the one that exited: a wrapper
+ * such as env -i dropped LD_PRELOAD before exec)?  Only for jobs of more
+ * than one rank with libddp preloaded. */
+int launch_progress_without_libddp(struct launch_job *job, int li);
+
+/* At the end of a job that exited 0: one warning per --shard spec no
+ * process of any local rank opened a file of (the program read its data
+ * elsewhere: every rank may have read the same). */
+void launch_progress_shard_unopened(struct launch_job *job);
+
 /* After every local rank exited 0: did they end at different optimizer
  * steps (each rank's last step as libddp counted it)?  Then one of them
  * skipped or added an update the others did not, and their weights
@@ -216,6 +244,8 @@ void launch_write_notice(struct launch_job *job);
 
 /* spawn.c */
 ddp_result launch_build_env(struct launch_job *job);
+/* Frees the ranks' environments (launch_build_env), before a restart. */
+void launch_env_free(struct launch_job *job);
 /* Frees what run() and launch_build_env allocated in *job (not the store). */
 void launch_job_free(struct launch_job *job);
 /* Prints the plan of --dry-run. */

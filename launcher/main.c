@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -35,7 +36,10 @@
 #include <time.h>
 #include <unistd.h>
 #include "ddp_log.h"
+#include "ddp_params.h"
 #include "launch.h"
+#include "ddp_status.h"
+#include "ddp_store.h"
 
 static char *self_dir(void)
 {
@@ -170,7 +174,7 @@ static int free_port(int avoid)
 /* --log-dir DIR: this run's folder DIR/<id>-<date>-<time>-<pid> (id:
  * --rdzv-id, else "run"), and the link DIR/latest to it, so that no run
  * overwrites another's logs and side files. */
-static ddp_result run_dir(const struct launch_opts *o, int create, char **out)
+static ddp_result run_dir(const struct launch_opts *o, const char *dir, int attempt, int create, char **out)
 {
 	char stamp[32], *path = NULL, *tmp = NULL, *link = NULL;
 	time_t t = time(NULL);
@@ -184,11 +188,14 @@ static ddp_result run_dir(const struct launch_opts *o, int create, char **out)
 	localtime_r(&t, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
 	char *base = NULL;
-	if (asprintf(&base, "%s-%s-%d", id, stamp, (int)getpid()) < 0)
+	/* a restart (--max-restarts) gets a folder of its own: -attempt<N> */
+	char suffix[32] = "";
+	if (attempt)
+		snprintf(suffix, sizeof suffix, "-attempt%d", attempt);
+	if (asprintf(&base, "%s-%s-%d%s", id, stamp, (int)getpid(), suffix) < 0)
 		return DDP_ERR_NOMEM;
-	if (asprintf(&path, "%s/%s", o->log_dir, base) < 0 ||
-	    asprintf(&tmp, "%s/.latest.%d", o->log_dir, (int)getpid()) < 0 ||
-	    asprintf(&link, "%s/latest", o->log_dir) < 0)
+	if (asprintf(&path, "%s/%s", dir, base) < 0 || asprintf(&tmp, "%s/.latest.%d", dir, (int)getpid()) < 0 ||
+	    asprintf(&link, "%s/latest", dir) < 0)
 		goto nomem;
 	if (!create) { /* --dry-run: the name the run would use */
 		free(base);
@@ -239,42 +246,85 @@ static ddp_result count_ranks(struct launch_opts *o)
 	return DDP_OK;
 }
 
-/* torchrun runs `python3 -m MOD` for --module, and `python3 SCRIPT.py`
- * unless --no-python.  ddprun does both, but runs an executable .py
- * directly (its #! line chooses the interpreter). */
+/* The file starts with "#!" (a script exec can run by itself). */
+static int has_shebang(const char *path)
+{
+	char c[2] = { 0, 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, c, 2);
+	close(fd);
+	return n == 2 && c[0] == '#' && c[1] == '!';
+}
+
+/* An executable named `name` in a folder of PATH. */
+static int in_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char buf[PATH_MAX];
+	if (!path)
+		return 0;
+	for (const char *p = path;; p += strcspn(p, ":") + 1) {
+		int len = (int)strcspn(p, ":");
+		snprintf(buf, sizeof buf, "%.*s/%s", len ? len : 1, len ? p : ".", name);
+		if (access(buf, X_OK) == 0)
+			return 1;
+		if (!p[len])
+			return 0;
+	}
+}
+
+/* torchrun runs `python3 -m MOD` for --module, and `python3 SCRIPT` for a
+ * SCRIPT.py (any name with --run-path) unless --no-python.  ddprun does the
+ * same, but runs an executable .py whose first line is #! directly (its
+ * interpreter); one without #! runs under python3 (exec would hand it to
+ * /bin/sh).  --no-python NAME: a bare name that is not in PATH but is an
+ * executable of the current folder runs as ./NAME. */
 static ddp_result python_argv(struct launch_opts *o, char ***out)
 {
 	char **a = o->prog_argv;
 	size_t n = 0, extra;
 	const char *prog = a[0];
 	size_t len = strlen(prog);
+	int py = len > 3 && strcmp(prog + len - 3, ".py") == 0;
+	int local = o->no_python && !strchr(prog, '/') && !in_path(prog) && access(prog, X_OK) == 0;
 
 	*out = NULL;
 	if (o->module)
 		extra = 2;
-	else if (!o->no_python && len > 3 && strcmp(prog + len - 3, ".py") == 0 && access(prog, X_OK) != 0)
+	else if (!o->no_python && (py || o->run_path) && (access(prog, X_OK) != 0 || !has_shebang(prog)))
 		extra = 1;
-	else
+	else if (!local)
 		return DDP_OK;
+	else
+		extra = 0;
 	while (a[n])
 		n++;
-	char **v = calloc(n + extra + 1, sizeof *v);
+	char **v = calloc(n + extra + 2, sizeof *v);
 	if (!v)
 		return DDP_ERR_NOMEM;
-	v[0] = "python3";
-	if (o->module)
-		v[1] = "-m";
 	memcpy(v + extra, a, n * sizeof *v);
+	if (local) {
+		static char dot[PATH_MAX + 2];
+		snprintf(dot, sizeof dot, "./%s", prog);
+		v[0] = dot;
+	} else {
+		v[0] = "python3";
+		if (o->module)
+			v[1] = "-m";
+	}
 	o->prog_argv = *out = v;
 	return DDP_OK;
 }
 
-/* A number of seconds from the environment variable var (default def). */
-static ddp_result read_seconds(const char *var, double def, double max, double *out)
+/* A number of seconds from the environment variable var, its default from
+ * the settings table (runtime/base/params.def). */
+static ddp_result read_seconds(const char *var, double max, double *out)
 {
 	const char *v = getenv(var);
 	char *end;
-	*out = def;
+	*out = strtod(ddp_param_default(var), NULL);
 	if (!v || !*v)
 		return DDP_OK;
 	double g = strtod(v, &end);
@@ -286,12 +336,213 @@ static ddp_result read_seconds(const char *var, double def, double max, double *
 	return DDP_OK;
 }
 
+/* The folders of this attempt (job->restart_count): with --log-dir a run
+ * folder of its own under base (o->log_dir becomes it; *run_path owns it),
+ * DDP_WRITE_DIR there; else DDP_WRITE_DIR is cwd/.ddprun.  --dry-run shows
+ * the folder a run would use (created at start). */
+static ddp_result attempt_dirs(struct launch_job *job, const char *base, const char *cwd, char **run_path)
+{
+	struct launch_opts *o = job->o;
+	free(job->write_dir);
+	job->write_dir = NULL;
+	if (!base)
+		return asprintf(&job->write_dir, "%s/.ddprun", cwd) < 0 ? DDP_ERR_NOMEM : DDP_OK;
+	free(*run_path);
+	*run_path = NULL;
+	/* each run its own subfolder, DIR/latest names the newest */
+	DDP_CHECK(run_dir(o, base, job->restart_count, !o->dry_run, run_path));
+	o->log_dir = *run_path;
+	char *abs = realpath(o->log_dir, NULL);
+	int n = asprintf(&job->write_dir, "%s%s%s", abs || o->log_dir[0] == '/' ? "" : cwd,
+			 abs || o->log_dir[0] == '/' ? "" : "/", abs ? abs : o->log_dir);
+	free(abs);
+	return n < 0 ? DDP_ERR_NOMEM : DDP_OK;
+}
+
+/* Multi-node: --master-addr must name a host now, before any rank starts. */
+static ddp_result resolve_master(const struct launch_opts *o)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res = NULL;
+	if (o->nnodes < 2)
+		return DDP_OK;
+	int e = getaddrinfo(o->master_addr, NULL, &hints, &res);
+	if (e != 0) {
+		launch_msg("--master-addr '%s' does not resolve (%s); give node 0's host name or address",
+			   o->master_addr, gai_strerror(e));
+		return DDP_ERR_INVALID;
+	}
+	freeaddrinfo(res);
+	return DDP_OK;
+}
+
+/* A stopping signal (SIGTERM, SIGINT, SIGHUP) waiting on sigfd, else 0;
+ * others (SIGUSR1: no rank to pass it to yet) are dropped. */
+static int stop_signal(int sigfd)
+{
+	struct signalfd_siginfo si;
+	while (read(sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+		if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT || si.ssi_signo == SIGHUP)
+			return (int)si.ssi_signo;
+	return 0;
+}
+
+/* meet_nodes' steps: connect (DDP_ERR_SYS when node 0's store never
+ * answered, DDP_ERR_REMOTE when it refused the secret), count this node in
+ * and wait for --nnodes (*met: the nodes counted); tries of at most 1 s, so
+ * that a stopping signal ends the wait (*sig, DDP_ERR_INVALID). */
+static ddp_result meet_at_store(const struct launch_job *job, int sigfd, const char *host, double limit,
+				int64_t *met, int *sig)
+{
+	struct ddp_store *s = NULL;
+	double t0 = launch_now(), left;
+	ddp_result rc;
+	while ((rc = ddp_store_connect(host, job->port, job->secret, -1,
+				       (left = limit - (launch_now() - t0)) < 1 ? (left > 0.05 ? left : 0.05) : 1,
+				       &s)) != DDP_OK) {
+		if (rc == DDP_ERR_REMOTE)
+			return rc;
+		if ((*sig = stop_signal(sigfd)))
+			return DDP_ERR_INVALID;
+		if (launch_now() - t0 >= limit)
+			return DDP_ERR_SYS;
+	}
+	/* a counter read every 50 ms, not a barrier: nothing to time out and
+	 * be logged inside the store */
+	rc = ddp_store_add(s, "ddprun/nodes-met", 1, met);
+	while (rc == DDP_OK && *met < job->o->nnodes && launch_now() - t0 < limit && !(*sig = stop_signal(sigfd))) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		rc = ddp_store_add(s, "ddprun/nodes-met", 0, met);
+	}
+	ddp_store_close(s);
+	if (*sig)
+		return DDP_ERR_INVALID;
+	return rc == DDP_OK && *met >= job->o->nnodes ? DDP_OK : DDP_ERR_TIMEOUT;
+}
+
+/* Multi-node, like torchrun's rendezvous before its workers start: every
+ * node's ddprun meets the others at node 0's store (connect, prove the
+ * secret, count itself in, wait for --nnodes) within --rdzv-timeout; a node whose peer
+ * never comes fails then, with one line, and starts no rank. */
+static ddp_result meet_nodes(struct launch_job *job, int sigfd)
+{
+	const struct launch_opts *o = job->o;
+	const char *host = o->node_rank ? job->master_addr : (o->local_addr ? o->local_addr : "127.0.0.1");
+	double limit = (double)o->rdzv_timeout;
+	int64_t met = 0;
+	int sig = 0;
+
+	if (o->nnodes < 2)
+		return DDP_OK;
+	/* the store client's own warnings would say it twice: one line below
+	 * (not on node 0, whose store thread logs what it refuses) */
+	int level = ddp_log_level_;
+	if (level < DDP_LOG_INFO && o->node_rank)
+		ddp_log_level_ = DDP_LOG_ERROR;
+	ddp_result rc = meet_at_store(job, sigfd, host, limit, &met, &sig);
+	ddp_log_level_ = level;
+	if (rc == DDP_OK)
+		return DDP_OK;
+	if (sig) {
+		job->interrupted = sig;
+		launch_msg("node %ld: got %s while waiting for the other nodes; no rank started (exit %d)",
+			   o->node_rank, sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "SIGHUP", 128 + sig);
+	} else if (rc == DDP_ERR_REMOTE)
+		launch_msg("node %ld: node 0's store at %s:%d refused this node's secret; every node "
+			   "needs the same DDPRUN_SECRET (or --secret-file)",
+			   o->node_rank, host, job->port);
+	else if (rc == DDP_ERR_SYS)
+		launch_msg("node %ld: node 0's store at %s:%d did not answer within %ld s "
+			   "(--rdzv-timeout); is ddprun running there, with --master-port %ld?",
+			   o->node_rank, host, job->port, o->rdzv_timeout, o->master_port);
+	else
+		launch_msg("node %ld: %lld of %ld nodes met at node 0's store (%s:%d) within %ld s "
+			   "(--rdzv-timeout); start ddprun on every node with the same --nnodes, "
+			   "--master-addr and --master-port",
+			   o->node_rank, (long long)met, o->nnodes, host, job->port, o->rdzv_timeout);
+	return DDP_ERR_TIMEOUT;
+}
+
+/* run_attempt's code when nothing started (no restart helps) */
+#define DDPRUN_NOT_STARTED (-1)
+
+/* torchrun: OMP_NUM_THREADS=1 for every rank when a node runs more than
+ * one and the user set none; said once. */
+static void omp_notice(const struct launch_opts *o)
+{
+	if (o->nproc_per_node > 1 && !getenv("OMP_NUM_THREADS"))
+		launch_msg("OMP_NUM_THREADS=1 for every rank (%ld ranks share this node); set "
+			   "OMP_NUM_THREADS to tune it",
+			   o->nproc_per_node);
+}
+
+/* One attempt of the job: the store (node 0; a fresh one per attempt on the
+ * same port), the nodes' meeting, the ranks, supervision.  Returns ddprun's
+ * exit code, or DDPRUN_NOT_STARTED when no rank could start. */
+static int run_attempt(struct launch_job *job, int sigfd)
+{
+	const struct launch_opts *o = job->o;
+	int code = 0;
+
+	for (int i = 0; i < job->nranks; i++) { /* a restart: the ranks anew */
+		struct launch_rank *r = &job->ranks[i];
+		r->pid = 0;
+		r->running = r->status = 0;
+		r->out_fd = r->err_fd = -1;
+	}
+	launch_env_free(job);
+	job->interrupted = 0;
+	job->start = 0; /* set once the ranks run */
+	if (job->status) /* the board of the last attempt's ranks */
+		memset(job->status, 0, (size_t)job->nranks * DDP_STATUS_SLOT_BYTES);
+	if (o->node_rank == 0) {
+		const char *bind = o->local_addr ? o->local_addr : o->nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
+		if (ddp_store_server_start(bind, job->port, job->secret, &job->store) != DDP_OK) {
+			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
+				   "another --master-port)",
+				   bind, job->port);
+			return DDPRUN_NOT_STARTED;
+		}
+		job->port = ddp_store_server_port(job->store);
+		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job->port);
+	}
+	if (!job->prog_port && (job->prog_port = free_port(job->port)) <= 0) {
+		launch_msg("cannot find a free port for MASTER_PORT; give one with --master-port");
+		code = DDPRUN_NOT_STARTED;
+		goto stop_store;
+	}
+	if (meet_nodes(job, sigfd) != DDP_OK) {
+		code = job->interrupted ? 128 + job->interrupted : DDPRUN_NOT_STARTED;
+		goto stop_store;
+	}
+	if (job->restart_count == 0)
+		launch_write_notice(job); /* once, here, not per rank */
+	if (launch_build_env(job) != DDP_OK || launch_output_init(job) != DDP_OK) {
+		code = DDPRUN_NOT_STARTED;
+		goto stop_store;
+	}
+	if (launch_spawn_all(job, &code) != DDP_OK) {
+		launch_output_finish();
+		goto stop_store;
+	}
+	DDP_INFO(LAUNCH, "started %d rank%s", job->nranks, job->nranks == 1 ? "" : "s");
+	if (job->restart_count == 0)
+		omp_notice(o);
+	job->start = launch_now();
+	code = launch_supervise(job, sigfd);
+stop_store:
+	ddp_store_server_stop(job->store);
+	job->store = NULL;
+	return code;
+}
+
 static int run(int argc, char **argv)
 {
 	static struct launch_opts o;
 	struct launch_job job = { .o = &o };
 	int action, code = 0, no_preload;
 	char **py_argv = NULL, *run_path = NULL;
+	const char *log_base = NULL;
 	char cwd[PATH_MAX];
 
 	if (launch_options_parse(argc, argv, &o, &action) != DDP_OK) {
@@ -310,8 +561,8 @@ static int run(int argc, char **argv)
 	}
 	if (launch_options_resolve(&o) != DDP_OK || count_ranks(&o) != DDP_OK ||
 	    launch_options_validate(&o) != DDP_OK ||
-	    read_seconds("DDPRUN_GRACE", 3.0, 600, &job.grace) != DDP_OK ||
-	    read_seconds("DDPRUN_PROGRESS", 10.0, 86400, &job.progress_every) != DDP_OK) {
+	    read_seconds("DDPRUN_GRACE", 600, &job.grace) != DDP_OK ||
+	    read_seconds("DDPRUN_PROGRESS", 86400, &job.progress_every) != DDP_OK) {
 		code = 2;
 		goto out;
 	}
@@ -321,7 +572,7 @@ static int run(int argc, char **argv)
 	 * would blame them */
 	{
 		double coll;
-		if (read_seconds("DDP_COLL_TIMEOUT", 300, 604800, &coll) != DDP_OK) {
+		if (read_seconds("DDP_COLL_TIMEOUT", 604800, &coll) != DDP_OK) {
 			code = 2;
 			goto out;
 		}
@@ -367,6 +618,7 @@ static int run(int argc, char **argv)
 		job.port = (int)o.master_port + 1;
 	}
 	job.status_fd = job.guard_fd = -1;
+	job.run_id = o.rdzv_id;
 	{
 		unsigned int r = 0;
 		if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
@@ -384,7 +636,7 @@ static int run(int argc, char **argv)
 		job.ranks[i].out_fd = job.ranks[i].err_fd = -1;
 	}
 	if (o.nnodes > 1) {
-		if (shared_secret(&o, job.secret) != DDP_OK) {
+		if (shared_secret(&o, job.secret) != DDP_OK || resolve_master(&o) != DDP_OK) {
 			code = 2;
 			goto out;
 		}
@@ -394,28 +646,13 @@ static int run(int argc, char **argv)
 	}
 	if (!getcwd(cwd, sizeof cwd))
 		strcpy(cwd, ".");
-	if (o.log_dir) {
-		if (!o.dry_run && make_dir("--log-dir", o.log_dir) != DDP_OK) {
-			code = 2;
-			goto out;
-		}
-		/* each run its own subfolder, DIR/latest names the newest */
-		if (run_dir(&o, !o.dry_run, &run_path) != DDP_OK) {
-			code = 2;
-			goto out;
-		}
-		o.log_dir = run_path;
-		/* --dry-run shows the folder a run would use (created at start) */
-		char *abs = realpath(o.log_dir, NULL);
-		if (asprintf(&job.write_dir, "%s%s%s", abs || o.log_dir[0] == '/' ? "" : cwd,
-			     abs || o.log_dir[0] == '/' ? "" : "/", abs ? abs : o.log_dir) < 0) {
-			free(abs);
-			code = 1;
-			goto out;
-		}
-		free(abs);
-	} else if (asprintf(&job.write_dir, "%s/.ddprun", cwd) < 0) {
-		code = 1;
+	if (o.log_dir && !o.dry_run && make_dir("--log-dir", o.log_dir) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
+	log_base = o.log_dir;
+	if (attempt_dirs(&job, log_base, cwd, &run_path) != DDP_OK) {
+		code = 2;
 		goto out;
 	}
 	if (o.trace && !o.dry_run && make_dir("--trace", o.trace) != DDP_OK) {
@@ -438,16 +675,19 @@ static int run(int argc, char **argv)
 	}
 
 	/* signals: blocked everywhere in ddprun (the store thread inherits the
-	 * mask), read from a signalfd; the ranks unblock them */
+	 * mask), read from a signalfd; the ranks unblock them.  Which ones:
+	 * --signals-to-handle (default TERM, INT, HUP, QUIT, USR1, USR2) */
 	sigset_t mask;
-	sigemptyset(&mask);
+	if (launch_parse_signals(o.signals_to_handle, &job.forward) != DDP_OK) {
+		code = 2;
+		goto out;
+	}
+	mask = job.forward;
 	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
 	struct sigaction hup;
 	/* under nohup (SIGHUP ignored) a hangup must not stop the job */
-	if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler != SIG_IGN)
-		sigaddset(&mask, SIGHUP);
+	if (sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN)
+		sigdelset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	int sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 	if (sigfd < 0) {
@@ -465,39 +705,25 @@ static int run(int argc, char **argv)
 	launch_guard_start(&job);
 	launch_status_create(&job);
 
-	if (o.node_rank == 0) {
-		const char *bind = o.nnodes > 1 ? "0.0.0.0" : "127.0.0.1";
-		if (ddp_store_server_start(bind, job.port, job.secret, &job.store) != DDP_OK) {
-			launch_msg("cannot start the rendezvous store on %s:%d (port in use? try "
-				   "another --master-port)",
-				   bind, job.port);
+	for (;;) {
+		code = run_attempt(&job, sigfd);
+		/* --max-restarts: a failed attempt (not one ddprun was told to
+		 * stop) starts again, every rank, in a folder of its own */
+		if (code == 0 || code == DDPRUN_NOT_STARTED || !job.start || job.interrupted ||
+		    job.restart_count >= o.max_restarts)
+			break;
+		job.restart_count++;
+		if (attempt_dirs(&job, log_base, cwd, &run_path) != DDP_OK) {
 			code = 1;
-			goto out;
+			break;
 		}
-		job.port = ddp_store_server_port(job.store);
-		DDP_INFO(LAUNCH, "store listening on %s:%d", bind, job.port);
+		launch_msg("restarting every rank: attempt %d of %ld more (--max-restarts; "
+			   "TORCHELASTIC_RESTART_COUNT=%d)%s%s",
+			   job.restart_count, o.max_restarts, job.restart_count, o.log_dir ? "; logs in " : "",
+			   o.log_dir ? o.log_dir : "");
 	}
-	if (!job.prog_port && (job.prog_port = free_port(job.port)) <= 0) {
-		launch_msg("cannot find a free port for MASTER_PORT; give one with --master-port");
-		ddp_store_server_stop(job.store);
+	if (code == DDPRUN_NOT_STARTED)
 		code = 1;
-		goto out;
-	}
-	launch_write_notice(&job); /* once, here, not per rank */
-	if (launch_build_env(&job) != DDP_OK || launch_output_init(&job) != DDP_OK) {
-		ddp_store_server_stop(job.store);
-		code = 1;
-		goto out;
-	}
-	if (launch_spawn_all(&job, &code) != DDP_OK) {
-		launch_output_finish();
-		ddp_store_server_stop(job.store);
-		goto out;
-	}
-	DDP_INFO(LAUNCH, "started %d rank%s", job.nranks, job.nranks == 1 ? "" : "s");
-	job.start = launch_now();
-	code = launch_supervise(&job, sigfd);
-	ddp_store_server_stop(job.store);
 	launch_term_finish(sigfd);
 	close(sigfd);
 out:

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,6 +343,41 @@ static ddp_result set_novalue(struct launch_opts *o, int id)
 	return set_value(o, id, "1", 2);
 }
 
+/* The PET_<NAME> form of option id into pet (cap >= 80). */
+static void pet_name(int id, char *pet, size_t cap)
+{
+	size_t k = 4;
+	memcpy(pet, "PET_", 4);
+	for (const char *c = opt_table[id].lng; *c && k < cap - 1; c++)
+		pet[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+	pet[k] = '\0';
+}
+
+extern char **environ;
+
+/* A PET_<NAME> variable that names no option of ddprun: torchrun would use
+ * it, ddprun cannot; said (never silently ignored). */
+static void warn_unknown_pet(void)
+{
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "PET_", 4) != 0)
+			continue;
+		size_t len = strcspn(*e, "=");
+		int known = 0;
+		for (int id = 0; id < LOPT_COUNT_ && !known; id++) {
+			char pet[80];
+			if (opt_table[id].type == LOPT_ACTION)
+				continue;
+			pet_name(id, pet, sizeof pet);
+			known = strlen(pet) == len && strncmp(*e, pet, len) == 0;
+		}
+		if (!known)
+			launch_msg("warning: %.*s is a torchrun setting ddprun has no option for; it is "
+				   "ignored (see ddprun --help)",
+				   (int)len, *e);
+	}
+}
+
 ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, int *action)
 {
 	ddp_result rc = DDP_OK;
@@ -355,13 +391,10 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 			DDP_CHECK(set_value(o, id, opt_table[id].def, 0));
 	/* torchrun's PET_<OPTION> variables, then DDPRUN_* (which win) */
 	for (int id = 0; id < LOPT_COUNT_; id++) {
-		char pet[80] = "PET_";
-		size_t k = 4;
+		char pet[80];
 		if (opt_table[id].type == LOPT_ACTION)
 			continue;
-		for (const char *c = opt_table[id].lng; *c && k < sizeof pet - 1; c++)
-			pet[k++] = *c == '-' ? '_' : (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
-		pet[k] = '\0';
+		pet_name(id, pet, sizeof pet);
 		const char *v = getenv(pet);
 		if (!v || !*v || getenv(opt_table[id].env))
 			continue;
@@ -370,6 +403,7 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 			rc = DDP_ERR_INVALID;
 		env_reading = NULL;
 	}
+	warn_unknown_pet();
 	for (int id = 0; id < LOPT_COUNT_; id++) {
 		const char *v = getenv(opt_table[id].env);
 		if (!v || !*v || opt_table[id].type == LOPT_ACTION)
@@ -442,6 +476,16 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 				rc = DDP_ERR_INVALID;
 				break;
 			}
+			if (id == LOPT_ID_tee) {
+				/* torchrun's -t N (-t3, -t 3); plain -t is the flag */
+				const char *tv = p[1] ? p + 1 : NULL;
+				if (!tv && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9' &&
+				    (strspn(argv[i + 1], "0123456789:,") == strlen(argv[i + 1])))
+					tv = argv[++i];
+				if (set_value(o, id, tv ? tv : "1", 2) != DDP_OK)
+					rc = DDP_ERR_INVALID;
+				break;
+			}
 			if (!takes_value(id)) {
 				if (set_novalue(o, id) != DDP_OK)
 					rc = DDP_ERR_INVALID;
@@ -478,8 +522,43 @@ ddp_result launch_options_parse(int argc, char **argv, struct launch_opts *o, in
 	return DDP_OK;
 }
 
+/* torchrun's --rdzv-conf KEY=VALUE,...: join_timeout (or timeout) is
+ * --rdzv-timeout unless that was given; any other key is refused. */
+static ddp_result resolve_rdzv_conf(struct launch_opts *o)
+{
+	char buf[512];
+	if (strlen(o->rdzv_conf) >= sizeof buf) {
+		launch_msg("--rdzv-conf '%s' is too long", o->rdzv_conf);
+		return DDP_ERR_INVALID;
+	}
+	strcpy(buf, o->rdzv_conf);
+	for (char *save = NULL, *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(kv, '=');
+		long sec;
+		int range_err;
+		if (eq)
+			*eq = '\0';
+		if (!eq || (strcmp(kv, "join_timeout") != 0 && strcmp(kv, "timeout") != 0)) {
+			launch_msg("--rdzv-conf '%s': ddprun knows only join_timeout=SEC (the same as "
+				   "--rdzv-timeout SEC); drop '%s'",
+				   o->rdzv_conf, kv);
+			return DDP_ERR_INVALID;
+		}
+		if (parse_long(eq + 1, 1, 604800, &sec, &range_err) != DDP_OK) {
+			launch_msg("--rdzv-conf '%s': %s='%s' is not a number of seconds (1..604800)",
+				   o->rdzv_conf, kv, eq + 1);
+			return DDP_ERR_INVALID;
+		}
+		if (o->set[LOPT_ID_rdzv_timeout] < 2)
+			o->rdzv_timeout = sec;
+	}
+	return DDP_OK;
+}
+
 ddp_result launch_options_resolve(struct launch_opts *o)
 {
+	if (o->rdzv_conf)
+		DDP_CHECK(resolve_rdzv_conf(o));
 	if (o->rdzv_endpoint) {
 		/* HOST[:PORT]; [v6addr]:PORT */
 		static char host[256];
@@ -635,6 +714,30 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 			rc = DDP_ERR_INVALID;
 		free(bits);
 	}
+	if (o->signals_to_handle) {
+		sigset_t set;
+		if (launch_parse_signals(o->signals_to_handle, &set) != DDP_OK)
+			rc = DDP_ERR_INVALID;
+	}
+	if (o->monitor_interval) {
+		char *end;
+		double m = strtod(o->monitor_interval, &end);
+		if (*end || end == o->monitor_interval || !(m > 0 && m <= 86400)) {
+			launch_msg("--monitor-interval '%s' is not a number of seconds (above 0, at most 86400)",
+				   o->monitor_interval);
+			rc = DDP_ERR_INVALID;
+		}
+	}
+	if (o->max_restarts && o->nnodes > 1) {
+		launch_msg("--max-restarts restarts the ranks of one node; with --nnodes %ld restart the "
+			   "whole job from your scheduler (e.g. srun --requeue) instead",
+			   o->nnodes);
+		rc = DDP_ERR_INVALID;
+	}
+	if (o->run_path && (o->module || o->no_python)) {
+		launch_msg("--run-path runs python3 PROGRAM; drop --%s", o->module ? "module" : "no-python");
+		rc = DDP_ERR_INVALID;
+	}
 	for (int i = 0; i < o->shard.n; i++) {
 		const char *spec = o->shard.v[i];
 		if (strchr(spec, '\n')) {
@@ -652,6 +755,39 @@ ddp_result launch_options_validate(const struct launch_opts *o)
 		}
 	}
 	return rc;
+}
+
+/* The signals ddprun passes on, by name (SIGTERM, TERM, sigterm). */
+static const struct {
+	const char *name;
+	int sig;
+} fwd_signals[] = { { "TERM", SIGTERM }, { "INT", SIGINT },   { "HUP", SIGHUP },
+		    { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 }, { "USR2", SIGUSR2 } };
+
+ddp_result launch_parse_signals(const char *list, sigset_t *out)
+{
+	char buf[256];
+	sigemptyset(out);
+	if (strlen(list) >= sizeof buf)
+		goto bad;
+	strcpy(buf, list);
+	for (char *save = NULL, *w = strtok_r(buf, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+		const char *n = strncasecmp(w, "SIG", 3) == 0 ? w + 3 : w;
+		size_t k = 0;
+		while (k < sizeof fwd_signals / sizeof fwd_signals[0] && strcasecmp(n, fwd_signals[k].name) != 0)
+			k++;
+		if (k == sizeof fwd_signals / sizeof fwd_signals[0]) {
+			launch_msg("--signals-to-handle '%s': ddprun passes on SIGTERM, SIGINT, SIGHUP, SIGQUIT, "
+				   "SIGUSR1 and SIGUSR2, not '%s'",
+				   list, w);
+			return DDP_ERR_INVALID;
+		}
+		sigaddset(out, fwd_signals[k].sig);
+	}
+	return DDP_OK;
+bad:
+	launch_msg("--signals-to-handle '%s' is too long", list);
+	return DDP_ERR_INVALID;
 }
 
 void launch_options_free(struct launch_opts *o)
@@ -673,6 +809,133 @@ void launch_options_free(struct launch_opts *o)
 #undef LAUNCH_OPT
 }
 
+/* Examples, for --help and the man page (one table: launch_options_doc). */
+static const struct {
+	const char *cmd, *what;
+} examples[] = {
+	{ "ddprun -n 4 ./trainer --epochs 3", "four ranks of an unmodified single-GPU trainer" },
+	{ "ddprun -n 2 --gpus 2,3 --log-dir logs ./trainer", "GPUs 2 and 3; each rank's output in logs/latest/" },
+	{ "ddprun -n 4 --shard data/train.bin --trace tr ./trainer && ddprun report tr",
+	  "each rank reads its own part of data/train.bin; then the report" },
+	{ "ddprun -n 8 --max-restarts 3 python3 train.py",
+	  "restart every rank after a failure, up to 3 times (train.py resumes from its checkpoint)" },
+	{ "DDPRUN_SECRET=$(openssl rand -hex 32) ddprun --nnodes 2 --node-rank 0 --master-addr node0 "
+	  "--master-port 29500 -n 8 ./trainer",
+	  "node 0 of two (node 1: --node-rank 1, the same secret)" },
+};
+
+/* The left column of option d: "-n, --nproc-per-node N". */
+static void opt_left(const struct opt_desc *d, char *buf, size_t cap)
+{
+	int n = 0;
+	if (d->shrt)
+		n = snprintf(buf, cap, "-%c, ", d->shrt);
+	snprintf(buf + n, cap - (size_t)n, "--%s%s%s", d->lng, *d->meta ? " " : "", d->meta);
+}
+
+/* The default worth saying ("" for none: flags, counts, 0, unset). */
+static const char *opt_default(const struct opt_desc *d)
+{
+	if (!d->def || d->type == LOPT_FLAG || d->type == LOPT_COUNT || strcmp(d->def, "0") == 0)
+		return "";
+	return d->def;
+}
+
+/* s for roff: '-' as \-, '\' as \e. */
+static void put_roff(int fd, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '-')
+			dprintf(fd, "\\-");
+		else if (*s == '\\')
+			dprintf(fd, "\\e");
+		else
+			dprintf(fd, "%c", *s);
+	}
+}
+
+/* s for a markdown table cell: '|' as \|. */
+static void put_md(int fd, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '|')
+			dprintf(fd, "\\|");
+		else
+			dprintf(fd, "%c", *s);
+	}
+}
+
+void launch_options_doc(int fd, enum launch_doc fmt)
+{
+	if (fmt == LAUNCH_DOC_MD)
+		dprintf(fd, "| option | variable | meaning |\n|---|---|---|\n");
+	for (int id = 0; id < LOPT_COUNT_; id++) {
+		const struct opt_desc *d = &opt_table[id];
+		char left[96];
+		const char *def = opt_default(d);
+		int env = d->type != LOPT_ACTION;
+		opt_left(d, left, sizeof left);
+		switch (fmt) {
+		case LAUNCH_DOC_HELP:
+			dprintf(fd, "  %-26s %s", left, d->help);
+			if (*def)
+				dprintf(fd, " (default %s)", def);
+			if (env)
+				dprintf(fd, "\n  %-26s   [%s]", "", d->env);
+			dprintf(fd, "\n");
+			break;
+		case LAUNCH_DOC_MAN:
+			dprintf(fd, ".TP\n");
+			if (d->shrt)
+				dprintf(fd, "\\fB\\-%c\\fR, ", d->shrt);
+			dprintf(fd, "\\fB\\-\\-");
+			put_roff(fd, d->lng);
+			dprintf(fd, "\\fR");
+			if (*d->meta) {
+				dprintf(fd, " \\fI");
+				put_roff(fd, d->meta);
+				dprintf(fd, "\\fR");
+			}
+			dprintf(fd, "\n");
+			put_roff(fd, d->help);
+			if (*def) {
+				dprintf(fd, " (default ");
+				put_roff(fd, def);
+				dprintf(fd, ")");
+			}
+			dprintf(fd, ".\n");
+			if (env) {
+				dprintf(fd, ".br\n[\\fB");
+				put_roff(fd, d->env);
+				dprintf(fd, "\\fR]\n");
+			}
+			break;
+		case LAUNCH_DOC_MD:
+			dprintf(fd, "| `");
+			put_md(fd, left);
+			dprintf(fd, "` | %s%s%s | ", env ? "`" : "", env ? d->env : "", env ? "`" : "");
+			put_md(fd, d->help);
+			if (*def) {
+				dprintf(fd, " (default `");
+				put_md(fd, def);
+				dprintf(fd, "`)");
+			}
+			dprintf(fd, " |\n");
+			break;
+		case LAUNCH_DOC_MAN_EXAMPLES:
+			break;
+		}
+	}
+	if (fmt == LAUNCH_DOC_MAN_EXAMPLES)
+		for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++) {
+			dprintf(fd, ".TP\n.B ");
+			put_roff(fd, examples[i].cmd);
+			dprintf(fd, "\n");
+			put_roff(fd, examples[i].what);
+			dprintf(fd, ".\n");
+		}
+}
+
 void launch_options_help(int fd)
 {
 	dprintf(fd, "usage: ddprun [options] [--] PROGRAM [ARGS...]\n"
@@ -680,28 +943,15 @@ void launch_options_help(int fd)
 		    "       ddprun inspect ...      look inside fatbins and programs (ddprun inspect --help)\n"
 		    "\n"
 		    "Runs PROGRAM as a data-parallel job: N ranks, each with libddp.so preloaded.\n"
-		    "Each option can also be set by the environment variable shown; the command\n"
-		    "line wins.\n\n");
-	for (int id = 0; id < LOPT_COUNT_; id++) {
-		const struct opt_desc *d = &opt_table[id];
-		char left[64];
-		int n = 0;
-		if (d->shrt)
-			n = snprintf(left, sizeof left, "-%c, ", d->shrt);
-		snprintf(left + n, sizeof left - n, "--%s%s%s", d->lng, *d->meta ? " " : "",
-			 d->type == LOPT_ENUM ? "WORD" : d->meta);
-		if (d->type == LOPT_ENUM)
-			snprintf(left + n, sizeof left - n, "--%s %s", d->lng, d->meta);
-		dprintf(fd, "  %-26s %s", left, d->help);
-		if (d->def && d->type != LOPT_FLAG && d->type != LOPT_COUNT && strcmp(d->def, "0") != 0)
-			dprintf(fd, " (default %s)", d->def);
-		if (d->type == LOPT_ACTION)
-			dprintf(fd, "\n");
-		else
-			dprintf(fd, "\n  %-26s   [%s]\n", "", d->env);
-	}
+		    "Each option can also be set by the environment variable shown (or torchrun's\n"
+		    "PET_<NAME>); the command line wins.\n\n");
+	launch_options_doc(fd, LAUNCH_DOC_HELP);
+	dprintf(fd, "\nExamples:\n");
+	for (size_t i = 0; i < sizeof examples / sizeof examples[0]; i++)
+		dprintf(fd, "  %s\n      %s\n", examples[i].cmd, examples[i].what);
 	dprintf(fd, "\nExit status: 0 when every rank exits 0; else the code of the first rank\n"
 		    "that failed (128+N when it died on signal N); 124 when --timeout stopped\n"
-		    "the job; 126/127 when PROGRAM cannot be run; 2 for a usage error.\n"
-		    "See docs/launcher.md and `man -l docs/ddprun.1`.\n");
+		    "the job; 128+N when ddprun got signal N; 126/127 when PROGRAM cannot be run;\n"
+		    "2 for a usage error.\n"
+		    "See docs/launcher.md, docs/configuration.md and `man -l docs/ddprun.1`.\n");
 }

@@ -329,6 +329,10 @@ ddp_result launch_output_init(const struct launch_job *job)
 	const struct launch_opts *o = job->o;
 	unsigned char *filter = NULL;
 
+	for (int i = 0; out_ranks && i < out_nranks; i++) /* a restart's: the last attempt's */
+		for (int k = 0; k < 2; k++)
+			free(out_ranks[i].s[k].buf);
+	free(out_ranks);
 	out_nranks = job->nranks;
 	out_ranks = calloc((size_t)job->nranks, sizeof *out_ranks);
 	if (!out_ranks)

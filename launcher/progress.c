@@ -383,11 +383,41 @@ int launch_progress_unequal_end(struct launch_job *job, char *why, size_t cap)
 	return 1;
 }
 
+int launch_progress_without_libddp(struct launch_job *job, int li)
+{
+	if (!job->status || !job->preload || job->world_size <= 1 || li < 0 || li >= job->nranks)
+		return 0;
+	const struct ddp_status_slot *s = &job->status[li];
+	const struct launch_rank *r = &job->ranks[li];
+	if (DDP_STATUS_LOAD(s->image_pid) != (int32_t)r->pid)
+		return 1;
+	return r->comm[0] && strncmp(s->image_comm, r->comm, sizeof r->comm - 1) != 0;
+}
+
+void launch_progress_shard_unopened(struct launch_job *job)
+{
+	const struct launch_opts *o = job->o;
+	if (!job->status || !job->preload)
+		return;
+	for (int i = 0; i < o->shard.n && i < DDP_STATUS_SHARD_SPECS; i++) {
+		int opened = 0;
+		for (int k = 0; k < job->nranks && !opened; k++)
+			opened = DDP_STATUS_LOAD(job->status[k].shard_opened[i]) != 0;
+		if (!opened)
+			launch_msg("warning: --shard %s: no rank%s opened a file it names, so nothing was sharded "
+				   "through it: the program read its data elsewhere (another path, a copy, a "
+				   "cache) and every rank may have read the same; name the files the program "
+				   "opens",
+				   o->shard.v[i], o->nnodes > 1 ? " on this node" : "");
+	}
+}
+
 /* Summed over the attached local ranks: steps (the highest step), time in
  * collectives (ns, the one in progress included), ranks attached. */
 struct progress_totals {
 	uint64_t step_max, step_min, coll_ns;
-	int attached;
+	uint64_t avg_bytes; /* the most gradient bytes a rank averaged */
+	int attached, aside;
 };
 
 static void totals(struct launch_job *job, uint64_t now_ns, struct progress_totals *t)
@@ -404,6 +434,10 @@ static void totals(struct launch_job *job, uint64_t now_ns, struct progress_tota
 			c += now_ns - since;
 		t->attached++;
 		t->coll_ns += c;
+		t->aside += DDP_STATUS_LOAD(s->aside) != 0;
+		uint64_t b = DDP_STATUS_LOAD(s->avg_bytes);
+		if (b > t->avg_bytes)
+			t->avg_bytes = b;
 		if (step > t->step_max)
 			t->step_max = step;
 		if (step < t->step_min)
@@ -457,10 +491,37 @@ void launch_progress_report(struct launch_job *job, double now)
 	last_coll = t.coll_ns;
 }
 
+/* What libddp synchronised, for the end line: ", 1.5 MiB of gradients
+ * averaged per rank", that the program synchronised itself, or that
+ * nothing was (also when no rank's CUDA program ever joined the job). */
+static void synced_what(struct launch_job *job, const struct progress_totals *t, char *buf, size_t cap)
+{
+	static const char *const unit[] = { "bytes", "KiB", "MiB", "GiB", "TiB" };
+	double v = (double)t->avg_bytes;
+	int u = 0;
+	size_t o = strlen(buf);
+
+	if (!job->preload || job->world_size <= 1 || o >= cap)
+		return;
+	if (!t->attached)
+		snprintf(buf + o, cap - o, ", nothing synchronised (no CUDA program joined the job)");
+	else if (t->aside)
+		snprintf(buf + o, cap - o, ", the program synchronised itself (libddp stood aside)");
+	else if (!t->avg_bytes)
+		snprintf(buf + o, cap - o, ", nothing averaged");
+	else {
+		while (v >= 1024 && u < 4) {
+			v /= 1024;
+			u++;
+		}
+		snprintf(buf + o, cap - o, ", %.*f %s of gradients averaged per rank", u ? 1 : 0, v, unit[u]);
+	}
+}
+
 void launch_progress_end(struct launch_job *job, double now, int code, const char *why)
 {
 	struct progress_totals t;
-	char what[160] = "";
+	char what[300] = "";
 
 	totals(job, mono_ns(now), &t);
 	double secs = now - job->start;
@@ -476,7 +537,16 @@ void launch_progress_end(struct launch_job *job, double now, int code, const cha
 				 (unsigned long long)t.step_min, (unsigned long long)t.step_max,
 				 share > 1 ? 100.0 : share * 100);
 	}
+	synced_what(job, &t, what, sizeof what);
 	launch_msg("job %s after %.1f s: %d rank%s%s%s%s (exit %d)", code ? "failed" : "finished", secs,
 		   job->nranks, job->nranks == 1 ? "" : "s", what, why && *why ? "; " : "", why ? why : "",
 		   code);
+	/* where the job's files went: the run folder of --log-dir, --trace */
+	const struct launch_opts *o = job->o;
+	if (o && o->log_dir && o->trace)
+		launch_msg("logs: %s/rank<k>.log; traces: %s (ddprun report %s)", o->log_dir, o->trace, o->trace);
+	else if (o && o->log_dir)
+		launch_msg("logs: %s/rank<k>.log", o->log_dir);
+	else if (o && o->trace)
+		launch_msg("traces: %s (ddprun report %s)", o->trace, o->trace);
 }

@@ -37,6 +37,7 @@
 #include <jansson.h>
 #include "ddp_array.h"
 #include "launch.h"
+#include "report_run.h"
 
 /* Reads and parses path (jansson); on error prints one line and returns
  * NULL.  The caller json_decref's the result. */
@@ -283,6 +284,19 @@ static double *cell(struct table *t, const char *name)
 	}
 	t->rows[t->n++] = r;
 	return r->v;
+}
+
+/* The table as {"row": [value per rank]} (new reference). */
+static json_t *table_json(const struct table *t)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; o && i < t->n; i++) {
+		json_t *a = json_array();
+		for (size_t r = 0; r < t->nranks; r++)
+			json_array_append_new(a, isnan(t->rows[i]->v[r]) ? json_null() : json_real(t->rows[i]->v[r]));
+		json_object_set_new(o, t->rows[i]->name, a);
+	}
+	return o;
 }
 
 static double total(const struct row *r, size_t nranks)
@@ -557,19 +571,42 @@ static int trace_span(const struct trace_in *t, double *t0, double *t1)
 
 int launch_report_main(int argc, char **argv)
 {
-	const char *dir = NULL;
+	const char *dir = NULL, *html = NULL;
+	int as_json = 0;
 	int ranks[MAX_RANKS];
 	size_t nranks = 0;
 	int rc = 1;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: ddprun report DIR\n"
+			printf("usage: ddprun report [--json] [--html FILE] DIR\n"
 			       "  merges DIR/rank<k>.summary.json and rank<k>.sync.json into tables (stdout)\n"
 			       "  and DIR/rank<k>.trace.json into DIR/combined.trace.json (Perfetto);\n"
 			       "  traces of ranks that were killed are read as far as they go; with\n"
-			       "  rank<k>.sync.json, the gradient communication per step (steps 3+)\n");
+			       "  rank<k>.sync.json, the gradient communication per step (steps 3+);\n"
+			       "  from the traces' step events: step time (median, p90), steps/s, skew\n"
+			       "  between ranks, exposed communication per step, GB/s per collective\n"
+			       "  size, and the checks' cost and verdict\n"
+			       "  --json       the same as one JSON object on stdout (no tables)\n"
+			       "  --html FILE  also a self-contained page (no network) with step time and\n"
+			       "               exposed communication per step per rank as charts\n");
 			return 0;
+		}
+		if (!strcmp(argv[i], "--json")) {
+			as_json = 1;
+			continue;
+		}
+		if (!strcmp(argv[i], "--html")) {
+			if (i + 1 >= argc) {
+				launch_msg("report: --html needs a file name; usage: ddprun report [--json] [--html FILE] DIR");
+				return 2;
+			}
+			html = argv[++i];
+			continue;
+		}
+		if (argv[i][0] == '-' && argv[i][1]) {
+			launch_msg("report: unknown option %s; usage: ddprun report [--json] [--html FILE] DIR", argv[i]);
+			return 2;
 		}
 		if (dir) {
 			launch_msg("report: one directory only; usage: ddprun report DIR");
@@ -609,6 +646,8 @@ int launch_report_main(int argc, char **argv)
 	struct table hooks = { .nranks = nranks }, kernels = { .nranks = nranks }, mem = { .nranks = nranks },
 		     sync = { .nranks = nranks };
 	unsigned char *have_sum = calloc(nranks, 1), *have_sync = calloc(nranks, 1);
+	struct report_run *run = report_run_new(ranks, nranks);
+	json_t *jout = as_json ? json_object() : NULL;
 	size_t nsum = 0, nsync = 0;
 	char path[4096];
 	if (!have_sum || !have_sync)
@@ -629,6 +668,7 @@ int launch_report_main(int argc, char **argv)
 		}
 		have_sum[r] = 1;
 		nsum++;
+		report_run_exited(run, r);
 		for (size_t i = 0; i < json_array_size(h); i++) {
 			const char *nm = jstr(json_array_get(h, i), "name");
 			if (nm)
@@ -666,7 +706,7 @@ int launch_report_main(int argc, char **argv)
 			{ "broadcast_bytes", "broadcast bytes" },
 			{ "broadcast_ms", "broadcast ms" },
 			{ "signature_checks", "signature checks" },
-			{ "hash_checks", "--check comparisons" },
+			{ "hash_checks", "cross-rank compares (checks, final)" },
 			{ "bytes_reduced_per_step", "per step: bytes reduced" },
 			{ "coll_ms_per_step", "per step: ms in collectives" },
 		};
@@ -678,6 +718,7 @@ int launch_report_main(int argc, char **argv)
 			goto out;
 		have_sync[r] = 1;
 		nsync++;
+		report_run_sync(run, r, v);
 		for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
 			cell(&sync, rows[i].row)[r] = jnum(v, rows[i].key);
 		const json_t *b = json_object_get(v, "buffers");
@@ -697,16 +738,6 @@ int launch_report_main(int argc, char **argv)
 	mark_absent(&kernels, have_sum);
 	mark_absent(&mem, have_sum);
 	mark_absent(&sync, have_sync);
-	printf("ddprun report: %s, %zu rank(s)\n", dir, nranks);
-	for (size_t r = 0; r < nranks; r++)
-		if (!have_sum[r])
-			printf("rank %d has no summary: it did not exit normally (killed, or stopped "
-			       "with the job); its columns show '-'\n",
-			       ranks[r]);
-	print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
-	print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
-	print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
-	print_table("Gradient synchronisation (rank<k>.sync.json)", &sync, ranks, nranks, 100, 0);
 	struct comm_col *comm = calloc(nranks, sizeof *comm);
 	if (!comm)
 		goto out;
@@ -715,7 +746,30 @@ int launch_report_main(int argc, char **argv)
 			free(comm);
 			goto out;
 		}
-	print_comm(comm, ranks, nranks);
+	if (jout) {
+		json_t *tabs = json_object(), *jr = json_array();
+		for (size_t r = 0; r < nranks; r++)
+			json_array_append_new(jr, json_integer(ranks[r]));
+		json_object_set_new(jout, "dir", json_string(dir));
+		json_object_set_new(jout, "ranks", jr);
+		json_object_set_new(tabs, "calls", table_json(&hooks));
+		json_object_set_new(tabs, "kernels", table_json(&kernels));
+		json_object_set_new(tabs, "memory", table_json(&mem));
+		json_object_set_new(tabs, "sync", table_json(&sync));
+		json_object_set_new(jout, "tables", tabs);
+	} else {
+		printf("ddprun report: %s, %zu rank(s)\n", dir, nranks);
+		for (size_t r = 0; r < nranks; r++)
+			if (!have_sum[r])
+				printf("rank %d has no summary: it did not exit normally (killed, or stopped "
+				       "with the job); its columns show '-'\n",
+				       ranks[r]);
+		print_table("Calls per hooked function", &hooks, ranks, nranks, 200, 1);
+		print_table("Kernels by launch count", &kernels, ranks, nranks, 20, 1);
+		print_table("Memory and copies", &mem, ranks, nranks, 100, 0);
+		print_table("Gradient synchronisation (rank<k>.sync.json)", &sync, ranks, nranks, 100, 0);
+		print_comm(comm, ranks, nranks);
+	}
 	free(comm);
 
 	/* the combined timeline; traces of killed ranks are read as far as
@@ -739,13 +793,16 @@ int launch_report_main(int argc, char **argv)
 			trace_free(&t);
 			continue;
 		}
-		if (!printed_threads++)
+		for (size_t i = 0; i < t.n; i++)
+			report_run_event(run, r, t.ev[i].v);
+		if (!jout && !printed_threads++)
 			printf("\nThreads (from the traces)\n");
-		print_threads(ranks[r], &t);
-		if (!t.complete) {
+		if (!jout)
+			print_threads(ranks[r], &t);
+		cut += !t.complete;
+		if (!t.complete && !jout) {
 			double t0 = 0, t1 = 0;
 			int span = trace_span(&t, &t0, &t1);
-			cut++;
 			printf("  rank %d's trace was cut: %s; it holds %zu events%s", ranks[r],
 			       t.cut_mid_event ? "it ends in the middle of an event (kept: the whole ones before)"
 					       : "the rank stopped before closing it (killed?)",
@@ -767,14 +824,36 @@ int launch_report_main(int argc, char **argv)
 		launch_msg("report: cannot write %s", path);
 		goto out;
 	}
-	printf("\ntimeline: %s (%zu events from %zu rank trace(s)%s; open it in ui.perfetto.dev)\n", path,
-	       events, traces, cut ? ", some cut" : "");
 	if (!nsum && !traces) {
 		launch_msg("report: %s holds neither a usable summary nor a usable trace", dir);
 		goto out;
 	}
+	if (jout) {
+		json_t *rj = report_run_json(run);
+		char *text;
+		json_object_set_new(jout, "run", rj ? rj : json_null());
+		json_object_set_new(jout, "timeline", json_string(path));
+		if (!(text = json_dumps(jout, JSON_INDENT(1)))) {
+			launch_msg("report: out of memory");
+			goto out;
+		}
+		puts(text);
+		free(text);
+	} else {
+		report_run_print(run);
+		printf("\ntimeline: %s (%zu events from %zu rank trace(s)%s; open it in ui.perfetto.dev)\n", path,
+		       events, traces, cut ? ", some cut" : "");
+	}
+	if (html) {
+		if (report_run_html(run, html, dir))
+			goto out;
+		if (!jout)
+			printf("page: %s (step time and exposed communication per step per rank)\n", html);
+	}
 	rc = 0;
 out:
+	report_run_free(run);
+	json_decref(jout);
 	free(have_sum);
 	free(have_sync);
 	free_table(&hooks);

@@ -115,7 +115,27 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	DDP_CHECK_GOTO(env_setf(&e, "GROUP_WORLD_SIZE", "%ld", o->nnodes), rc, fail);
 	DDP_CHECK_GOTO(env_setf(&e, "ROLE_RANK", "%d", r->rank), rc, fail);
 	DDP_CHECK_GOTO(env_setf(&e, "ROLE_WORLD_SIZE", "%d", job->world_size), rc, fail);
-	DDP_CHECK_GOTO(env_set(&e, "ROLE_NAME", "default"), rc, fail);
+	DDP_CHECK_GOTO(env_set(&e, "ROLE_NAME", o->role), rc, fail);
+	/* torchrun's elastic variables (LocalElasticAgent._start_workers): the
+	 * run's id, this attempt and the most there may be; the program's own
+	 * store is its rank 0's (MASTER_PORT), not an agent's */
+	DDP_CHECK_GOTO(env_set(&e, "TORCHELASTIC_RUN_ID",
+			       job->run_id ? job->run_id : strchr(job->job_marker, '=') + 1),
+		       rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "TORCHELASTIC_RESTART_COUNT", "%d", job->restart_count), rc, fail);
+	DDP_CHECK_GOTO(env_setf(&e, "TORCHELASTIC_MAX_RESTARTS", "%ld", o->max_restarts), rc, fail);
+	DDP_CHECK_GOTO(env_set(&e, "TORCHELASTIC_USE_AGENT_STORE", "False"), rc, fail);
+	v = getenv("TORCH_NCCL_ASYNC_ERROR_HANDLING");
+	DDP_CHECK_GOTO(env_set(&e, "TORCH_NCCL_ASYNC_ERROR_HANDLING", v ? v : "1"), rc, fail);
+	/* torchrun writes a failing rank's error file (torch's @record) in
+	 * its log folder; ddprun in this run's --log-dir folder */
+	if (o->log_dir)
+		DDP_CHECK_GOTO(env_setf(&e, "TORCHELASTIC_ERROR_FILE", "%s/rank%d.error.json", job->write_dir,
+					r->rank),
+			       rc, fail);
+	/* torchrun: one thread per rank unless set (said once, main.c) */
+	if (job->nranks > 1 && !getenv("OMP_NUM_THREADS"))
+		DDP_CHECK_GOTO(env_set(&e, "OMP_NUM_THREADS", "1"), rc, fail);
 	DDP_CHECK_GOTO(env_set(&e, "DDP_STORE_SECRET", job->secret), rc, fail);
 	if (job->dev.use_gpu) {
 		DDP_CHECK_GOTO(env_set(&e, "CUDA_VISIBLE_DEVICES", job->dev.gpu_ids[r->local_rank % job->dev.ngpus]), rc, fail);
@@ -202,6 +222,8 @@ static ddp_result build_one(struct launch_job *job, struct launch_rank *r)
 	DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_DIR", job->write_dir), rc, fail);
 	if (o->all_ranks_write)
 		DDP_CHECK_GOTO(env_set(&e, "DDP_ALL_RANKS_WRITE", "1"), rc, fail);
+	if (o->require_shard)
+		DDP_CHECK_GOTO(env_set(&e, "DDP_REQUIRE_SHARD", "1"), rc, fail);
 	if (job->write_said) /* ddprun said the shared folders once (notice.c) */
 		DDP_CHECK_GOTO(env_set(&e, "DDP_WRITE_SAID", "1"), rc, fail);
 	if (o->trace) {
@@ -380,18 +402,24 @@ ddp_result launch_spawn_all(struct launch_job *job, int *exit_code)
 	return DDP_OK;
 }
 
+void launch_env_free(struct launch_job *job)
+{
+	for (int i = 0; job->ranks && i < job->nranks; i++) {
+		struct launch_rank *r = &job->ranks[i];
+		if (!r->envp)
+			continue;
+		/* envp[0..env_first_set) point into environ; the rest are ours */
+		for (char **p = r->envp + r->env_first_set; *p; p++)
+			free(*p);
+		free(r->envp);
+		r->envp = NULL;
+	}
+}
+
 void launch_job_free(struct launch_job *job)
 {
 	if (job->ranks) {
-		for (int i = 0; i < job->nranks; i++) {
-			struct launch_rank *r = &job->ranks[i];
-			if (!r->envp)
-				continue;
-			/* envp[0..env_first_set) point into environ; the rest are ours */
-			for (char **p = r->envp + r->env_first_set; *p; p++)
-				free(*p);
-			free(r->envp);
-		}
+		launch_env_free(job);
 		free(job->ranks);
 		job->ranks = NULL;
 	}

@@ -3,7 +3,7 @@
  * supervise.c - the event loop of a running job: output, exits, signals,
  * failure handling and the progress watch.
  *
- * One poll(2) over a signalfd (SIGCHLD, SIGINT, SIGTERM, SIGHUP; blocked in
+ * One poll(2) over a signalfd (SIGCHLD and --signals-to-handle; blocked in
  * ddprun, unblocked in the ranks) and the ranks' pipes.  ddprun is a child
  * subreaper, so every descendant of a rank that outlives its parent becomes
  * ddprun's child; that is how no process of the job survives ddprun.
@@ -12,7 +12,8 @@
  *  - the first rank that exits non-zero or dies on a signal is reported
  *    (`rank k (pid p) exited with code c` / `killed by signal SIGx`, plus its
  *    last stderr lines); the others get SIGTERM in their process groups, then
- *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 3);
+ *    SIGKILL after the grace period (DDPRUN_GRACE seconds, default 30 as
+ *    torchrun's);
  *    ddprun exits with that rank's code (128+N for signal N);
  *  - a rank that exits with code 0 while a running rank waits for it in a
  *    collective it never finished (progress.c) is named as the cause and the
@@ -21,6 +22,9 @@
  *    grace and SIGKILL; SIGINT: forwarded, then SIGTERM after the grace
  *    period if ranks are still running, then SIGKILL after another; a second
  *    SIGINT sends SIGKILL at once; ddprun then exits 128+signal;
+ *  - SIGUSR1, SIGUSR2, SIGQUIT to ddprun: forwarded to every rank's group,
+ *    the job goes on (the signals ddprun takes: --signals-to-handle, as
+ *    torchrun; one left out ends ddprun, and the guardian ends the job);
  *  - --timeout SEC (node 0, which holds the store): the rank whose training
  *    progress stopped SEC seconds ago first (progress.c) is named, with where
  *    it stopped, and the job stops; exit 124;
@@ -230,7 +234,12 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 	int failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	if (failed && st->first_fail < 0 && !st->stopping && !st->interrupted) {
 		st->first_fail = i;
-		if (WIFEXITED(status))
+		if (r->alone)
+			launch_msg("rank %d (pid %d) exited 0, but its program (%s) ran without libddp.so: something "
+				   "between ddprun and it cleared LD_PRELOAD (env -i, sudo, apptainer --cleanenv), "
+				   "so it ran alone (nothing it did was sharded or synchronised); pass the environment through",
+				   r->rank, (int)r->pid, r->comm[0] ? r->comm : "?");
+		else if (WIFEXITED(status))
 			launch_msg("rank %d (pid %d) exited with code %d", r->rank, (int)r->pid,
 				   WEXITSTATUS(status));
 		else
@@ -241,8 +250,8 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 		for (int k = 0; k < job->nranks; k++)
 			alive += job->ranks[k].running;
 		if (alive)
-			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s)", alive,
-				   alive == 1 ? "" : "s", job->grace);
+			launch_msg("stopping the other %d rank%s (SIGTERM, SIGKILL after %.1f s: DDPRUN_GRACE)",
+				   alive, alive == 1 ? "" : "s", job->grace);
 		begin_stop(job, st, SIGTERM);
 	} else if (st->interrupted && !st->stopping) {
 		/* the others got the forwarded signal too: give them a moment to
@@ -254,6 +263,20 @@ static void rank_exited(struct launch_job *job, struct sup_state *st, int i, int
 }
 
 static void check_left(struct launch_job *job, struct sup_state *st);
+
+/* The comm of process pid (a zombie keeps it), "" when unreadable. */
+static void read_comm(pid_t pid, char *out, size_t cap)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	out[0] = 0;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	if (fgets(out, (int)cap, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
 
 /* Every rank that has exited, the clean exits (code 0) first: a rank that
  * left while the others needed it makes them fail soon after, so before a
@@ -267,13 +290,30 @@ static void reap(struct launch_job *job, struct sup_state *st)
 	struct {
 		int i, status;
 	} ex[64];
-	while (n < 64 && (pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	siginfo_t si;
+	while (n < 64) {
+		/* peek first: a rank's comm (its last image's name) is read before
+		 * it is reaped, to tell whether that image had libddp */
+		memset(&si, 0, sizeof si);
+		if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+			break;
+		pid = si.si_pid;
+		int li = -1;
 		for (int i = 0; i < job->nranks; i++)
-			if (job->ranks[i].pid == pid && job->ranks[i].running) {
-				ex[n].i = i;
-				ex[n++].status = status;
-			}
-		/* anything else: a reparented orphan, now reaped */
+			if (job->ranks[i].pid == pid && job->ranks[i].running)
+				li = i;
+		if (li >= 0)
+			read_comm(pid, job->ranks[li].comm, sizeof job->ranks[li].comm);
+		if (waitpid(pid, &status, 0) != pid)
+			break;
+		if (li < 0)
+			continue; /* a reparented orphan, now reaped */
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && launch_progress_without_libddp(job, li)) {
+			job->ranks[li].alone = 1;
+			status = 1 << 8; /* exit 1: it did less than the job says */
+		}
+		ex[n].i = li;
+		ex[n++].status = status;
 	}
 	for (int k = 0; k < n; k++)
 		if (WIFEXITED(ex[k].status) && WEXITSTATUS(ex[k].status) == 0) {
@@ -294,8 +334,8 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 	if (sig == SIGINT) {
 		if (++st->sigints == 1) {
 			st->interrupted = st->interrupted ? st->interrupted : sig;
-			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, again "
-				   "to kill them)",
+			launch_msg("interrupted (%s); passing it to the ranks (SIGTERM after %.1f s, then "
+				   "SIGKILL after as long: DDPRUN_GRACE; again to kill them at once)",
 				   name, job->grace);
 			signal_groups(job, SIGINT);
 			/* ranks that ignore it get SIGTERM after the grace period,
@@ -311,12 +351,23 @@ static void on_signal(struct launch_job *job, struct sup_state *st, int sig)
 		}
 		return;
 	}
+	/* SIGUSR1, SIGUSR2, SIGQUIT: passed on, the job goes on (Slurm's
+	 * preempt-and-checkpoint sends SIGUSR1); what the ranks do with it is
+	 * theirs (a rank that dies of it is a failed rank) */
+	if (sig != SIGTERM && sig != SIGHUP) {
+		int alive = 0;
+		for (int i = 0; i < job->nranks; i++)
+			alive += job->ranks[i].running;
+		launch_msg("got %s; passed it to the %d running rank%s", name, alive, alive == 1 ? "" : "s");
+		signal_groups(job, sig);
+		return;
+	}
 	/* the same signal again, already passed on: `timeout` sends SIGTERM to
 	 * ddprun and then to its whole process group, ddprun included */
 	if (st->interrupted == sig && st->stopping)
 		return;
 	st->interrupted = st->interrupted ? st->interrupted : sig;
-	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s)", name, job->grace);
+	launch_msg("got %s; passing it to the ranks (SIGKILL after %.1f s: DDPRUN_GRACE)", name, job->grace);
 	begin_stop(job, st, sig);
 }
 
@@ -421,7 +472,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 {
 	struct sup_state st = { .first_fail = -1, .left = -1 };
 	const struct launch_opts *o = job->o;
-	if (job->progress_every > 0 && !o->quiet && !(o->redirects && strcmp(o->redirects, "3") == 0))
+	/* --quiet and -r 3 hide the ranks' output, not ddprun's progress line:
+	 * a long quiet job still says it is alive */
+	if (job->progress_every > 0)
 		st.next_progress = job->start + job->progress_every;
 	size_t nfds = 2 * (size_t)job->nranks + 3;
 	struct pollfd *pfd = calloc(nfds, sizeof *pfd);
@@ -521,7 +574,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 				left += job->ranks[i].running;
 			if (left && st.sigints == 1)
 				launch_msg("%d rank%s still running after SIGINT; sending SIGTERM (SIGKILL after "
-					   "%.1f s)",
+					   "%.1f s: DDPRUN_GRACE)",
 					   left, left == 1 ? "" : "s", job->grace);
 			begin_stop(job, &st, SIGTERM);
 		}
@@ -570,6 +623,8 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (st.broken) {
 		code = 1;
 	}
+	if (!code)
+		launch_progress_shard_unopened(job);
 	char unequal[300] = "";
 	if (!code && job->nranks > 1 && launch_progress_unequal_end(job, unequal, sizeof unequal)) {
 		launch_msg("the ranks ended at different steps: %s; the job fails", unequal);
@@ -578,7 +633,9 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	char why[96] = "", sig[32];
 	if (st.first_fail >= 0) {
 		const struct launch_rank *r = &job->ranks[st.first_fail];
-		if (WIFEXITED(r->status))
+		if (r->alone)
+			snprintf(why, sizeof why, "rank %d ran without libddp.so", r->rank);
+		else if (WIFEXITED(r->status))
 			snprintf(why, sizeof why, "rank %d exited with code %d", r->rank,
 				 WEXITSTATUS(r->status));
 		else
@@ -600,6 +657,7 @@ int launch_supervise(struct launch_job *job, int sigfd)
 	} else if (unequal[0]) {
 		snprintf(why, sizeof why, "the ranks ended at different optimizer steps");
 	}
+	job->interrupted = st.interrupted;
 	launch_progress_end(job, launch_now(), code, why);
 	free(pfd);
 	free(who);

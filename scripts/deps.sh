@@ -6,15 +6,18 @@
 # Needs: gcc, g++, make, the CUDA toolkit (nvcc on PATH or CUDA_HOME), and the
 # Debian packages below.  Run as root it installs missing packages with
 # apt-get; otherwise it prints the exact apt-get line and fails.
-# Usage: scripts/deps.sh [--fuzz] [--lint]   (--fuzz also wants clang with
-# libFuzzer; --lint cppcheck and clang-tidy for `make lint`)
+# Usage: scripts/deps.sh [--fuzz] [--lint] [--test]   (--fuzz also wants clang
+# with libFuzzer; --lint cppcheck and clang-tidy for `make lint`; --test
+# chromium, which renders `ddprun report --html`'s page headless in make test)
 set -u
 want_fuzz=0
 want_lint=0
+want_test=0
 for a in "$@"; do
 	case "$a" in
 	--fuzz) want_fuzz=1 ;;
 	--lint) want_lint=1 ;;
+	--test) want_test=1 ;;
 	esac
 done
 
@@ -30,8 +33,13 @@ have_header lz4.h    || missing_pkgs+=(liblz4-dev)
 have_header jansson.h || missing_pkgs+=(libjansson-dev)
 command -v timeout >/dev/null || missing_pkgs+=(coreutils)
 command -v python3 >/dev/null || missing_pkgs+=(python3)
+# ip netns: the two-node tests (tests/e2e/launcher/netns.sh, readme_nodes.sh)
+command -v ip >/dev/null || missing_pkgs+=(iproute2)
 if [ $want_fuzz = 1 ]; then
 	command -v clang >/dev/null || missing_pkgs+=(clang)
+fi
+if [ $want_test = 1 ]; then
+	command -v chromium >/dev/null || missing_pkgs+=(chromium)
 fi
 if [ $want_lint = 1 ]; then
 	command -v cppcheck >/dev/null || missing_pkgs+=(cppcheck)

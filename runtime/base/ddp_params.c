@@ -172,45 +172,65 @@ static const char *md_cell(const char *s, char *out, size_t len)
 	return out;
 }
 
-void ddp_params_print(int fd, int md)
-{
-	static const struct {
-		const char *env, *type, *def, *help;
-		int enum_def; /* ENUM: index of the default in type ("a|b|c") */
-	} rows[] = {
+/* The table as text, for ddp_params_print and ddp_param_default. */
+static const struct param_row {
+	const char *env, *type, *def, *help;
+	int enum_def;        /* ENUM: index of the default in type ("a|b|c") */
+	int is_str;          /* STR: the default is str_def (NULL: unset)  */
+	const char *str_def;
+} param_rows[] = {
 #define STR_(x) #x
 #define DDP_PARAM_INT(name, env, def, lo, hi, help) \
-	{ env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help, 0 },
-#define DDP_PARAM_STR(name, env, def, help) { env, "string", STR_(def), help, 0 },
-#define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help, 0 },
-#define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, NULL, help, def },
-#define DDP_PARAM_SECRET(name, env, help) { env, "secret", "(unset)", help, 0 },
+	{ env, "int [" STR_(lo) ".." STR_(hi) "]", STR_(def), help, 0, 0, NULL },
+#define DDP_PARAM_STR(name, env, def, help) { env, "string", NULL, help, 0, 1, (def) },
+#define DDP_PARAM_BOOL(name, env, def, help) { env, "bool", STR_(def), help, 0, 0, NULL },
+#define DDP_PARAM_ENUM(name, env, def, values, help) { env, values, NULL, help, def, 0, NULL },
+#define DDP_PARAM_SECRET(name, env, help) { env, "secret", "(unset)", help, 0, 0, NULL },
 #include "params.def"
 #undef DDP_PARAM_INT
 #undef DDP_PARAM_STR
 #undef DDP_PARAM_BOOL
 #undef DDP_PARAM_ENUM
 #undef DDP_PARAM_SECRET
-	};
+};
+
+/* The default of row r as text ("(unset)" for a string without one). */
+static const char *row_default(const struct param_row *r, char *buf, size_t cap)
+{
+	if (r->is_str)
+		return r->str_def ? r->str_def : "(unset)";
+	if (r->def)
+		return r->def;
+	const char *p = r->type; /* ENUM: name the default value */
+	for (int k = 0; k < r->enum_def && strchr(p, '|'); k++)
+		p = strchr(p, '|') + 1;
+	snprintf(buf, cap, "%.*s", (int)strcspn(p, "|"), p);
+	return buf;
+}
+
+const char *ddp_param_default(const char *env)
+{
+	static char buf[64];
+	for (size_t i = 0; i < sizeof param_rows / sizeof param_rows[0]; i++)
+		if (strcmp(param_rows[i].env, env) == 0)
+			return row_default(&param_rows[i], buf, sizeof buf);
+	return NULL;
+}
+
+void ddp_params_print(int fd, int md)
+{
+	const size_t nrows = sizeof param_rows / sizeof param_rows[0];
 	if (md)
 		dprintf(fd, "| Variable | Type | Default | Meaning |\n|---|---|---|---|\n");
-	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+	for (size_t i = 0; i < nrows; i++) {
+		const struct param_row *r = &param_rows[i];
 		char enum_def[64];
-		if (!rows[i].def) { /* ENUM: name the default value */
-			const char *p = rows[i].type;
-			for (int k = 0; k < rows[i].enum_def && strchr(p, '|'); k++)
-				p = strchr(p, '|') + 1;
-			size_t n = strcspn(p, "|");
-			snprintf(enum_def, sizeof enum_def, "%.*s", (int)n, p);
-		}
-		const char *def = rows[i].def ? rows[i].def : enum_def;
+		const char *def = row_default(r, enum_def, sizeof enum_def);
 		if (md) {
 			char type[128], help[512];
-			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", rows[i].env,
-				md_cell(rows[i].type, type, sizeof type), def,
-				md_cell(rows[i].help, help, sizeof help));
+			dprintf(fd, "| `%s` | %s | `%s` | %s |\n", r->env, md_cell(r->type, type, sizeof type),
+				def, md_cell(r->help, help, sizeof help));
 		} else
-			dprintf(fd, "  %-22s %-14s default %-10s %s\n", rows[i].env, rows[i].type, def,
-				rows[i].help);
+			dprintf(fd, "  %-22s %-14s default %-10s %s\n", r->env, r->type, def, r->help);
 	}
 }

@@ -39,4 +39,9 @@ ddp_result ddp_params_init(void);
  * `--help` and docs/configuration.md (markdown when md != 0). */
 void ddp_params_print(int fd, int md);
 
+/* The default of the setting named env as the table writes it ("(unset)"
+ * for a string without one), NULL when the table has no such setting: how
+ * ddprun takes the defaults of the DDPRUN_* settings it reads itself. */
+const char *ddp_param_default(const char *env);
+
 #endif /* DDP_PARAMS_H */

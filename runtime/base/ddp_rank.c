@@ -4,7 +4,8 @@
  *
  * The launcher is recognised by the variables it sets, first match wins:
  *   ddprun / torchrun  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE
- *                      (torchrun when TORCHELASTIC_RUN_ID is also set)
+ *                      (torchrun when TORCHELASTIC_RUN_ID is also set and
+ *                      DDP_STORE_ADDR is not: ddprun sets both)
  *   Open MPI           OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE
  *   PMI (MPICH, Intel) PMI_RANK, PMI_SIZE (+ MPI_LOCALRANKID/MPI_LOCALNRANKS)
  *   Horovod            HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK,
@@ -177,7 +178,8 @@ ddp_result ddp_rank_init(void)
 			return DDP_ERR_INVALID;
 		}
 		r.source = s->name;
-		if (s == &sources[0] && getenv("TORCHELASTIC_RUN_ID"))
+		/* ddprun sets torchrun's TORCHELASTIC_* too, and DDP_STORE_ADDR */
+		if (s == &sources[0] && getenv("TORCHELASTIC_RUN_ID") && !getenv("DDP_STORE_ADDR"))
 			r.source = "torchrun";
 		r.local_rank = r.rank;
 		r.local_world_size = r.world_size;

@@ -24,6 +24,7 @@ static const char *const check_names[DDP_XR_NCHECKS] = {
 	[DDP_XR_PARAMS] = "params",
 	[DDP_XR_INV] = "inv",
 	[DDP_XR_FINAL] = "final",
+	[DDP_XR_INPUT] = "input",
 };
 
 const char *ddp_xr_check_name(enum ddp_xr_check check)

@@ -48,6 +48,7 @@ enum ddp_xr_check {
 	DDP_XR_PARAMS,  /* parameters and state at checked steps, --check  */
 	DDP_XR_INV,     /* the data-parallel invariant's ranges            */
 	DDP_XR_FINAL,   /* parameters and state at the end of training     */
+	DDP_XR_INPUT,   /* the input copied to the device (ddp_sync_input.c) */
 	DDP_XR_NCHECKS
 };
 

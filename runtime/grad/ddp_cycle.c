@@ -23,6 +23,9 @@ struct cyc_acc {
 	uint8_t rd; /* read, or maybe read (a pointer whose constness is not
 		     * known): ddp_cycle_rewrote_any                         */
 	uint8_t outside; /* ddp_grad_arg.outside                             */
+	uint8_t self; /* a write of state the launch reads and rewrites in
+		       * place (ddp_grad_arg.host_set, then the same range):
+		       * a rewrite though no other launch read it first  */
 };
 
 struct cyc_launch {
@@ -70,6 +73,9 @@ struct ddp_cycle {
 	size_t nseen, cseen;
 	uint32_t bucket[SEEN_BUCKETS];
 	int gave_up;
+	/* ranges a launch rewrote in place from the host's bytes (self) */
+	struct cyc_seen *inplace;
+	size_t ninplace, cinplace;
 	/* ddp_cycle_rewrote_any: the whole stream's first reads and writes,
 	 * kept in a second instance's seen set (all), launches [0, all_next)
 	 * replayed so far, the verdict and its example */
@@ -98,6 +104,9 @@ static void release(struct ddp_cycle *c)
 	free(c->mfirst);
 	free(c->mlast);
 	free(c->seen);
+	free(c->inplace);
+	c->inplace = NULL;
+	c->ninplace = c->cinplace = 0;
 	ddp_cycle_free(c->all);
 	c->all = NULL;
 	c->ln = NULL;
@@ -268,10 +277,11 @@ static int feed(struct ddp_cycle *c, size_t x)
 {
 	const struct cyc_launch *l = &c->ln[x];
 	for (uint32_t k = 0; k < l->nacc; k++) {
-		const struct cyc_acc *a = &c->acc[l->acc0 + k];
-		if (a->wrote)
+		struct cyc_acc a = c->acc[l->acc0 + k];
+		if (a.wrote && !a.self)
 			continue;
-		if (!seen_find(c, a->alloc_id, a->lo, a->hi, -1) && seen_add(c, a, (uint32_t)x))
+		a.wrote = 0; /* its read (an in-place rewrite reads first) */
+		if (!seen_find(c, a.alloc_id, a.lo, a.hi, -1) && seen_add(c, &a, (uint32_t)x))
 			return -1;
 	}
 	for (uint32_t k = 0; k < l->nacc; k++) {
@@ -280,7 +290,7 @@ static int feed(struct ddp_cycle *c, size_t x)
 			continue;
 		struct cyc_seen *r;
 		if (!c->cur_rewrote && a->floaty && (r = seen_find(c, a->alloc_id, a->lo, a->hi, 0)) &&
-		    r->who != x) {
+		    (r->who != x || a->self)) {
 			c->cur_rewrote = 1;
 			c->ex.writer = l->kname;
 			c->ex.reader = c->ln[r->who].kname;
@@ -315,9 +325,11 @@ static int feed_all(struct ddp_cycle *c, size_t x)
 			continue;
 		/* the latest write of the bytes (the newest entry first): by a
 		 * launch, no first read; from outside the stream, a read of
-		 * state; none, of device memory: no state (ddp_cycle.h) */
+		 * state; none, of device memory: no state (ddp_cycle.h), unless
+		 * the tracker knows the bytes came from the host (self) */
 		const struct cyc_seen *w = seen_find(g, a.alloc_id, a.lo, a.hi, -1);
-		if ((w ? w->wrote == SEEN_HOST : a.outside || g->unknown_writes) && seen_add(g, &a, (uint32_t)x))
+		if ((w ? w->wrote == SEEN_HOST : a.outside || a.self || g->unknown_writes) &&
+		    seen_add(g, &a, (uint32_t)x))
 			return -1;
 	}
 	for (uint32_t k = 0; k < l->nacc; k++) {
@@ -325,7 +337,7 @@ static int feed_all(struct ddp_cycle *c, size_t x)
 		if (!a->wrote)
 			continue;
 		struct cyc_seen *r = seen_find(g, a->alloc_id, a->lo, a->whi, 0);
-		if (!c->all_rewrote && r && r->who != x) {
+		if (!c->all_rewrote && r && (r->who != x || a->self)) {
 			c->all_rewrote = 1;
 			c->all_ex.writer = l->kname;
 			c->all_ex.reader = c->ln[r->who].kname;
@@ -413,6 +425,28 @@ static int confirm(struct ddp_cycle *c, size_t p, size_t t, size_t run)
 	return 0;
 }
 
+/* The ranges a launch rewrote in place from the host's bytes: their later
+ * writes are in-place rewrites too (the same state, loop-carried). */
+static int inplace_has(const struct ddp_cycle *c, const struct cyc_acc *a)
+{
+	for (size_t i = 0; i < c->ninplace; i++)
+		if (c->inplace[i].alloc_id == a->alloc_id && c->inplace[i].lo < a->hi && a->lo < c->inplace[i].hi)
+			return 1;
+	return 0;
+}
+
+static int inplace_add(struct ddp_cycle *c, const struct cyc_acc *a)
+{
+	if (inplace_has(c, a))
+		return 0;
+	struct cyc_seen *nv = ddp_array_grow(c->inplace, &c->cinplace, c->ninplace + 1, sizeof *nv, 16);
+	if (!nv)
+		return -1;
+	c->inplace = nv;
+	c->inplace[c->ninplace++] = (struct cyc_seen){ .lo = a->lo, .hi = a->hi, .alloc_id = a->alloc_id };
+	return 0;
+}
+
 static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 {
 	struct cyc_launch *ln = ddp_array_grow(c->ln, &c->cap, c->n + 1, sizeof *ln, 1024);
@@ -443,6 +477,10 @@ static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 		/* only a const-correct signature's non-const pointer is taken
 		 * for a pure output */
 		a->rd = g->access == DDP_GA_READ || g->access == DDP_GA_UNKNOWN || g->in_struct || !L->const_correct;
+		a->self = a->wrote && (g->host_set || inplace_has(c, a));
+		if (a->wrote && g->host_set && inplace_add(c, a))
+			return -1;
+		a->rd |= a->self;
 		writes |= a->wrote;
 	}
 	l->opaque = L->truncated || !writes;

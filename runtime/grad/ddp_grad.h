@@ -139,6 +139,13 @@ struct ddp_grad_arg {
 				  * belongs to (DDP_GRAD_NO_LIST: none)       */
 	uint8_t outside; /* its bytes may be written outside the launches
 			  * and the copies (managed or mapped memory)   */
+	uint8_t input;   /* input data: host-set bytes (copied from the
+			  * host, no kernel wrote them since) that the launch
+			  * only reads, or integers (ddp_fused.h): never a
+			  * gradient, never a parameter                   */
+	uint8_t host_set; /* before the launch its range held only bytes
+			   * copied from the host (ddp_fused.h): written, it is
+			   * state the launch reads and rewrites in place   */
 };
 
 #define DDP_GRAD_NO_LIST 0xff

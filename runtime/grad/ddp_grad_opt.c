@@ -495,6 +495,10 @@ ddp_result grad_on_optimizer(struct ddp_grad *g, const struct ddp_grad_launch *L
 	for (uint32_t i = 0; i < n; i++) {
 		const struct ddp_grad_arg *a = &L->args[i];
 		grad_arg_range(a, &lo[i], &hi[i]);
+		if (a->input) { /* input data (ddp_fused.h): no role, never broadcast or paired */
+			rec[i] = NULL;
+			continue;
+		}
 		struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
 		rec[i] = grad_rec_exact(g, x, lo[i], hi[i], M(DDP_GR_GRAD) | M(DDP_GR_PARAM) | M(DDP_GR_OTHER));
 		if (!rec[i]) /* a tensor of a range known whole (an earlier unbounded launch) */

@@ -111,8 +111,10 @@ void ddp_overlap_account_sync(uint64_t step, size_t colls, uint64_t ns)
 
 void ddp_overlap_finish(void)
 {
-	struct ddp_comm *c = NULL;
-	if (!ov.on || ddp_job_comm(&c) != DDP_OK || !c)
+	/* only a communicator that exists: none means no collective ever ran,
+	 * and creating one here would wait at exit for every other rank */
+	struct ddp_comm *c = ddp_job_comm_existing();
+	if (!ov.on || !c)
 		return;
 	(void)ddp_coll_wait(c, 0);
 	if (ddp_driver_.ctxSynchronize)

@@ -250,6 +250,8 @@ void ddp_sync_init(int rank, int world)
 	}
 	if (!sync_st.dry && !ddp_param_debug_no_cycles() && ddp_cycle_new(&sync_st.cycles) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
+	if (ddp_fused_new(&sync_st.fused) != DDP_OK)
+		sync_die("libddp: out of memory (gradient tracker)");
 	if (sync_st.dry) {
 		ddp_grad_set_strict(sync_st.tracker, 0);
 		ddp_sync_on_ = 1;
@@ -264,4 +266,5 @@ void ddp_sync_init(int rank, int world)
 	DDP_INFO(GRAD, "gradient synchronisation on: %d ranks%s%s", world,
 		 sync_st.check_every ? ", --check every " : "", sync_st.check_every ? "N steps" : "");
 	ddp_sync_on_ = 1;
+	sync_aside_pending(); /* the program's own rendezvous came first */
 }

@@ -59,6 +59,18 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved) __attribute__(
  * step only (ddp_grad_copied: a copy of a gradient the update reads).  Any
  * thread; takes the sync lock. */
 void ddp_sync_copied(uint64_t dst, uint64_t src, uint64_t bytes) __attribute__((visibility("hidden")));
+/* A host-to-device copy of n bytes from src (host memory) succeeded: its
+ * bytes join the input compare of the first two steps (ddp_sync_input.c);
+ * a flag test after step 2. */
+void ddp_sync_input_copy(const void *src, uint64_t n) __attribute__((visibility("hidden")));
+
+/* The program copied `bytes` from the host to device address dst (a copy
+ * that reached the driver).  Until the first update step the bytes are
+ * remembered as host-set (ddp_fused.h): input data and start-up state,
+ * which are never gradients, and which a launch rewriting them in place
+ * from other host-set data shows to be a fused update.  Any thread; takes
+ * the sync lock. */
+void ddp_sync_host_copied(uint64_t dst, uint64_t bytes) __attribute__((visibility("hidden")));
 
 /* The program wrote device memory without a kernel (a host-to-device or
  * device-to-device copy, a memset) that reached the driver: reach bytes
@@ -78,16 +90,26 @@ void ddp_sync_device_written(uint64_t dst, uint64_t reach) __attribute__((visibi
  * warn, the others at info); the job stays connected until exit.  Any
  * thread; idempotent. */
 void ddp_sync_step_aside(const char *why) __attribute__((visibility("hidden")));
+/* The program made its own rendezvous (hook_net.c: a connection to its
+ * MASTER_PORT): it synchronises itself.  Steps aside now when
+ * synchronisation is on, else as soon as ddp_sync_init turns it on (the
+ * rendezvous usually comes before the first CUDA call).  Any thread. */
+void ddp_sync_program_rendezvous(const char *why) __attribute__((visibility("hidden")));
 
 /* Never late: the program opens an output file (interpose/hook_write.c,
  * hook_write_output_gate).  ddp_sync_gate_open() is a cheap test, any
  * thread: nonzero while synchronisation is on and no update (a recognised
- * optimizer, or one found from the data flow) is known yet.
- * ddp_sync_output_open(path): when kernels were launched and still no
- * update is known, the job stops with one line naming the file, before the
- * file is written (the ranks would have trained apart). */
+ * optimizer, or one found from the data flow) is known yet, or while the
+ * invariant's hashes of a step wait for a compare.
+ * ddp_sync_output_open(path): the waiting compare runs; when kernels were
+ * launched and still no update is known, the job stops with one line
+ * naming the file, before the file is written (the ranks would have
+ * trained apart).  ddp_sync_file_written(path): any other file opened for
+ * writing (a temporary folder's, say): only the waiting compare runs
+ * (nothing under /dev, /proc, /sys). */
 int ddp_sync_gate_open(void) __attribute__((visibility("hidden")));
 void ddp_sync_output_open(const char *path) __attribute__((visibility("hidden")));
+void ddp_sync_file_written(const char *path) __attribute__((visibility("hidden")));
 
 /* The program is about to free device memory at p (interpose/hook_mem.c,
  * before cuMemFree): the first time p is a parameter's or optimizer state's

@@ -80,7 +80,7 @@ static size_t xr_index(const struct ddp_xr_diff *d)
 
 /* 64-bit hash of bytes, eight at a time (FNV-style on words, then a final
  * mix): fast enough for gigabytes, the same on every rank. */
-static uint64_t hash_bytes(uint64_t h, const unsigned char *p, size_t n)
+uint64_t sync_hash_bytes(uint64_t h, const unsigned char *p, size_t n)
 {
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -141,7 +141,7 @@ static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const str
 			sync_die(msg);
 		}
 		pb[np] = b;
-		h[np++] = hash_bytes(DDP_FNV1A_INIT, host, b->size);
+		h[np++] = sync_hash_bytes(DDP_FNV1A_INIT, host, b->size);
 		*bytes += b->size;
 	}
 	/* loop-carried state the update wrote that no rule named: in full too */
@@ -167,7 +167,7 @@ static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const str
 			sync_die(msg);
 		}
 		pb[np] = u;
-		h[np++] = hash_bytes(DDP_FNV1A_INIT, host, u->size);
+		h[np++] = sync_hash_bytes(DDP_FNV1A_INIT, host, u->size);
 		*bytes += u->size;
 	}
 	free(host);
@@ -265,6 +265,7 @@ static void check_hashes(uint64_t step, void *stream)
 	ddp_xr_diff_free(&d);
 	uint64_t ns = ddp_now_ns() - t0;
 	sync_st.stats.hash_checks++;
+	sync_st.stats.hash_ns += ns;
 	DDP_INFO(GRAD,
 		 "%s at step %" PRIu64 ": %zu parameter buffers identical on all %d ranks (every parameter and "
 		 "optimizer-state range in full: %" PRIu64 " bytes hashed in %.1f ms, exchange %.1f ms)",
@@ -284,7 +285,7 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 {
 	sync_st.final_done = 1;
 	const struct ddp_grad_buf **pb;
-	uint64_t *h, bytes;
+	uint64_t *h, bytes, t0 = ddp_now_ns();
 	perturb(0);
 	size_t np = hash_params(steps, NULL, &h, &pb, "the final check", &bytes);
 	struct ddp_xr_diff d;
@@ -330,6 +331,8 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap)
 	}
 	ddp_xr_diff_free(&d);
 	sync_st.stats.hash_checks++;
+	sync_st.stats.hash_ns += ddp_now_ns() - t0;
+	sync_st.final_differs = failed;
 	free(hv);
 	free(h);
 	free(pb);
@@ -374,6 +377,59 @@ static int cmp_read(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A scalar argument as it is: its type and this rank's value. */
+static void scalar_text(const struct ddp_kparam_desc *d, const void *v, char *out, size_t cap)
+{
+	union {
+		float f;
+		double g;
+		int32_t i;
+		uint32_t u;
+		int64_t l;
+		uint64_t q;
+	} x = { 0 };
+	memcpy(&x, v, d->size < sizeof x ? d->size : sizeof x);
+	if (d->dtype == DDP_DT_F32 && d->size == 4)
+		snprintf(out, cap, "float %.9g", (double)x.f);
+	else if (d->dtype == DDP_DT_F64 && d->size == 8)
+		snprintf(out, cap, "double %.17g", x.g);
+	else if (d->dtype == DDP_DT_I32 && d->size == 4)
+		snprintf(out, cap, "int %" PRId32, x.i);
+	else if (d->dtype == DDP_DT_U32 && d->size == 4)
+		snprintf(out, cap, "unsigned %" PRIu32, x.u);
+	else if (d->dtype == DDP_DT_I64 && d->size == 8)
+		snprintf(out, cap, "int64 %" PRId64, x.l);
+	else if (d->dtype == DDP_DT_U64 && d->size == 8)
+		snprintf(out, cap, "uint64 %" PRIu64, x.q);
+	else
+		snprintf(out, cap, "%u bytes", d->size);
+}
+
+static void inv_compare(uint64_t step);
+
+/* Whether launch L's first range was hashed in this step by a launch of
+ * the same kernel (the launch repeats: a step ended). */
+static int inv_repeats(const struct ddp_grad_launch *L, const struct ddp_grad_read *r, size_t n)
+{
+	struct ddp_alloc_ent e;
+	if (!n || !ddp_alloc_find(r[0].ptr, &e))
+		return 0;
+	for (size_t i = 0; i < sync_st.ninv; i++) {
+		const struct inv_item *it = &sync_st.inv[i];
+		if (it->kid == L->kid && it->word == r[0].word && it->param == r[0].param && it->alloc_id == e.id &&
+		    it->off == r[0].ptr - e.base && it->bytes == r[0].bytes)
+			return 1;
+	}
+	return 0;
+}
+
+void sync_inv_pending(void)
+{
+	if (__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED) && sync_st.ninv && sync_st.inv_step &&
+	    pthread_equal(pthread_self(), sync_st.inv_thread))
+		inv_compare(sync_st.inv_step);
+}
+
 ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_t step,
 			       const struct ddp_grad_read *r, size_t n)
 {
@@ -381,11 +437,18 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 	static size_t hostcap, *ord, ordcap;
 	uint64_t t0 = ddp_now_ns();
 	(void)ctx;
-	if (sync_st.dry || !step_checked(step))
+	if (sync_st.dry || !step_checked(step) || sync_st.inv_done == step)
 		return DDP_OK;
 	if (sync_st.inv_step != step) {
 		sync_st.ninv = 0;
 		sync_st.inv_step = step;
+	} else if (inv_repeats(L, r, n)) {
+		/* a launch hashed in this step comes again: the step ended
+		 * where the tracker saw no end (an update phase of optimizer
+		 * launches only, which may last the whole run): compare now,
+		 * before it runs */
+		inv_compare(step);
+		return DDP_OK;
 	}
 	/* one item per range, in the launch's order (the ranks compare them
 	 * item by item) */
@@ -401,6 +464,7 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		it->param = r[i].param;
 		it->word = r[i].word;
 		it->role = r[i].role;
+		it->kid = L->kid;
 		snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
 		snprintf(it->label, sizeof it->label, "%s%s%s", r[i].label ? r[i].label : "",
 			 r[i].label ? ", " : "",
@@ -440,33 +504,31 @@ ddp_result sync_op_opt_reads(void *ctx, const struct ddp_grad_launch *L, uint64_
 		if (sync_op_read(NULL, lo, host, hi - lo, L->stream) != DDP_OK)
 			sync_die("libddp: invariant check: cannot copy a range the optimizer reads to the host");
 		for (; a < b; a++)
-			sync_st.inv[first + ord[a]].hash = hash_bytes(DDP_FNV1A_INIT,
+			sync_st.inv[first + ord[a]].hash = sync_hash_bytes(DDP_FNV1A_INIT,
 							      host + (r[ord[a]].ptr - lo), r[ord[a]].bytes);
 	}
-	/* the scalar arguments (learning rate, clip scale, step): typed
-	 * scalars only (an untyped 8-byte value may be an address, which
-	 * differs between ranks) */
+	/* the scalar arguments (learning rate, clip scale, step, a mean of
+	 * the data), one item each, with this rank's value: typed scalars
+	 * only (an untyped 8-byte value may be an address, which differs
+	 * between ranks) */
 	if (sync_st.cur_k && sync_st.cur_k->types_known && sync_st.cur_call) {
 		struct ddp_launch_params p = { sync_st.cur_call->params, sync_st.cur_call->extra };
-		uint64_t h = DDP_FNV1A_INIT;
-		int any = 0;
 		for (uint32_t i = 0; i < sync_st.cur_k->nparams; i++) {
-			if (sync_st.cur_k->params[i].ptype != DDP_PT_SCALAR)
+			const struct ddp_kparam_desc *d = &sync_st.cur_k->params[i];
+			const void *v;
+			if (d->ptype != DDP_PT_SCALAR || !(v = ddp_launch_param_ptr(sync_st.cur_k, &p, i)))
 				continue;
-			const void *v = ddp_launch_param_ptr(sync_st.cur_k, &p, i);
-			if (!v)
-				continue;
-			h = hash_bytes(h, v, sync_st.cur_k->params[i].size);
-			any = 1;
-		}
-		if (any) {
 			struct inv_item *it = inv_add();
-			it->hash = h;
+			it->hash = sync_hash_bytes(DDP_FNV1A_INIT, v, d->size);
 			it->word = 0xffff;
+			it->param = (uint16_t)i;
+			it->kid = L->kid;
 			snprintf(it->kname, sizeof it->kname, "%s", L->kname ? L->kname : "?");
-			snprintf(it->label, sizeof it->label, "scalar arguments");
+			scalar_text(d, v, it->label, sizeof it->label);
 		}
 	}
+	sync_st.inv_thread = pthread_self();
+	__atomic_store_n(&sync_st.inv_pending, sync_st.ninv > 0, __ATOMIC_RELAXED);
 	sync_st.stats.inv_ns += ddp_now_ns() - t0;
 	return DDP_OK;
 }
@@ -477,8 +539,10 @@ static void inv_compare(uint64_t step)
 	uint64_t t0 = ddp_now_ns(), bytes = 0;
 	char msg[900];
 
-	if (sync_st.dry || sync_st.inv_step != step || !step_checked(step))
+	if (sync_st.dry || sync_st.inv_step != step || !step_checked(step) || sync_st.inv_done == step)
 		return;
+	sync_st.inv_done = step; /* once per step: at its end, a repeated launch or a file open */
+	__atomic_store_n(&sync_st.inv_pending, 0, __ATOMIC_RELAXED);
 	uint64_t *h = calloc(sync_st.ninv ? sync_st.ninv : 1, sizeof *h);
 	if (!h)
 		sync_die("libddp: out of memory (invariant check)");
@@ -507,10 +571,12 @@ static void inv_compare(uint64_t step)
 		int r = d.rank[1];
 		if (it->word == 0xffff)
 			snprintf(msg, sizeof msg,
-				 "libddp: an unaveraged gradient reached the optimizer at step %" PRIu64
-				 ": the scalar arguments of kernel %s (a clip scale or norm computed from "
-				 "unaveraged gradients?) differ between rank %d and rank %d",
-				 step, it->kname, sync_st.my_rank, r);
+				 "libddp: a value each rank computed on its own reached the update at step %" PRIu64
+				 ": scalar argument %u of kernel %s (%s on rank %d) differs between rank %d and rank "
+				 "%d (every value the update reads must be identical on all ranks: a per-rank "
+				 "statistic of the data, such as a mean or a count, or a norm of unaveraged "
+				 "gradients is not; see docs/gradient-sync.md)",
+				 step, it->param, it->kname, it->label, sync_st.my_rank, sync_st.my_rank, r);
 		else
 			snprintf(msg, sizeof msg,
 				 "libddp: %s at step %" PRIu64 ": kernel %s argument %u%s%.0u (%s; %" PRIu64
@@ -559,6 +625,8 @@ ddp_result sync_op_step_end(void *ctx, uint64_t step)
 	ddp_status_step_end(); /* what is numbered next belongs to the next step */
 	ddp_overlap_step_base(sync_st.launch_seq);
 	inv_compare(step);
+	if (!sync_st.dry && !sync_st.at_exit)
+		sync_input_step_end(step); /* do the ranks read different input? */
 	if (!sync_st.dry && !sync_st.at_exit)
 		perturb(step);
 	/* the parameter check: every parameter and state range in full at the

@@ -36,6 +36,7 @@
 #include "ddp_sig.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
+#include "ddp_status.h"
 #include "ddp_sync_int.h"
 
 /* ---- collectives */
@@ -64,6 +65,7 @@ void sync_account_step_bytes(uint64_t st, uint64_t bytes)
 	}
 	if (st && st <= sync_st.stats.nstep_bytes)
 		sync_st.stats.step_bytes[st - 1] += bytes;
+	ddp_status_averaged(bytes); /* ddprun's end line says how much */
 }
 
 /* The step the gradients being reduced now belong to. */

@@ -34,6 +34,7 @@
 #include "ddp_sig.h"
 #include "ddp_trace.h"
 #include "ddp_torch_launch.h"
+#include "ddp_status.h"
 #include "ddp_sync_int.h"
 
 
@@ -42,12 +43,34 @@ void ddp_sync_step_aside(const char *why)
 	if (!__atomic_exchange_n(&ddp_sync_on_, 0, __ATOMIC_ACQ_REL))
 		return;
 	__atomic_store_n(&sync_st.stepped_aside, 1, __ATOMIC_RELEASE);
+	ddp_status_aside(); /* ddprun's end line says so */
 	if (sync_st.my_rank == 0)
 		DDP_WARN("libddp: rank 0: the program is already data-parallel (%s); ddprun's gradient "
 			 "synchronisation steps aside: each rank's program synchronises itself",
 			 why);
 	else
 		DDP_INFO(GRAD, "rank %d: %s; gradient synchronisation steps aside", sync_st.my_rank, why);
+}
+
+/* The program's own rendezvous, seen before synchronisation was on: why,
+ * kept for ddp_sync_init (sync_aside_pending). */
+static char rdzv_why[200];
+static int rdzv_seen; /* 1 while rdzv_why is written, 2 once it is (atomic) */
+
+void ddp_sync_program_rendezvous(const char *why)
+{
+	int expect = 0;
+	if (__atomic_compare_exchange_n(&rdzv_seen, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		snprintf(rdzv_why, sizeof rdzv_why, "%s", why);
+		__atomic_store_n(&rdzv_seen, 2, __ATOMIC_RELEASE);
+	}
+	ddp_sync_step_aside(why);
+}
+
+void sync_aside_pending(void)
+{
+	if (__atomic_load_n(&rdzv_seen, __ATOMIC_ACQUIRE) == 2)
+		ddp_sync_step_aside(rdzv_why);
 }
 
 /* The run ends for the tracker: an open update phase ends first (its step
@@ -106,6 +129,21 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 {
 	int failed = 0;
 	if (__atomic_load_n(&sync_st.stepped_aside, __ATOMIC_ACQUIRE)) {
+		/* what libddp averaged before it stood aside (0 when the program's
+		 * own rendezvous came first): rank<k>.sync.json says so */
+		char path[4096];
+		FILE *f = trace_dir && *trace_dir &&
+					  (size_t)snprintf(path, sizeof path, "%s/rank%d.sync.json", trace_dir, rank) <
+						  sizeof path
+				  ? DDP_SYS(fopen64)(path, "w")
+				  : NULL;
+		if (f) {
+			fprintf(f,
+				"{\"rank\":%d,\"world\":%d,\"stood_aside\":true,\"allreduce_bytes\":%" PRIu64
+				",\"broadcast_bytes\":%" PRIu64 "}\n",
+				rank, sync_st.my_world, sync_st.stats.allreduce_bytes, sync_st.stats.bcast_bytes);
+			fclose(f);
+		}
 		ddp_job_fini();
 		return 0;
 	}
@@ -198,13 +236,15 @@ int ddp_sync_exit(const char *trace_dir, int rank)
 				",\"bytes_reduced_per_step\":%.0f,\"coll_ms_per_step\":%.3f,\"gradient_bytes\":%" PRIu64
 				",\"invariant_checks\":%" PRIu64 ",\"invariant_bytes_hashed\":%" PRIu64
 				",\"invariant_ms\":%.3f,\"calibrations\":%" PRIu64
-				",\"bytes_reduced_by_step\":[",
+				",\"check_ms\":%.3f,\"final_check\":\"%s\",\"bytes_reduced_by_step\":[",
 				rank, sync_st.my_world, steps, red, sync_st.stats.allreduce_calls, sync_st.stats.allreduce_bytes,
 				sync_st.stats.allreduce_ns / 1e6, sync_st.stats.bcast_calls, sync_st.stats.bcast_bytes,
 				sync_st.stats.bcast_ns / 1e6, sync_st.stats.sig_checks, sync_st.stats.hash_checks,
 				sync_st.stats.allreduce_bytes * per, (sync_st.stats.allreduce_ns + sync_st.stats.bcast_ns) / 1e6 * per,
 				ddp_grad_grad_bytes(sync_st.tracker), sync_st.stats.inv_checks, sync_st.stats.inv_bytes,
-				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations);
+				sync_st.stats.inv_ns / 1e6, sync_st.stats.calibrations,
+				(sync_st.stats.hash_ns + sync_st.stats.inv_ns) / 1e6,
+				!sync_st.final_done ? "not run" : sync_st.final_differs ? "differs" : "equal");
 			for (uint64_t i = 0; i < steps; i++)
 				fprintf(f, "%s%" PRIu64, i ? "," : "",
 					i < sync_st.stats.nstep_bytes ? sync_st.stats.step_bytes[i] : 0);
@@ -266,6 +306,7 @@ void ddp_sync_explain(const char *path)
 					b->base - b->alloc_base, b->size, b->label);
 		}
 	}
+	sync_fused_explain(f);
 	fprintf(f, "\n## Roles (the gradient tracker's rules, run dry: docs/gradient-sync.md)\n");
 	fprintf(f,
 		"optimizer steps: %" PRIu64 ", calibration launches: %" PRIu64 ", gradient bytes: %" PRIu64
@@ -294,7 +335,11 @@ void ddp_sync_explain(const char *path)
 							: "");
 		shown++;
 	}
-	if (!shown)
+	if (!shown && sync_st.fused_launches)
+		fprintf(f, "  none: a fused update (kernel %s: the update is computed inside the kernel from the "
+			   "data, no gradient exists; \"Fused updates\" above)\n",
+			sync_st.fused_rep.kname);
+	else if (!shown)
 		fprintf(f,
 			"  none: no update was found (docs/gradient-sync.md, \"Which updates libddp finds\")\n");
 	sync_exec_explain(f);

@@ -13,7 +13,9 @@
  *   ddp_sync_launch.c  the launch path: the cheap path, library calls'
  *                      outputs, argument bounds, the locked path;
  *   ddp_sync_exit.c    stepping aside, the exit report, ddprun inspect's
- *                      roles.
+ *                      roles;
+ *   ddp_sync_input.c   do the ranks copy different input to the device
+ *                      (the compare at step 2, --shard's warning).
  * Names shared across these files carry the sync_ prefix; nothing here is
  * exported from libddp.so (hidden visibility).
  *
@@ -26,6 +28,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "ddp_fused.h"
 #include "ddp_grad.h"
 #include "ddp_kreg.h"
 #include "ddp_launch.h"
@@ -37,6 +40,7 @@ struct sync_stats {
 	uint64_t allreduce_calls, allreduce_bytes, allreduce_ns;
 	uint64_t bcast_calls, bcast_bytes, bcast_ns;
 	uint64_t sig_checks, hash_checks, calibrations;
+	uint64_t hash_ns; /* parameter checks and the final compare */
 	uint64_t inv_checks, inv_bytes, inv_ns; /* the invariant check    */
 	uint64_t step_first_ns, step_last_ns;
 	uint64_t launches;    /* seen with sync on      */
@@ -51,12 +55,34 @@ CUstream sync_the_stream(void *s);
 void sync_trace_coll(const char *name, uint64_t t0, uint64_t bytes, const char *what);
 void sync_die(const char *msg) __attribute__((noreturn));
 
+/* ddp_sync_check.c: 64-bit hash of bytes, eight at a time (large buffers),
+ * the same on every rank; chain by passing the previous result as h. */
+uint64_t sync_hash_bytes(uint64_t h, const unsigned char *p, size_t n);
+/* ddp_sync_exit.c: steps aside when the program's own rendezvous came
+ * before synchronisation was on (ddp_sync_program_rendezvous) */
+void sync_aside_pending(void);
+/* ddp_sync_input.c: the end of update phase `step` (windows, the compare) */
+void sync_input_step_end(uint64_t step);
+
 /* ddp_sync_launch.c: the evidence that no update ran (an evaluation
  * program): 1 and *seen (launches covered) when it holds */
 struct ddp_cycle_report;
 int sync_no_update_evidence(struct ddp_cycle_report *rep, uint64_t *seen);
 /* "" or a clause saying why host writes withhold that evidence */
 const char *sync_host_writes_note(void);
+
+/* ddp_sync_fused.c: before launch L reaches the tracker, while no update
+ * step is known: its input arguments marked (ddp_grad_arg.input), and a
+ * fused update stops the job (ddprun inspect: recorded, and 1 returned:
+ * the tracker does not see the launch); else 0.  Under sync_st.lock. */
+int sync_fused_launch(struct ddp_grad_arg *args, const struct ddp_grad_launch *L);
+/* ddprun inspect's "Fused updates" section; 1 when it named one */
+int sync_fused_explain(FILE *f);
+
+/* ddp_sync_check.c: the invariant's hashes of a checked step compared now,
+ * before its end (a file opened for writing while they wait: a step whose
+ * end may never come).  Under sync_st.lock. */
+void sync_inv_pending(void);
 
 /* ddp_sync_exec.c: the one executor of the tracker's plans (ddp_plan.h);
  * a failure stops the rank */
@@ -94,7 +120,8 @@ int sync_final_compare(uint64_t steps, char *msg, size_t cap);
 struct inv_item {
 	uint64_t hash, bytes, off;
 	uint32_t alloc_id;
-	uint16_t param, word; /* word 0xffff: the launch's scalar arguments */
+	uint16_t param, word; /* word 0xffff: scalar argument `param`         */
+	uint32_t kid;         /* the launch's kernel                         */
 	uint8_t role;         /* enum ddp_grad_role (NONE: no record)       */
 	char kname[48];
 	char label[112];
@@ -126,6 +153,11 @@ struct sync_state {
 	CUresult (*real_sync)(CUstream);
 	CUresult (*real_ctx_sync)(void);
 	struct ddp_cycle *cycles; /* the steps while no update is known (ddp_cycle.h) */
+	struct ddp_fused *fused;  /* host-set bytes and fused updates until the first
+				   * update step (ddp_fused.h; ddp_sync_fused.c)   */
+	struct ddp_fused_report fused_rep; /* ddprun inspect: the first fused update */
+	uint64_t fused_launches;           /* ddprun inspect: launches judged fused  */
+	uint32_t fused_kid;                /* ddprun inspect: their kernel, +1       */
 
 	/* counters: every file, under the lock; reported by ddp_sync_exit.c */
 	struct sync_stats stats;
@@ -135,6 +167,7 @@ struct sync_state {
 	int phase_open; /* between step_begin and step_end     */
 	int at_exit;    /* ddp_sync_exit / the final compare end the run */
 	int final_done; /* the final compare ran (ddp_sync_check.c) */
+	int final_differs; /* ... and found ranks that differ */
 
 	/* the context of the first launch the tracker saw (ddp_sync_launch.c):
 	 * the parameters' context, for ddp_sync_ctx_going (ddp_sync_exit.c) */
@@ -165,6 +198,12 @@ struct sync_state {
 	struct inv_item *inv;
 	size_t ninv, invcap;
 	uint64_t inv_step; /* the step inv[] belongs to           */
+	uint64_t inv_done; /* a step compared before its end: at a repeated
+			    * launch or a file open (sync_inv_pending)    */
+	int inv_pending;   /* inv[] holds hashes not compared yet (atomic) */
+	pthread_t inv_thread; /* the thread that hashed them: only its own
+			       * file opens compare them (another thread's
+			       * open meets each rank at another point)   */
 	const struct ddp_grad_read *sort_reads; /* cmp_read's (qsort) */
 
 	/* ddprun inspect: the plans of steps 1 and 2 as text (ddp_sync_exec.c) */

@@ -482,7 +482,19 @@ static void no_update_stop(const struct ddp_cycle_report *r)
 
 int ddp_sync_gate_open(void)
 {
-	return ddp_sync_on_ && !sync_st.dry && !__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED);
+	return ddp_sync_on_ && !sync_st.dry &&
+	       (!__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED) ||
+		__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED));
+}
+
+void ddp_sync_file_written(const char *path)
+{
+	if (!path || !strncmp(path, "/dev/", 5) || !strncmp(path, "/proc/", 6) || !strncmp(path, "/sys/", 5) ||
+	    !__atomic_load_n(&sync_st.inv_pending, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&sync_st.lock);
+	sync_inv_pending();
+	pthread_mutex_unlock(&sync_st.lock);
 }
 
 void ddp_sync_output_open(const char *path)
@@ -491,6 +503,7 @@ void ddp_sync_output_open(const char *path)
 	struct ddp_cycle_report rep;
 	uint64_t seen = 0;
 	pthread_mutex_lock(&sync_st.lock);
+	sync_inv_pending(); /* a check waiting for a step end acts before the file is written */
 	if (!ddp_sync_gate_open() || !sync_st.stats.launches) {
 		pthread_mutex_unlock(&sync_st.lock);
 		return;
@@ -644,12 +657,20 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			g->in_struct = a->in_struct;
 			g->outside = a->alloc.kind != DDP_ALLOC_PLAIN && a->alloc.kind != DDP_ALLOC_ASYNC;
 			g->tlist = DDP_GRAD_NO_LIST;
+			g->input = 0;
+			g->host_set = 0;
 			g->dtype = DDP_DT_UNKNOWN;
 			if (k->types_known && !a->in_struct && a->param < k->nparams)
 				g->dtype = k->params[a->param].dtype;
 		}
 		bound_ranges(k, &p, c->grid, n);
 		libcall_bound(k, n);
+	}
+	if (sync_st.fused || sync_st.fused_kid) { /* until the first update step (ddp_fused.h) */
+		struct ddp_grad_launch fl = { .kname = k->sync_kname, .kid = k->id, .kclass = (uint8_t)cls,
+					      .nargs = n, .args = args, .truncated = truncated };
+		if (sync_fused_launch(args, &fl))
+			goto out_unlock; /* ddprun inspect: a fused update is no optimizer */
 	}
 	CUstream s = call_stream(c);
 	if (cls == DDP_GK_OPT && !explicit_ranges && !sync_st.no_measure) {

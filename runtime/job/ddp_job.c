@@ -453,6 +453,11 @@ static void job_coll_busy(int entering, uint64_t ticket)
 		ddp_status_coll_leave();
 }
 
+struct ddp_comm *ddp_job_comm_existing(void)
+{
+	return comm;
+}
+
 ddp_result ddp_job_comm(struct ddp_comm **out)
 {
 	struct ddp_coll_config cfg;

@@ -56,6 +56,12 @@ struct ddp_store *ddp_job_store(void) __attribute__((visibility("hidden")));
  * collective, so the creation is itself collective). */
 ddp_result ddp_job_comm(struct ddp_comm **out /* OUT */) __attribute__((visibility("hidden")));
 
+/* The communicator if some collective already created it, else NULL: never
+ * creates one.  For exit paths: a rank that ends before its first collective
+ * must leave at once (ddprun then names it), not wait in a creation that
+ * needs every other rank. */
+struct ddp_comm *ddp_job_comm_existing(void) __attribute__((visibility("hidden")));
+
 /* After ddp_job_comm failed: which ranks never came ("" when unknown). */
 const char *ddp_job_comm_error(void) __attribute__((visibility("hidden")));
 

@@ -9,10 +9,13 @@
  * ones under a spin lock over the table of collectives in flight).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include "ddp_status.h"
 
 static struct ddp_status_slot *slot;
+static struct ddp_status_slot *marks; /* the same slot, kept in a fork child */
 static void *map_base;
 static size_t map_len;
 
@@ -60,7 +64,82 @@ void ddp_status_attach(int local_rank)
 	DDP_STATUS_STORE(s->pid, (int32_t)getpid());
 	DDP_STATUS_STORE(s->attach_ns, now_ns());
 	DDP_STATUS_STORE(s->magic, DDP_STATUS_MAGIC);
-	slot = s;
+	slot = marks = s;
+}
+
+/* Writes len bytes at offset `at` of this rank's slot (LOCAL_RANK) through
+ * the descriptor DDP_STATUS_FD names, when it is ddprun's board: for a
+ * process that has not mapped it.  Constructor-safe (getenv, raw
+ * syscalls); errno preserved. */
+static void board_pwrite(size_t at, const void *buf, size_t len)
+{
+	const char *v = getenv(DDP_STATUS_FD_ENV), *lr = getenv("LOCAL_RANK");
+	char *end;
+	struct stat st;
+	int saved = errno;
+
+	if (!v || !*v || !lr || !*lr)
+		return;
+	long fd = strtol(v, &end, 10);
+	if (*end || fd < 3 || fd > 1 << 20)
+		goto out;
+	long k = strtol(lr, &end, 10);
+	if (*end || k < 0 || k > 1 << 16)
+		goto out;
+	if (syscall(SYS_fstat, (int)fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)((k + 1) * DDP_STATUS_SLOT_BYTES))
+		goto out;
+	(void)syscall(SYS_pwrite64, (int)fd, buf, len, (off_t)(k * DDP_STATUS_SLOT_BYTES + (long)at));
+out:
+	errno = saved;
+}
+
+void ddp_status_mark_image(void)
+{
+	struct {
+		int32_t pid;
+		char comm[16];
+	} m;
+
+	_Static_assert(offsetof(struct ddp_status_slot, image_comm) ==
+			       offsetof(struct ddp_status_slot, image_pid) + sizeof(int32_t),
+		       "image_pid and image_comm are written together");
+	/* the rank's own process leads its process group (ddprun made it so)
+	 * in ddprun's session; a daemon it started with setsid leads a
+	 * session of its own and must not overwrite the mark */
+	if (getpid() != getpgrp() || getsid(0) == getpid())
+		return;
+	memset(&m, 0, sizeof m);
+	m.pid = (int32_t)getpid();
+	(void)prctl(PR_GET_NAME, m.comm);
+	m.comm[15] = 0;
+	board_pwrite(offsetof(struct ddp_status_slot, image_pid), &m, sizeof m);
+}
+
+void ddp_status_shard_opened(int spec)
+{
+	static const uint8_t one = 1;
+	struct ddp_status_slot *s = marks;
+	if (spec < 0 || spec >= DDP_STATUS_SHARD_SPECS)
+		return;
+	if (s)
+		DDP_STATUS_STORE(s->shard_opened[spec], one);
+	else
+		board_pwrite(offsetof(struct ddp_status_slot, shard_opened) + (size_t)spec, &one, 1);
+}
+
+void ddp_status_averaged(uint64_t bytes)
+{
+	struct ddp_status_slot *s = slot;
+	if (s && bytes)
+		__atomic_fetch_add(&s->avg_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+void ddp_status_aside(void)
+{
+	struct ddp_status_slot *s = slot;
+	if (s)
+		DDP_STATUS_STORE(s->aside, 1u);
 }
 
 void ddp_status_fork_child(void)

@@ -28,9 +28,10 @@
 
 #include <stdint.h>
 
-#define DDP_STATUS_MAGIC 0x33545344u /* "DST3" */
+#define DDP_STATUS_MAGIC 0x34545344u /* "DST4" */
 #define DDP_STATUS_FD_ENV "DDP_STATUS_FD"
 #define DDP_STATUS_SLOT_BYTES 256
+#define DDP_STATUS_SHARD_SPECS 32 /* DDP_SHARD_MAX_SPECS */
 
 /* The collective fields describe the LOWEST-numbered collective the rank
  * is inside (the one that holds it up: with overlap an earlier allreduce
@@ -52,7 +53,21 @@ struct ddp_status_slot {
 	uint64_t coll_in_step;  /* the step coll_in belongs to (see .c)        */
 	uint64_t done_step;     /* the step coll_done belonged to              */
 	char done_name[32];     /* coll_done's kind                            */
-	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 152];
+	uint64_t avg_bytes;     /* gradient bytes libddp averaged so far       */
+	/* written when libddp is loaded (ddp_status_mark_image), by the rank's
+	 * own process only (its process group's leader), whatever it runs:
+	 * which image last loaded libddp.  ddprun compares it with the rank's
+	 * comm at its exit: a rank whose last image ran without libddp (a
+	 * wrapper cleared LD_PRELOAD: env -i, sudo) trained alone. */
+	int32_t image_pid;      /* that process (0: no image loaded libddp)    */
+	char image_comm[16];    /* its comm (PR_GET_NAME) then                 */
+	uint32_t aside;         /* 1: the program synchronises itself and
+				 * libddp stepped aside (ddp_sync_step_aside) */
+	/* 1 once any process of the rank (forked or spawned data loaders too)
+	 * opened a file of --shard spec i (DDP_SHARD's i-th): ddprun warns
+	 * at the end about a spec no rank opened */
+	uint8_t shard_opened[DDP_STATUS_SHARD_SPECS];
+	uint8_t pad_[DDP_STATUS_SLOT_BYTES - 184 - DDP_STATUS_SHARD_SPECS];
 };
 _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status slot layout");
 
@@ -64,6 +79,16 @@ _Static_assert(sizeof(struct ddp_status_slot) == DDP_STATUS_SLOT_BYTES, "status 
 /* Maps slot local_rank of the board named by DDP_STATUS_FD (nothing when
  * unset or invalid; one warning when it cannot be used). */
 void ddp_status_attach(int local_rank) __attribute__((visibility("hidden")));
+/* From libddp's constructor, and again at exit (a program that renamed
+ * itself, setproctitle, ends with its new comm): marks slot LOCAL_RANK's
+ * image_pid and image_comm when this process is the rank's own (pid ==
+ * pgid, not a session leader) and DDP_STATUS_FD names the board.  Constructor-safe: getenv, prctl and one
+ * raw pwrite, no libc hook, no allocation, errno preserved. */
+void ddp_status_mark_image(void) __attribute__((visibility("hidden")));
+/* A file of --shard spec `spec` (its index in DDP_SHARD) was opened with
+ * its view: marks shard_opened[spec], through the mapped board or, before
+ * the process attached (or in a spawned child), through DDP_STATUS_FD. */
+void ddp_status_shard_opened(int spec) __attribute__((visibility("hidden")));
 /* In the child of the program's fork(): stop writing the parent's slot. */
 void ddp_status_fork_child(void) __attribute__((visibility("hidden")));
 /* Training progress happened now. */
@@ -71,6 +96,9 @@ void ddp_status_progress(void) __attribute__((visibility("hidden")));
 /* A step's update phase begins (the optimizer's first launch), ends. */
 void ddp_status_step(uint64_t step) __attribute__((visibility("hidden")));
 void ddp_status_step_end(void) __attribute__((visibility("hidden")));
+/* bytes of gradients were averaged; libddp stepped aside for good. */
+void ddp_status_averaged(uint64_t bytes) __attribute__((visibility("hidden")));
+void ddp_status_aside(void) __attribute__((visibility("hidden")));
 /* The next collective's number on the board (from 1): one sequence for
  * every collective this process runs, synchronous or not, taken in program
  * order, so that the same collective has the same number on every rank. */

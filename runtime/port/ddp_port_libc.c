@@ -57,6 +57,7 @@ struct ddp_libc ddp_libc_ = {
 	.unlinkat = unlinkat,
 	.remove = remove,
 	.access = access,
+	.connect = connect,
 	.link = link,
 	.linkat = linkat,
 	.truncate64 = truncate64,

@@ -286,7 +286,7 @@ static ddp_result store_dial(struct ddp_store *s, double deadline)
 					last_err = errno;
 					continue;
 				}
-				int r = connect(fd, a->ai_addr, a->ai_addrlen);
+				int r = DDP_SYS(connect)(fd, a->ai_addr, a->ai_addrlen);
 				if (r != 0 && errno == EINPROGRESS) {
 					int w = wait_fd(fd, POLLOUT, deadline);
 					socklen_t el = sizeof last_err;

@@ -21,6 +21,7 @@ nm -D --defined-only "$LIB" | awk '{ print $NF }' | sed -E 's/@.*//' | sort -u >
 	sed -nE 's/^HOOK\(([A-Za-z0-9_]+), *([A-Za-z0-9_]*),.*/\1\2/p' interpose/hooks.def
 	sed -nE 's/^HOOK_LIBC\([A-Z]+, [^,]+, ([A-Za-z0-9_]+), .*/\1/p' interpose/hook_libc.def
 	sed -nE 's/^BLAS_[A-Z_]+\(([A-Za-z0-9_]+)[,)].*/\1/p' interpose/hook_blas.def
+	sed -nE 's/^PEER\([^,]+, ([A-Za-z0-9_]+), .*/\1/p' interpose/hook_peer.def
 	echo dlsym
 } | sort -u > "$T/declared"
 

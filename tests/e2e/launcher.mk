@@ -9,9 +9,23 @@ $(LAUNCH_PROGS_DIR)/rankprog: $(BUILD)/tests/e2e/progs/rankprog.o $(DDP_COMMON_L
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ $(DDP_COMMON_LIBS)
 
-$(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c
+$(LAUNCH_PROGS_DIR)/libstub_preload.so: tests/e2e/progs/stub_preload.c runtime/job/ddp_status.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 -Iruntime/job $< -o $@
+
+# own_rdzv.so: a program's own rendezvous on MASTER_PORT (own_rdzv.sh)
+$(LAUNCH_PROGS_DIR)/libown_rdzv.so: tests/e2e/progs/own_rdzv.c
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) -shared -fPIC -O2 $< -o $@
+BINS += $(LAUNCH_PROGS_DIR)/libown_rdzv.so
+# own_mpi.so and fakempi.so: a program's MPI_Init (own_rdzv.sh)
+$(LAUNCH_PROGS_DIR)/libown_mpi.so: tests/e2e/progs/own_mpi.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 $< -o $@ -ldl
+$(LAUNCH_PROGS_DIR)/libfakempi.so: tests/e2e/progs/own_mpi.c
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -shared -fPIC -O2 -DOWN_MPI_LIB $< -o $@
+BINS += $(LAUNCH_PROGS_DIR)/libown_mpi.so $(LAUNCH_PROGS_DIR)/libfakempi.so
 
 $(LAUNCH_PROGS_DIR)/libhang_inject.so: tests/e2e/progs/hang_inject.c
 	@mkdir -p $(dir $@)

@@ -7,7 +7,7 @@ TESTS += tests/e2e/sync/mlp.sh tests/e2e/sync/cublas_mlp.sh tests/e2e/sync/charl
 	tests/e2e/sync/failures.sh tests/e2e/sync/patterns.sh tests/e2e/sync/gpt_n1.sh tests/e2e/sync/gpt.sh tests/e2e/sync/gpt_layers.sh \
 	tests/e2e/sync/overlap.sh tests/e2e/sync/torchlike.sh tests/e2e/sync/generic.sh tests/e2e/sync/nccl.sh tests/e2e/sync/nccl_failures.sh \
 	tests/e2e/sync/host_waits.sh tests/e2e/sync/gpt_log.sh tests/e2e/sync/unseen.sh \
-	tests/e2e/sync/nonames.sh
+	tests/e2e/sync/nonames.sh tests/e2e/sync/report_run.sh
 
 # hiddenupd: a trainer written for never_late.sh (an update libddp cannot
 # find, one it finds, and evaluation only); its CPU-device kernels beside it.
@@ -26,3 +26,19 @@ $(BUILD)/tests/e2e/progs/evalonly: $(BUILD)/tests/e2e/progs/evalonly.o $(BUILD)/
 	$(Q)$(CC) $(LDFLAGS) $^ -o $@ -L$(CUDA_HOME)/lib64/stubs -lcuda
 BINS += $(BUILD)/tests/e2e/progs/evalonly $(BUILD)/tests/e2e/progs/evalonly.kern.so
 $(eval $(call sim_kernel_lib,$(BUILD)/tests/e2e/progs/evalonly.kern.so,tests/e2e/progs/evalonly.cu,$(BUILD)/tests/e2e/progs/evalonly.fatbin))
+
+# w2v_cbow and mf_hogwild: trainers whose update is fused into the compute
+# kernel (a word2vec CBOW kernel adding into its embedding tables, a Hogwild
+# matrix factorisation kernel named sgd_update), written with the runtime
+# API as their communities write them, for fused_update.sh (issue 33); their
+# CPU-device kernels beside them, built as a user builds them.
+TESTS += tests/e2e/sync/fused_update.sh
+FUSED_PROGS := $(BUILD)/tests/e2e/progs/w2v_cbow $(BUILD)/tests/e2e/progs/mf_hogwild
+BINS += $(FUSED_PROGS) $(addsuffix .kern.so,$(FUSED_PROGS))
+$(FUSED_PROGS): $(BUILD)/tests/e2e/progs/%: tests/e2e/progs/%.cu
+	@mkdir -p $(dir $@)
+	$(Q)$(NVCC) $(NVCC_FLAGS) $(NVCC_ARCH_FLAGS) -Xcompiler -Wall,-Wextra,-Werror $< -o $@
+$(addsuffix .kern.so,$(FUSED_PROGS)): $(BUILD)/tests/e2e/progs/%.kern.so: tests/e2e/progs/%.cu $(DDP_CPU_KERNELS) \
+		$(SIM_INC)/sim_kernel.h
+	@mkdir -p $(dir $@)
+	$(Q)$(DDP_CPU_KERNELS) -o $@ $<

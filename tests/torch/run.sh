@@ -150,5 +150,50 @@ if [ -z "$FILTER" ] || [[ "negative" == *$FILTER* ]]; then
 	done
 fi
 
+# DDP-aware programs (issue 31): train.py --ddp takes nanoGPT's own torch
+# DDP path when RANK is set (init_process_group on MASTER_ADDR:MASTER_PORT,
+# gloo, DistributedDataParallel).  libddp must see that rendezvous (its
+# connect to MASTER_PORT, before the first gradient) and stand aside: exit
+# 0, one line from rank 0, 0 bytes averaged or broadcast by libddp in each
+# rank's sync.json; both allocators.  The same script with RANK hidden
+# (--hide-rank: its plain loop) is averaged by ddprun, and exactly its
+# gradients (check.py, as every variant above).  Before, libddp averaged
+# the DDP path's gradients a second time (or stopped it at step 1).
+# ok_or_not NAME WHY: one result line ("" = ok)
+ok_or_not() {
+	if [ -z "$2" ]; then echo "ok - $1 (${secs%.*} s)"; pass=$((pass + 1))
+	else echo "not ok - $1 (${secs%.*} s): $2"; grep -v -e 'Failed to initialize NumPy' -e '_conversion_method_template' \
+		"$TMP/$1/err" | sed 's/^/#   /' | tail -6; fail=$((fail + 1)); fi
+}
+if [ -z "$FILTER" ] || [[ "ddp-aware" == *$FILTER* ]]; then
+	EXTRA_ENV=()
+	for a in "caching|" "cudaMallocAsync|backend:cudaMallocAsync"; do
+		IFS='|' read -r aname aconf <<<"$a"
+		name=ddp-aware-$aname
+		run "$name" "$aconf" --ddp
+		why=""
+		[ $rc = 0 ] || why="exit status $rc"
+		[ "$(grep -c '^\[rank [01]\] DDP rank=[01] world=2$' "$TMP/$name/out")" = 2 ] || why="$why; the script did not take its DDP path"
+		[ "$(grep -c '^\[rank 0\] libddp WARN .*libddp: rank 0: the program is already data-parallel (it connected to MASTER_PORT [0-9]*: its own rendezvous' "$TMP/$name/err")" = 1 ] ||
+			why="$why; no one line saying libddp stands aside"
+		for r in 0 1; do
+			j=$TMP/$name/trace/rank$r.sync.json
+			python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); sys.exit(0 if j.get("stood_aside") and j["allreduce_bytes"] == 0 and j["broadcast_bytes"] == 0 else 1)' "$j" 2>/dev/null ||
+				why="$why; rank $r: libddp did not stand aside: $(python3 -c 'import json, sys; j = json.load(open(sys.argv[1])); print("stood_aside", j.get("stood_aside", False), "allreduce_bytes", j["allreduce_bytes"], "broadcast_bytes", j["broadcast_bytes"])' "$j" 2>/dev/null || echo no sync.json)"
+		done
+		grep -q '^ddprun: job finished .*the program synchronised itself (libddp stood aside) (exit 0)$' "$TMP/$name/err" ||
+			why="$why; the end line does not say libddp stood aside"
+		ok_or_not "$name" "${why#; }"
+	done
+	name=ddp-aware-hidden-rank
+	run "$name" "" --ddp --hide-rank
+	why=""
+	[ $rc = 0 ] || why="exit status $rc"
+	grep -q 'DDP rank=' "$TMP/$name/out" && why="$why; the script took its DDP path"
+	grep -q 'already data-parallel' "$TMP/$name/err" && why="$why; libddp stood aside"
+	res=$(python3 tests/torch/check.py "$TMP/$name/out" "$TMP/$name/trace" "$STEPS" 2>&1) || why="$why; $(echo "$res" | head -2 | tr '\n' ';')"
+	ok_or_not "$name" "${why#; }"
+fi
+
 echo "$pass passed, $fail failed, $known known failures"
 [ $fail = 0 ]

@@ -12,6 +12,11 @@
 #   --amp fp16|bf16   autocast (fp16 with a GradScaler)
 #   --accum N         gradient accumulation over N micro-batches
 #   --zero none|zeros zero_grad(set_to_none=True) (the default) or False
+#   --ddp             nanoGPT's shape: when RANK is set, its own torch DDP
+#                     (init_process_group on MASTER_ADDR:MASTER_PORT, gloo,
+#                     DistributedDataParallel); else the plain loop
+#   --hide-rank       RANK removed from the script's environment first (the
+#                     --ddp script then takes its non-DDP path)
 #
 # It prints its own truth for the test: after each optimizer step's
 # backward, one line per parameter gradient,
@@ -37,10 +42,23 @@ ap.add_argument("--amp", default="")
 ap.add_argument("--accum", type=int, default=1)
 ap.add_argument("--zero", default="none")
 ap.add_argument("--steps", type=int, default=4)
+ap.add_argument("--ddp", action="store_true")
+ap.add_argument("--hide-rank", action="store_true")
 args = ap.parse_args()
 
+import os  # noqa: E402
+
+if args.hide_rank:
+    os.environ.pop("RANK", None)
 torch.manual_seed(0)
 device = "cuda"
+# nanoGPT's train.py: ddp = int(os.environ.get('RANK', -1)) != -1
+ddp = args.ddp and int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    import torch.distributed as dist
+
+    dist.init_process_group(backend="gloo")
+    print(f"DDP rank={dist.get_rank()} world={dist.get_world_size()}", flush=True)
 
 
 class MLP(nn.Module):
@@ -94,6 +112,11 @@ if args.model == "transformer":
     model = TinyLM().to(device)
 else:
     model = MLP().to(device)
+raw_model = model
+if ddp:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    model = DDP(model)
 
 params = model.parameters()
 if args.opt == "adamw":
@@ -155,3 +178,5 @@ for it in range(args.steps):
 
 torch.cuda.synchronize()
 print(f"DONE steps={step} opt_steps={opt_ran}", flush=True)
+if ddp:
+    dist.destroy_process_group()

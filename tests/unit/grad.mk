@@ -22,3 +22,7 @@ $(BUILD)/tests/unit/test_extent.o: CPPFLAGS += -Itests
 # The steps from the launch stream's cycle (ddp_cycle.c): the never-late stop.
 $(eval $(call unit_test,test_cycle,tests/unit/test_cycle.c,,grad))
 $(BUILD)/tests/unit/test_cycle.o: CPPFLAGS += -Itests
+
+# Input data and fused updates (ddp_fused.c): host-set bytes, the rule.
+$(eval $(call unit_test,test_fused,tests/unit/test_fused.c,,grad))
+$(BUILD)/tests/unit/test_fused.o: CPPFLAGS += -Itests

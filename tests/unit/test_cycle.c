@@ -315,6 +315,49 @@ TEST(a_launch_that_writes_nothing_it_shows_is_unknown)
 	g_const_correct = 0;
 }
 
+/* A launch that rewrites host-set state in place (ddp_grad_arg.host_set:
+ * a CBOW kernel adding into tables copied from the host, reading only the
+ * sentences): an update for the evidence and for the cycle rule, though no
+ * other launch read the state first; without host_set, nothing. */
+static int inplace_launch(struct ddp_cycle *c, int host_set, struct ddp_cycle_report *rep)
+{
+	struct ddp_grad_arg a[2];
+	memset(a, 0, sizeof a);
+	for (int i = 0; i < 2; i++) {
+		a[i].alloc_id = i ? W : TOK;
+		a[i].base = (uint64_t)a[i].alloc_id << 20;
+		a[i].size = a[i].ext = KB;
+		a[i].ptr = a[i].base;
+		a[i].bounded = DDP_GB_COUNT;
+		a[i].access = i ? DDP_GA_WRITE : DDP_GA_READ;
+		a[i].dtype = i ? DDP_DT_F32 : DDP_DT_I32;
+	}
+	a[1].host_set = (uint8_t)host_set;
+	struct ddp_grad_launch L = { .kname = "cbow", .kid = 30, .nargs = 2, .args = a, .const_correct = 1 };
+	return ddp_cycle_launch(c, &L, rep);
+}
+
+TEST(an_in_place_rewrite_of_host_set_state_is_an_update)
+{
+	struct ddp_cycle_report r;
+	uint64_t n = 0;
+	for (int hs = 0; hs < 2; hs++) {
+		struct ddp_cycle *c;
+		REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+		/* one launch in all: the evidence */
+		CHECK(inplace_launch(c, hs, &r) == 0);
+		CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, &n), hs);
+		/* one launch per step (host_set only at the first: the host
+		 * copy is gone after it): stopped at the third, with host_set */
+		int stopped = 0;
+		for (int s = 2; s <= 10 && !stopped; s++)
+			if (inplace_launch(c, 0, &r))
+				stopped = s;
+		CHECK_EQ_INT(stopped, hs ? 3 : 0);
+		ddp_cycle_free(c);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	return check_main(argc, argv);

@@ -573,6 +573,12 @@ TEST(rank_sources)
 	setenv("TORCHELASTIC_RUN_ID", "x", 1);
 	CHECK(ddp_rank_init() == DDP_OK);
 	CHECK_EQ_STR(ri->source, "torchrun");
+	/* ddprun sets torchrun's TORCHELASTIC_* too, and its store's address */
+	setenv("DDP_STORE_ADDR", "127.0.0.1", 1); setenv("DDP_STORE_PORT", "29601", 1);
+	CHECK(ddp_rank_init() == DDP_OK);
+	CHECK_EQ_STR(ri->source, "ddprun");
+	CHECK_EQ_INT(ri->master_port, 29601);
+	unsetenv("DDP_STORE_ADDR"); unsetenv("DDP_STORE_PORT");
 	clear_env();
 	setenv("SLURM_PROCID", "5", 1); setenv("SLURM_NTASKS", "8", 1); setenv("SLURM_LOCALID", "2", 1);
 	setenv("SLURM_TASKS_PER_NODE", "2(x1),3(x2)", 1); setenv("SLURM_NODEID", "1", 1);

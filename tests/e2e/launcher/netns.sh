@@ -44,7 +44,7 @@ check "all 4 ranks passed a barrier through the store across the link" \
 # a node with the wrong secret is refused: its ranks fail, node 0 reports it
 port=$((port + 1))
 common=(--nnodes 2 --master-addr 10.99.$n.1 --master-port "$port" -n 1)
-DDPRUN_TIMEOUT=0 timeout 30 ip netns exec "$A" "$DDPRUN" "${common[@]}" --node-rank 0 sh -c 'sleep 3' >"$TMP/a2" 2>"$TMP/a2.err" &
+DDPRUN_TIMEOUT=0 timeout 30 ip netns exec "$A" "$DDPRUN" "${common[@]}" --rdzv-timeout 5 --node-rank 0 sh -c 'sleep 3' >"$TMP/a2" 2>"$TMP/a2.err" &
 pa=$!
 sleep 0.5
 DDPRUN_SECRET=ffffffffffffffffffffffffffffffff timeout 30 ip netns exec "$B" "$DDPRUN" "${common[@]}" \

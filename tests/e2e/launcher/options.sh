@@ -64,6 +64,16 @@ DDPRUN_VERBOSE=9|$P|DDPRUN_VERBOSE='9' is not a number in 0\.\.3
 DDPRUN_GRACE=soon|$P|DDPRUN_GRACE='soon' is not a number of seconds \(0\.\.600\)
 |--shard /nonexistent/ddprun-x:record=4 $P|--shard /nonexistent/ddprun-x:record=4: .*
 |--log-dir /proc/nope $P|--log-dir '/proc/nope': cannot create /proc/nope: .*
+DDPRUN_SECRET=0123456789abcdef|--nnodes 2 --master-addr no-such-host.invalid --master-port 5 $P|--master-addr 'no-such-host.invalid' does not resolve \(.*\); give node 0's host name or address
+|--signals-to-handle SIGTERM,SIGKILL $P|--signals-to-handle 'SIGTERM,SIGKILL': ddprun passes on SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2, not 'SIGKILL'
+|--monitor-interval x $P|--monitor-interval 'x' is not a number of seconds \(above 0, at most 86400\)
+|--rdzv-conf read_timeout=5 $P|--rdzv-conf 'read_timeout=5': ddprun knows only join_timeout=SEC \(the same as --rdzv-timeout SEC\); drop 'read_timeout'
+|--rdzv-conf join_timeout=x $P|--rdzv-conf 'join_timeout=x': join_timeout='x' is not a number of seconds \(1\.\.604800\)
+|--start-method thread $P|--start-method 'thread' is not one of spawn,fork,forkserver
+|--max-restarts 2 --nnodes 2 --master-addr h --master-port 5 $P|--max-restarts restarts the ranks of one node; with --nnodes 2 restart the whole job from your scheduler \(e\.g\. srun --requeue\) instead
+|--run-path --no-python $P|--run-path runs python3 PROGRAM; drop --no-python
+|-t 7 $P|--tee '7' is out of range: torchrun's --tee takes 0\.\.3 .*
+PET_MAX_RESTARTS=x|$P|PET_MAX_RESTARTS='x' is not a non-negative integer
 EOT
 # the empty-args rows above: "" args means plain `ddprun`
 env "$DDPRUN" >"$out" 2>"$err"

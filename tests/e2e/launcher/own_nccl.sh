@@ -32,6 +32,8 @@ check "own NCCL: the job exits 0 (got $rc)" [ $rc = 0 ]
 check "own NCCL: the shim launched on both ranks" [ "$(grep -c '^\[rank [01]\] own-nccl: rank [01] launched$' "$err")" = 2 ]
 check "own NCCL: one line says ddprun's sync steps aside" \
 	[ "$(grep -c "libddp: rank 0: the program is already data-parallel (it launched NCCL kernel ncclDevKernel_AllReduce_Sum_f32_RING_LL of its own); ddprun's gradient synchronisation steps aside" "$err")" = 1 ]
+check "own NCCL: ddprun's end line says the program synchronised itself" \
+	has "$err" '^ddprun: job finished .*, the program synchronised itself \(libddp stood aside\) \(exit 0\)$'
 check "own NCCL: no other warning or error" [ "$(grep -Ec 'WARN|ERROR' "$err")" = 1 ]
 check "own NCCL: the ranks' parameters are no longer averaged (they differ)" \
 	sh -c '[ -s "$1.0" ] && [ -s "$1.1" ] && ! cmp -s "$1.0" "$1.1"' sh "$SAVE"

@@ -25,7 +25,7 @@ block=$(sed -n '/^## Everyday commands/,/^## /p' "$readme" | sed -n '/^```sh$/,/
 # build/... in this build, the rest from the top of the checkout
 top=$(cd "$(dirname "$readme")" && pwd)
 missing=
-for w in $(printf '%s\n' "$block" | sed 's/#.*//' | tr ' =' '\n\n' | grep / | grep -v '^[-$"(]' | sort -u); do
+for w in $(printf '%s\n' "$block" | sed 's/#.*//' | tr -d "'" | tr ' =' '\n\n' | grep / | grep -v '^[-$"(]' | sort -u); do
 	case $w in
 	build/*) [ -e "$build_dir/${w#build/}" ] || missing="$missing $w" ;;
 	/*) [ -e "$w" ] || missing="$missing $w" ;;

@@ -62,7 +62,7 @@ if wait_for "$out" '^\[rank [01]\] ready$' 2 20; then
 	wait $pid
 	rc=$? t=$(($(now_ms) - t0))
 	check "one SIGINT + ignoring ranks: exit 130 after SIGTERM and SIGKILL (${t} ms)" [ $rc = 130 -a $t -ge 900 -a $t -lt 3000 ]
-	check "one SIGINT: escalates to SIGTERM" has "$err" '^ddprun: 2 ranks still running after SIGINT; sending SIGTERM \(SIGKILL after 0.5 s\)$'
+	check "one SIGINT: escalates to SIGTERM" has "$err" '^ddprun: 2 ranks still running after SIGINT; sending SIGTERM \(SIGKILL after 0.5 s: DDPRUN_GRACE\)$'
 	check "one SIGINT: then SIGKILL" has "$err" '^ddprun: 2 ranks still running after 0.5 s; sending SIGKILL$'
 	sleep 0.1
 	check "one SIGINT: no rank left" [ "$(pgrep -f "$PROG ignore $marker" | wc -l)" = 0 ]

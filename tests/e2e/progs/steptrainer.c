@@ -15,6 +15,8 @@
  *   STEP_FAULT=slow   that step launches its gradient kernel every 0.25 s
  *                     for STEP_SLOW seconds (slow but progressing)
  *   STEP_FAULT_RANK (default 1; -1: every rank alike), STEP_FAULT_AT (default 5)
+ * STEP_DATA_RANK=K: every rank reads rank K's input (the same batches: no
+ * sharding), for tests/e2e/launcher/same_input.sh.
  * How it ends, from STEP_END (none frees its buffers: the context's end
  * frees them):
  *   release (default) cuDevicePrimaryCtxRelease of the primary context
@@ -56,6 +58,7 @@ int main(int argc, char **argv)
 	int steps = argc > 1 ? atoi(argv[1]) : 20, n = N;
 	int rank = env_int("RANK", 0), fault_rank = env_int("STEP_FAULT_RANK", 1);
 	int fault_at = env_int("STEP_FAULT_AT", 5);
+	int data_rank = env_int("STEP_DATA_RANK", rank); /* whose input this rank reads */
 	if (fault_rank == -1)
 		fault_rank = rank;
 	const char *fault = getenv("STEP_FAULT") ? getenv("STEP_FAULT") : "";
@@ -98,7 +101,7 @@ int main(int argc, char **argv)
 					;
 		}
 		for (int i = 0; i < N; i++)
-			x[i] = (float)(rank + 1) * 0.5f + (float)s * 0.01f + (float)i * 1e-4f;
+			x[i] = (float)(data_rank + 1) * 0.5f + (float)s * 0.01f + (float)i * 1e-4f;
 		ck(cuMemcpyHtoD(xd, x, sizeof(float) * N), "cuMemcpyHtoD");
 		if (rank == fault_rank && s == fault_at && !strcmp(fault, "slow")) {
 			for (double t = 0; t < slow; t += 0.25) {
