@@ -29,14 +29,14 @@ static enum ddp_copy_dir dir_of(int dst_dev, int src_dev)
 
 void hook_acct_dtod(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, uint64_t n)
 {
-	hook_acct_copy(f, DDP_COPY_DTOD, n);
+	hook_acct_copy_at(f, DDP_COPY_DTOD, (uint64_t)dst, n, n);
 	if (__builtin_expect(ddp_sync_on_, 0))
 		ddp_sync_copied((uint64_t)dst, (uint64_t)src, n);
 }
 
 void hook_acct_htod(struct hook_frame *f, CUdeviceptr dst, const void *src, uint64_t n)
 {
-	hook_acct_copy(f, DDP_COPY_HTOD, n);
+	hook_acct_copy_at(f, DDP_COPY_HTOD, (uint64_t)dst, n, n);
 	if (__builtin_expect(ddp_sync_on_, 0)) {
 		ddp_sync_host_copied((uint64_t)dst, n);
 		if (src)
@@ -50,7 +50,7 @@ void hook_acct_unified(struct hook_frame *f, CUdeviceptr dst, CUdeviceptr src, u
 	if (d == DDP_COPY_HTOD)
 		hook_acct_htod(f, dst, (const void *)(uintptr_t)src, n);
 	else
-		hook_acct_copy(f, d, n);
+		hook_acct_copy_at(f, d, (uint64_t)dst, n, n);
 }
 
 void hook_acct_2d(struct hook_frame *f, const CUDA_MEMCPY2D *p)

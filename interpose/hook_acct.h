@@ -15,13 +15,22 @@
 /* Typed stubs for symbols the driver lacks (hooks_gen.c). */
 extern const union hook_real hook_missing_ HOOK_HIDDEN;
 
-static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uint64_t n)
+/* A copy or memset of n bytes in direction d; one that writes device memory
+ * is told to gradient synchronisation with where it wrote (dst, reach
+ * bytes; dst 0: not known, as a copy into an array). */
+static inline void hook_acct_copy_at(struct hook_frame *f, enum ddp_copy_dir d, uint64_t dst, uint64_t reach,
+				     uint64_t n)
 {
 	f->bytes = n;
 	if (f->st)
 		ddp_stats_copy(f->st, d, n);
 	if (__builtin_expect(ddp_sync_on_, 0) && (d == DDP_COPY_HTOD || d == DDP_COPY_DTOD || d == DDP_COPY_SET))
-		ddp_sync_device_written();
+		ddp_sync_device_written(dst, reach);
+}
+
+static inline void hook_acct_copy(struct hook_frame *f, enum ddp_copy_dir d, uint64_t n)
+{
+	hook_acct_copy_at(f, d, 0, 0, n);
 }
 
 /* cuMemcpy/cuMemcpyAsync (unified addressing): direction from the

@@ -37,7 +37,8 @@ _Static_assert(HOOK_COUNT < 65536, "hook ids are uint16_t");
 #define HOOK_DO_ACCT_COPY2D(p) hook_acct_2d(&f_, (p))
 #define HOOK_DO_ACCT_COPY3D(p) hook_acct_3d(&f_, (p))
 #define HOOK_DO_ACCT_COPY3DP(p) hook_acct_3d_peer(&f_, (p))
-#define HOOK_DO_ACCT_SET(n) hook_acct_copy(&f_, DDP_COPY_SET, (uint64_t)(n))
+#define HOOK_DO_ACCT_SET(dst, reach, n) \
+	hook_acct_copy_at(&f_, DDP_COPY_SET, (uint64_t)(dst), (uint64_t)(reach), (uint64_t)(n))
 #define HOOK_DO_TRACK_ALLOC(dptr, n, kind) hook_mem_alloced(&f_, (dptr), (n), DDP_ALLOC_##kind)
 #define HOOK_DO_TRACK_FREE(p) hook_mem_freed(&f_, (p))
 #define HOOK_DO_FREEING(p) hook_mem_freeing(&f_, (p))

@@ -22,6 +22,7 @@ struct cyc_acc {
 	uint8_t wrote, floaty;
 	uint8_t rd; /* read, or maybe read (a pointer whose constness is not
 		     * known): ddp_cycle_rewrote_any                         */
+	uint8_t outside; /* ddp_grad_arg.outside                             */
 	uint8_t self; /* a write of state the launch reads and rewrites in
 		       * place (ddp_grad_arg.host_set, then the same range):
 		       * a rewrite though no other launch read it first  */
@@ -39,12 +40,16 @@ struct cyc_track {
 	size_t p, run;
 };
 
-/* a range the current cycle read first (who: the launch) or wrote */
+/* a range the current cycle read first (who: the launch) or wrote (a
+ * launch; or, in ddp_cycle_rewrote_any's history, a write without a
+ * kernel: SEEN_HOST) */
 struct cyc_seen {
 	uint64_t lo, hi;
 	uint32_t alloc_id, who, next; /* next: same bucket, UINT32_MAX ends */
-	uint8_t wrote;
+	uint8_t wrote;                /* SEEN_READ, SEEN_LAUNCH, SEEN_HOST  */
 };
+
+enum { SEEN_READ = 0, SEEN_LAUNCH = 1, SEEN_HOST = 2 };
 
 #define SEEN_BUCKETS 256u
 
@@ -78,6 +83,7 @@ struct ddp_cycle {
 	size_t all_next;
 	int all_rewrote;
 	struct ddp_cycle_report all_ex;
+	int unknown_writes; /* (in all) a write without a kernel, place unknown */
 };
 
 ddp_result ddp_cycle_new(struct ddp_cycle **out)
@@ -243,7 +249,8 @@ static struct cyc_seen *seen_find(struct ddp_cycle *c, uint32_t a, uint64_t lo, 
 static int seen_add(struct ddp_cycle *c, const struct cyc_acc *x, uint32_t who)
 {
 	uint64_t hi = x->wrote ? x->whi : x->hi;
-	for (uint32_t i = c->bucket[x->alloc_id % SEEN_BUCKETS]; i != UINT32_MAX; i = c->seen[i].next) {
+	for (uint32_t i = c->bucket[x->alloc_id % SEEN_BUCKETS]; x->wrote != SEEN_HOST && i != UINT32_MAX;
+	     i = c->seen[i].next) {
 		struct cyc_seen *s = &c->seen[i];
 		if (s->alloc_id == x->alloc_id && s->lo == x->lo && s->hi == hi && s->wrote == x->wrote)
 			return 0;
@@ -313,8 +320,16 @@ static int feed_all(struct ddp_cycle *c, size_t x)
 		return -1;
 	for (uint32_t k = 0; k < l->nacc; k++) {
 		struct cyc_acc a = c->acc[l->acc0 + k];
-		a.wrote = 0; /* its read */
-		if (a.rd && !seen_find(g, a.alloc_id, a.lo, a.hi, -1) && seen_add(g, &a, (uint32_t)x))
+		a.wrote = SEEN_READ; /* its read */
+		if (!a.rd)
+			continue;
+		/* the latest write of the bytes (the newest entry first): by a
+		 * launch, no first read; from outside the stream, a read of
+		 * state; none, of device memory: no state (ddp_cycle.h), unless
+		 * the tracker knows the bytes came from the host (self) */
+		const struct cyc_seen *w = seen_find(g, a.alloc_id, a.lo, a.hi, -1);
+		if ((w ? w->wrote == SEEN_HOST : a.outside || a.self || g->unknown_writes) &&
+		    seen_add(g, &a, (uint32_t)x))
 			return -1;
 	}
 	for (uint32_t k = 0; k < l->nacc; k++) {
@@ -355,6 +370,26 @@ int ddp_cycle_rewrote_any(struct ddp_cycle *c, struct ddp_cycle_report *rep, uin
 	rep->cycles = c->cycles;
 	rep->first = c->n ? c->ln[0].kname : "?";
 	return 1;
+}
+
+int ddp_cycle_host_write(struct ddp_cycle *c, uint32_t alloc_id, uint64_t lo, uint64_t hi)
+{
+	struct ddp_cycle_report rep;
+	int r = ddp_cycle_rewrote_any(c, &rep, NULL);
+	if (r)
+		return r;
+	struct ddp_cycle *g = c->all;
+	if (g->nseen >= DDP_CYCLE_MAX_LAUNCHES)
+		return -1; /* (a program copying this much before its first update) */
+	if (!alloc_id) {
+		g->unknown_writes = 1;
+		return 1;
+	}
+	r = seen_find(g, alloc_id, lo, hi, SEEN_READ) != NULL;
+	struct cyc_acc a = { .lo = lo, .hi = hi, .whi = hi, .alloc_id = alloc_id, .wrote = SEEN_HOST };
+	if (seen_add(g, &a, UINT32_MAX))
+		return -1;
+	return r;
 }
 
 static void cycle_end(struct ddp_cycle *c, size_t next_start)
@@ -437,6 +472,7 @@ static int record(struct ddp_cycle *c, const struct ddp_grad_launch *L)
 		a->alloc_id = g->alloc_id;
 		a->base = g->base;
 		a->wrote = g->access != DDP_GA_READ;
+		a->outside = g->outside;
 		a->floaty = (uint8_t)floaty(g->dtype);
 		/* only a const-correct signature's non-const pointer is taken
 		 * for a pure output */

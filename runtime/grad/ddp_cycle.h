@@ -84,4 +84,21 @@ uint64_t ddp_cycle_period(const struct ddp_cycle *c);
 int ddp_cycle_rewrote_any(struct ddp_cycle *c, struct ddp_cycle_report *rep, uint64_t *launches);
 int ddp_cycle_gave_up(const struct ddp_cycle *c);
 
+/* A write without a kernel (a copy, a memset) of bytes [lo, hi) of
+ * allocation alloc_id, in stream order (after the launches recorded so
+ * far): it joins ddp_cycle_rewrote_any's history as state written from
+ * outside the stream, so that a launch's read of it is a first read.
+ * alloc_id 0: where is not known.  Returns 1 when it rewrote bytes a launch
+ * read first (or the stream already rewrote some, or where is not known:
+ * the evidence is gone), 0 when not, -1 unknown (also once the history
+ * holds DDP_CYCLE_MAX_LAUNCHES ranges).
+ *
+ * Bytes of device memory (not managed or mapped: ddp_grad_arg.outside)
+ * that nothing wrote, neither a launch nor a write reported here, hold no
+ * state: a launch that reads them (an output passed as an input too, a
+ * GEMM's C with beta 0) reads no loop-carried state, and a later write of
+ * them rewrites nothing.  One write of unknown place (alloc_id 0) ends
+ * that: every byte nothing wrote may then be state. */
+int ddp_cycle_host_write(struct ddp_cycle *c, uint32_t alloc_id, uint64_t lo, uint64_t hi);
+
 #endif /* DDP_CYCLE_H */

@@ -15,13 +15,27 @@
 
 #define DDP_EXTENT_MAX_ARGS 256
 
-/* Does `elems` elements fit every voting pointer (typed, allocation over
- * 64 bytes)?  *any: some pointer voted. */
-static int fits_all(const struct ddp_extent_ptr *p, uint32_t np, uint64_t elems, int *any)
+/* Does pointer p hold, in its own elements, some integer argument of the
+ * launch above one?  One that holds none (a scalar, a flag, a per-block
+ * partial sum smaller than every count) is indexed otherwise: it does not
+ * vote on the count.  Its size is no reason: a 32-byte bias holding its 8
+ * elements votes like any tensor. */
+static int holds_a_count(const struct ddp_extent_ptr *p, const uint64_t *ints, uint32_t nints)
+{
+	for (uint32_t c = 0; c < nints; c++)
+		if (ints[c] > 1 && ints[c] <= p->room / p->esize)
+			return 1;
+	return 0;
+}
+
+/* Does `elems` elements fit every voting pointer (typed, holding some
+ * count)?  *any: some pointer voted. */
+static int fits_all(const struct ddp_extent_ptr *p, uint32_t np, const uint64_t *ints, uint32_t nints,
+		    uint64_t elems, int *any)
 {
 	*any = 0;
 	for (uint32_t j = 0; j < np; j++) {
-		if (!p[j].esize || p[j].alloc <= 64)
+		if (!p[j].esize || !holds_a_count(&p[j], ints, nints))
 			continue;
 		*any = 1;
 		if (elems > p[j].room / p[j].esize)
@@ -52,7 +66,7 @@ struct ddp_extent_result ddp_extent_bound(const uint64_t *ints, uint32_t nints, 
 	}
 	/* the count: the largest that fits every voting pointer */
 	for (uint32_t c = 0; c < nints; c++)
-		if (ints[c] > r.count && fits_all(p, np, ints[c], &any) && any)
+		if (ints[c] > r.count && fits_all(p, np, ints, nints, ints[c], &any) && any)
 			r.count = ints[c];
 	if (!r.count)
 		return r;
@@ -69,7 +83,7 @@ struct ddp_extent_result ddp_extent_bound(const uint64_t *ints, uint32_t nints, 
 		for (uint32_t c = 0; c < nints; c++)
 			seen += ints[c] == r.count;
 		uint64_t u = union_elems(r.instances, r.count, r.count);
-		if (seen < 2 || !u || !fits_all(p, np, u, &any))
+		if (seen < 2 || !u || !fits_all(p, np, ints, nints, u, &any))
 			return r;
 		r.stride = r.count;
 		elems = union_elems(r.instances, r.stride, r.count);

@@ -7,8 +7,9 @@
  *
  * The rules (docs/gradient-sync.md, "Ranges, not allocations"):
  * - Count: the largest positive integer argument that, as an element count,
- *   fits every typed pointer into an allocation of more than 64 bytes is the
- *   launch's count n; each typed pointer it fits reaches n elements.  A
+ *   fits every typed pointer that holds some integer argument above one (a
+ *   pointer that holds none, a scalar or a flag, is indexed otherwise; no
+ *   size decides: a 32-byte bias votes) is the launch's count n; each typed pointer it fits reaches n elements.  A
  *   guess (DDP_GB_COUNT): right for elementwise kernels, too small for a
  *   2-D or scatter kernel.  The tracker never makes a gradient from it
  *   alone: an optimizer's written range is measured by calibration, and a
@@ -19,8 +20,7 @@
  *   with their stride arguments, one instance per layer).  Its pointers
  *   reach the union over the instances, I * n elements, when a second
  *   integer argument has the count's value (the stride: the instances tile
- *   the range) and that union fits every typed pointer into an allocation
- *   of more than 64 bytes.  Read-only and written pointers of the launch
+ *   the range) and that union fits every voting pointer.  Read-only and written pointers of the launch
  *   take the same (n, s), so a gradient and the master weights it pairs
  *   with cover the same instances.  Otherwise (no such argument, a stride
  *   apart from the count: a padded or sharded layout, whose union is not
@@ -69,7 +69,7 @@
  * OUT: ext, bounded. */
 struct ddp_extent_ptr {
 	uint64_t room;   /* bytes from the pointer to its allocation's end   */
-	uint64_t alloc;  /* its allocation's bytes (> 64: it votes)          */
+	uint64_t alloc;  /* its allocation's bytes                           */
 	uint32_t esize;  /* element bytes (0: untyped, never bounded)        */
 	uint64_t ext;    /* OUT: bytes it reaches (0: to the allocation's end) */
 	uint8_t bounded; /* OUT: enum ddp_grad_bound (ddp_grad.h)            */

@@ -308,6 +308,11 @@ void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on)
 	g->debug_avg_state = on;
 }
 
+void ddp_grad_set_debug_unseen(struct ddp_grad *g, uint64_t bytes)
+{
+	g->debug_unseen = bytes;
+}
+
 void ddp_grad_free(struct ddp_grad *g)
 {
 	if (!g)
@@ -326,6 +331,8 @@ void ddp_grad_free(struct ddp_grad *g)
 	free(g->xlist);
 	free(g->xrd);
 	ddp_flow_free(g->flow);
+	free(g->updw);
+	free(g->unnamed);
 	grad_plan_free(g);
 	free(g);
 }
@@ -464,6 +471,33 @@ int ddp_grad_active(const struct ddp_grad *g)
 }
 
 
+/* Names may confirm, never decide: a kernel a name calls an optimizer
+ * whose launch the data flow shows to be an update that only reads its
+ * parameter (DDP_OPT_KERNELS=+axpy_kernel on darknet's axpy(-decay, w, dw))
+ * is reported once and decided by the data flow from then on. */
+static int name_overruled(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	for (size_t i = 0; i < g->nunnamed; i++)
+		if (g->unnamed[i] == L->kid)
+			return 1;
+	int why = grad_flow_name_conflict(g, L);
+	if (!why)
+		return 0;
+	uint32_t *nv = ddp_array_grow(g->unnamed, &g->cunnamed, g->nunnamed + 1, sizeof *nv, 8);
+	if (!nv)
+		return 0;
+	g->unnamed = nv;
+	g->unnamed[g->nunnamed++] = L->kid;
+	DDP_WARN("kernel %s is named like an optimizer, but the data flow shows %s: the name is not obeyed, the "
+		 "data flow decides its roles (docs/gradient-sync.md, \"Three kinds of kernel\")",
+		 L->kname ? L->kname : "?",
+		 why == 1 ? "a launch reading a parameter (bytes no launch of the step wrote before reading them) and "
+			    "writing a gradient (written by this step's backward)"
+			  : "a launch that rewrites no loop-carried state (it writes only bytes a launch of the step "
+			    "produced and none has read)");
+	return 1;
+}
+
 static ddp_result dispatch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 {
 	if (L->boundary) {
@@ -480,6 +514,11 @@ static ddp_result dispatch(struct ddp_grad *g, const struct ddp_grad_launch *L)
 			    "%u); its gradients and parameters cannot all be seen, so they cannot be averaged",
 			    L->kclass == DDP_GK_OPT ? "optimizer" : "gradient-reader",
 			    L->kname ? L->kname : "?", L->truncated, L->nargs);
+	if (L->kclass == DDP_GK_OPT && name_overruled(g, L)) {
+		struct ddp_grad_launch other = *L;
+		other.kclass = DDP_GK_OTHER;
+		return grad_on_other(g, &other);
+	}
 	switch (L->kclass) {
 	case DDP_GK_OPT: return grad_on_optimizer(g, L);
 	case DDP_GK_READER: return grad_on_reader(g, L);

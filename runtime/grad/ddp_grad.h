@@ -24,8 +24,8 @@
  *   when the signature's "writes" contradicts a reader's evidence (a
  *   reader-revealed gradient passed non-const): snapshot, run the launch,
  *   compare the argument's range, restore.  A read-only range is a gradient
- *   (G) when it is larger than 64 bytes and its element count pairs with a
- *   P range of the same launch (fp32 master or same element size) -- per
+ *   (G) when its element count pairs with a P range (whatever its size: a
+ *   32-byte bias is a parameter) of the same launch (fp32 master or same element size) -- per
  *   range, not per allocation.
  * - Readers: before the first step ends, a reader's large inputs (typed
  *   const pointers; every argument when the reader is not const-correct)
@@ -137,6 +137,8 @@ struct ddp_grad_arg {
 	uint8_t bounded; /* enum ddp_grad_bound: how ext is known     */
 	uint8_t tlist;   /* explicit launches: the tensor list it
 				  * belongs to (DDP_GRAD_NO_LIST: none)       */
+	uint8_t outside; /* its bytes may be written outside the launches
+			  * and the copies (managed or mapped memory)   */
 	uint8_t input;   /* input data: host-set bytes (copied from the
 			  * host, no kernel wrote them since) that the launch
 			  * only reads, or integers (ddp_fused.h): never a
@@ -299,6 +301,12 @@ void ddp_grad_set_strict(struct ddp_grad *g, int strict);
  * (m, v) is taken for the gradient and averaged INSTEAD of it, as the rules
  * before the data flow did.  Training is then wrong; the tests show it. */
 void ddp_grad_set_debug_avg_state(struct ddp_grad *g, int on);
+/* Debug, negative control of the full compare (DDP_DEBUG_UNSEEN_BYTES=N):
+ * the data flow never makes a gradient of a range of exactly `bytes`
+ * bytes, as a rule that misses one would; that parameter is then never
+ * averaged, and only the compare of every range the update wrote
+ * (ddp_grad_update_written) can stop the job. */
+void ddp_grad_set_debug_unseen(struct ddp_grad *g, uint64_t bytes);
 void ddp_grad_free(struct ddp_grad *g);
 
 /* Processes one launch, BEFORE it reaches the driver, and returns in *plan
@@ -360,6 +368,15 @@ int ddp_grad_is_state(const struct ddp_grad *g, const struct ddp_grad_buf *b, ui
  * current one)?  A hash probe and the allocation's records, not a scan
  * (asked at every cuMemFree until the final compare ran). */
 int ddp_grad_alloc_holds_state(const struct ddp_grad *g, uint64_t base, uint64_t step);
+
+/* The ranges an update found from the data flow wrote (its launches after
+ * the cut: a parameter, optimizer state, a momentum) that no parameter or
+ * gradient record holds now: loop-carried state that feeds the next update
+ * though no rule named it.  The parameter check and the final compare hash
+ * them with the parameters.  The i-th (NULL past the end); *named: a
+ * parameter or gradient record holds it now (compared as that).  label
+ * names the launch and argument that wrote it. */
+const struct ddp_grad_buf *ddp_grad_update_written(struct ddp_grad *g, size_t i, int *named);
 
 /* Introspection (tests, summary, --check). */
 size_t ddp_grad_nbufs(const struct ddp_grad *g);

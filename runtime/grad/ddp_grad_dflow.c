@@ -9,6 +9,7 @@
  * Contract: the caller serialises every call (ddp_sync.c holds a mutex).
  */
 #include <ctype.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				continue;
 			struct alloc_ix *y = grad_ix_find(g, b->base, b->alloc_id);
 			int is_g = grad_rec_exact(g, y, qlo, qhi, M(DDP_GR_GRAD)) != NULL;
-			if (!is_g && g->steps_done == 0)
+			if (!is_g && g->steps_done == 0 && qhi - qlo != g->debug_unseen)
 				is_g = !grad_rec_overlap(g, y, qlo, qhi,
 						    M(DDP_GR_PARAM) | M(DDP_GR_DERIVED) | M(DDP_GR_OTHER),
 						    &(uint32_t){ 0 }) &&
@@ -141,7 +142,11 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 				       !flow_read_by(g, b->alloc_id, qlo, qhi, pread) &&
 				       /* never by this launch in an earlier step: a
 					* launch that produced it is no consumer of it */
-				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key;
+				       ddp_flow_last_writer(g->flow, b->alloc_id, qlo, qhi) != key &&
+				       /* never by the open update phase: what the update
+					* formed from the averaged gradients (Adam's m and
+					* v) is state, not what backward produced */
+				       !(g->in_update && ddp_flow_upd_written(g->flow, b->alloc_id, qlo, qhi));
 			if (is_g) {
 				*pi = p;
 				*qi = q;
@@ -150,6 +155,37 @@ static int flow_find_cut(struct ddp_grad *g, const struct ddp_grad_launch *L, ui
 		}
 	}
 	return 0;
+}
+
+int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L)
+{
+	uint32_t pi, qi;
+	if (L->explicit_ranges || L->truncated || g->steps != 0 || !L->nargs)
+		return 0;
+	if (flow_find_cut(g, L, flow_key(L), &pi, &qi))
+		return L->args[pi].access == DDP_GA_READ && L->args[qi].access != DDP_GA_READ ? 1 : 0;
+	/* an update rewrites loop-carried state, bytes a launch read before:
+	 * a launch that writes only bytes a launch produced and none has read
+	 * updates nothing (the cost layer's axpy(cdelta, delta) inside
+	 * backward, delta filled this step).  The history holds start-up and
+	 * step 1 alike, so a range some launch read counts as maybe
+	 * loop-carried, and one no launch wrote as maybe state from the host:
+	 * the name then stands. */
+	int writes = 0;
+	for (uint32_t i = 0; i < L->nargs; i++) {
+		const struct ddp_grad_arg *a = &L->args[i];
+		uint64_t lo, hi;
+		if (a->access == DDP_GA_READ || grad_integer_arg(a))
+			continue;
+		if (a->in_struct || a->access == DDP_GA_UNKNOWN || !ddp_dtype_size(grad_dtype(g, L, a)))
+			return 0; /* what it writes is not known well enough */
+		grad_arg_range(a, &lo, &hi);
+		if (ddp_flow_first_read(g->flow, a->alloc_id, lo, hi) ||
+		    !ddp_flow_last_write(g->flow, a->alloc_id, lo, hi))
+			return 0; /* maybe loop-carried bytes it rewrites: maybe an update */
+		writes = 1;
+	}
+	return writes ? 2 : 0;
 }
 
 /* Does L touch a parameter the open update phase wrote (the next forward)? */
@@ -256,6 +292,44 @@ ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, 
 	return DDP_OK;
 }
 
+/* An update launch wrote [lo, hi) of a's allocation: kept when no P or G
+ * record holds those bytes (loop-carried state no rule named). */
+static ddp_result note_update_written(struct ddp_grad *g, const struct ddp_grad_launch *L, const struct ddp_grad_arg *a,
+				      uint64_t lo, uint64_t hi)
+{
+	struct alloc_ix *x = grad_ix_find(g, a->base, a->alloc_id);
+	if (grad_rec_overlap(g, x, lo, hi, M(DDP_GR_PARAM) | M(DDP_GR_GRAD), &(uint32_t){ 0 }))
+		return DDP_OK;
+	for (size_t i = 0; i < g->nupdw; i++)
+		if (g->updw[i].alloc_id == a->alloc_id && g->updw[i].base == lo && g->updw[i].size == hi - lo)
+			return DDP_OK;
+	struct ddp_grad_buf *nv = ddp_array_grow(g->updw, &g->cupdw, g->nupdw + 1, sizeof *nv, 16);
+	if (!nv)
+		return grad_fail(g, DDP_ERR_NOMEM, "out of memory (gradient tracker)");
+	g->updw = nv;
+	struct ddp_grad_buf *b = &g->updw[g->nupdw++];
+	memset(b, 0, sizeof *b);
+	b->base = lo;
+	b->size = hi - lo;
+	b->alloc_base = a->base;
+	b->alloc_size = a->size;
+	b->alloc_id = a->alloc_id;
+	snprintf(b->label, sizeof b->label, "%.30s:%u+%" PRIu64 " (update-written)",
+		 L->kname ? L->kname : "?", a->param, lo - a->base);
+	return DDP_OK;
+}
+
+const struct ddp_grad_buf *ddp_grad_update_written(struct ddp_grad *g, size_t i, int *named)
+{
+	if (i >= g->nupdw)
+		return NULL;
+	const struct ddp_grad_buf *b = &g->updw[i];
+	/* a rule that named it since: compared as that record */
+	*named = grad_rec_overlap(g, grad_ix_find(g, b->alloc_base, b->alloc_id), b->base, b->base + b->size,
+				  M(DDP_GR_PARAM) | M(DDP_GR_GRAD), &(uint32_t){ 0 }) != NULL;
+	return b;
+}
+
 /* After L: its writes, when it is an update launch; its accesses, in step 1. */
 ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd)
 {
@@ -266,8 +340,10 @@ ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, i
 		uint64_t lo, hi;
 		grad_arg_range(a, &lo, &hi);
 		int wrote = a->access != DDP_GA_READ;
-		if (upd && wrote)
+		if (upd && wrote) {
 			DDP_CHECK(ddp_flow_upd_write(g->flow, a->alloc_id, lo, hi));
+			DDP_CHECK(note_update_written(g, L, a, lo, hi));
+		}
 		if (g->steps_done == 0)
 			DDP_CHECK(ddp_flow_note(g->flow, a->alloc_id, lo, hi, wrote, g->flow_seq, key));
 	}

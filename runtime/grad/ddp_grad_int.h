@@ -99,6 +99,16 @@ struct ddp_grad {
 	int flow_update;     /* the open update phase is a flow one  */
 	uint64_t flow_seq;   /* launches noted in the flow history   */
 	int debug_avg_state; /* DDP_DEBUG_AVG_STATE                  */
+	uint64_t debug_unseen; /* DDP_DEBUG_UNSEEN_BYTES: 0 or a size  */
+	/* ranges the flow update's launches wrote that no P or G record
+	 * holds (ddp_grad_update_written): loop-carried state no rule named,
+	 * compared across ranks at the checked steps and at exit */
+	struct ddp_grad_buf *updw;
+	size_t nupdw, cupdw;
+	/* kernels a name called optimizers whose launches the data flow
+	 * contradicted (grad_flow_name_conflict): the flow decides for them */
+	uint32_t *unnamed;
+	size_t nunnamed, cunnamed;
 	size_t xcap_rec, xcap_list, xcap_rd;
 	struct ddp_plan plan; /* the current launch's actions (ddp_plan.h) */
 	char err[512];
@@ -149,6 +159,13 @@ enum ddp_dtype grad_dtype(const struct ddp_grad *g, const struct ddp_grad_launch
 int grad_flow_applies(const struct ddp_grad *g, const struct ddp_grad_launch *L);
 ddp_result grad_flow_note(struct ddp_grad *g, const struct ddp_grad_launch *L, int upd);
 ddp_result grad_flow_other(struct ddp_grad *g, const struct ddp_grad_launch *L, int *upd);
+/* A launch a NAME calls an optimizer (ddp_kfamily.def, DDP_OPT_KERNELS)
+ * that the data flow sees as an update's cut whose parameter (loop-carried:
+ * read before any launch of the step wrote it) the launch only reads: the
+ * name rules would make that parameter a gradient (1); or that writes no
+ * loop-carried byte, only bytes this step produced: no update at all (2).
+ * 0: no disagreement seen. */
+int grad_flow_name_conflict(struct ddp_grad *g, const struct ddp_grad_launch *L);
 
 /* ddp_grad_plan.c: appending actions (each returns the tracker's error) */
 void grad_plan_start(struct ddp_grad *g, const struct ddp_grad_launch *L);

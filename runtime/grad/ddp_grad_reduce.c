@@ -129,7 +129,7 @@ ddp_result grad_end_update(struct ddp_grad *g)
 		return grad_fail(
 			g, DDP_ERR_UNSUPPORTED,
 			"libddp: the first optimizer step ran but no gradient buffer was found among the optimizer's "
-			"arguments (no read-only range of more than 64 bytes whose element count pairs with a range it "
+			"arguments (no read-only range whose element count pairs with a range it "
 			"writes); gradients cannot be averaged, so the job stops: report the optimizer kernel "
 			"(docs/gradient-sync.md, \"How ddprun stops\")");
 	if (g->strict && g->steps_done >= 2 && g->reductions == 0)

@@ -206,6 +206,11 @@ void ddp_sync_init(int rank, int world)
 	sync_st.check_inv = ddp_param_check_invariant();
 	sync_st.skip_avg = ddp_param_debug_skip_avg();
 	sync_st.no_measure = ddp_param_debug_no_measure();
+	sync_st.no_names = ddp_param_debug_no_names();
+	if (sync_st.no_names)
+		DDP_WARN("DDP_DEBUG_NO_NAMES=1: the kernel-name tables are empty (no optimizer, reader or iteration "
+			 "end by name, no PyTorch gradient list by functor): roles come from the data flow alone (a "
+			 "test setting)");
 	sync_st.opt_wait_s = ddp_param_opt_wait();
 	sync_st.real_sync = ddp_driver_.streamSynchronize;
 	sync_st.real_ctx_sync = ddp_driver_.ctxSynchronize;
@@ -232,6 +237,12 @@ void ddp_sync_init(int rank, int world)
 	ddp_overlap_init(&env, overlap, auto_buckets ? 0 : sync_st.bucket_bytes, ddp_param_overlap_slices());
 	if (ddp_grad_new(&ops, ov, &sync_st.tracker) != DDP_OK)
 		sync_die("libddp: out of memory (gradient tracker)");
+	if (ddp_param_debug_unseen_bytes()) {
+		ddp_grad_set_debug_unseen(sync_st.tracker, (uint64_t)ddp_param_debug_unseen_bytes());
+		DDP_WARN("DDP_DEBUG_UNSEEN_BYTES=%ld: no gradient of exactly that many bytes is made from the data "
+			 "flow (a debug setting: the parameter check must stop this job)",
+			 ddp_param_debug_unseen_bytes());
+	}
 	if (ddp_param_debug_avg_state()) {
 		ddp_grad_set_debug_avg_state(sync_st.tracker, 1);
 		DDP_WARN("DDP_DEBUG_AVG_STATE=1: optimizer state formed before the optimizer kernel, and parameters "

@@ -73,13 +73,16 @@ void ddp_sync_input_copy(const void *src, uint64_t n) __attribute__((visibility(
 void ddp_sync_host_copied(uint64_t dst, uint64_t bytes) __attribute__((visibility("hidden")));
 
 /* The program wrote device memory without a kernel (a host-to-device or
- * device-to-device copy, a memset) that reached the driver.  Counted once
- * a kernel was launched: an update made on the host (weights computed on
- * the CPU and copied back) looks, launch by launch, exactly like the next
- * batch of inputs, so a run with such writes is never taken for an
- * evaluation program (ddp_sync_exit.c, the output gate).  Any thread;
- * lock-free. */
-void ddp_sync_device_written(void) __attribute__((visibility("hidden")));
+ * device-to-device copy, a memset) that reached the driver: reach bytes
+ * from dst (dst 0: where is not known).  A write of loop-carried bytes
+ * (bytes a launch so far read before any launch wrote them) is counted: an
+ * update made on the host (weights computed on the CPU and copied back)
+ * looks, launch by launch, exactly like the next batch of inputs copied over
+ * the last, so a run with such writes is never taken for an evaluation
+ * program (ddp_sync_exit.c, the output gate).  A first write of bytes no
+ * launch has read (start-up state, a batch staged for its first use) is
+ * not.  Any thread; takes the sync lock only before an update is known. */
+void ddp_sync_device_written(uint64_t dst, uint64_t reach) __attribute__((visibility("hidden")));
 
 /* The program is already data-parallel (it runs collectives of its own,
  * e.g. it launched NCCL kernels libddp did not make): gradient

@@ -144,6 +144,32 @@ static size_t hash_params(uint64_t step, void *stream, uint64_t **out, const str
 		h[np++] = sync_hash_bytes(DDP_FNV1A_INIT, host, b->size);
 		*bytes += b->size;
 	}
+	/* loop-carried state the update wrote that no rule named: in full too */
+	const struct ddp_grad_buf *u;
+	int named;
+	for (size_t i = 0; (u = ddp_grad_update_written(sync_st.tracker, i, &named)); i++) {
+		struct ddp_alloc_ent e;
+		if (named || !ddp_alloc_find(u->base, &e) || e.id != u->alloc_id)
+			continue; /* compared as its record, or freed */
+		const struct ddp_grad_buf **npb = realloc(pb, (np + 1) * sizeof *npb);
+		uint64_t *nh = npb ? realloc(h, (np + 1) * sizeof *nh) : NULL;
+		if (npb)
+			pb = npb;
+		if (nh)
+			h = nh;
+		if (nh && u->size > hostcap) {
+			free(host);
+			hostcap = u->size;
+			host = malloc(hostcap);
+		}
+		if (!nh || !host || sync_op_read(NULL, u->base, host, u->size, stream) != DDP_OK) {
+			snprintf(msg, sizeof msg, "libddp: %s: cannot copy an update-written range to the host", who);
+			sync_die(msg);
+		}
+		pb[np] = u;
+		h[np++] = sync_hash_bytes(DDP_FNV1A_INIT, host, u->size);
+		*bytes += u->size;
+	}
 	free(host);
 	*out = h;
 	*bufs = pb;

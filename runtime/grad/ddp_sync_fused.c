@@ -25,7 +25,7 @@
 void ddp_sync_host_copied(uint64_t dst, uint64_t bytes)
 {
 	struct ddp_alloc_ent e;
-	ddp_sync_device_written();
+	/* (the copy hook told ddp_sync_device_written where it wrote) */
 	if (!ddp_sync_on_ || !bytes || !__atomic_load_n(&sync_st.fused, __ATOMIC_RELAXED))
 		return;
 	if (!ddp_alloc_covers(dst, bytes, &e))

@@ -146,6 +146,7 @@ struct sync_state {
 	int check_inv;    /* DDP_CHECK_INVARIANT                 */
 	long skip_avg;    /* DDP_DEBUG_SKIP_AVG (-1: none)       */
 	int no_measure;   /* DDP_DEBUG_NO_MEASURE                */
+	int no_names;     /* DDP_DEBUG_NO_NAMES: names decide nothing */
 	long opt_wait_s;  /* DDP_OPT_WAIT                        */
 	int overlap_mode; /* DDP_OVERLAP: 0 auto, 1 on, 2 off    */
 	uint64_t bucket_bytes; /* DDP_BUCKET_MB in bytes (both reduction paths) */

@@ -227,13 +227,32 @@ void ddp_sync_libcall_leave(const struct ddp_sync_libcall *saved)
 
 /* ---- device-to-device copies (the first step's: ddp_grad_copied) */
 
-void ddp_sync_device_written(void)
+/* A write without a kernel of [dst, dst + reach) joins the launch stream's
+ * history (ddp_cycle_host_write): whether it rewrote bytes a launch read
+ * first (1), none (0); unknown counts as rewrote. */
+static int host_write_rewrites(uint64_t dst, uint64_t reach)
+{
+	struct ddp_alloc_ent e;
+	int r = 1;
+	int known = dst && reach && ddp_alloc_find(dst, &e);
+	pthread_mutex_lock(&sync_st.lock);
+	if (sync_st.cycles && known)
+		r = ddp_cycle_host_write(sync_st.cycles, e.id, dst, dst + reach) != 0;
+	else if (sync_st.cycles)
+		(void)ddp_cycle_host_write(sync_st.cycles, 0, 0, 0);
+	pthread_mutex_unlock(&sync_st.lock);
+	return r;
+}
+
+void ddp_sync_device_written(uint64_t dst, uint64_t reach)
 {
 	/* once an update is known the evidence is never asked: no shared
 	 * counter on every copy of a training run */
 	if (__atomic_load_n(&sync_st.opt_seen, __ATOMIC_RELAXED))
 		return;
-	if (__atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
+	/* before the first launch nothing was read: the write is start-up
+	 * state, remembered so that a launch's read of it is a read of state */
+	if (host_write_rewrites(dst, reach) && __atomic_load_n(&sync_st.stats.launches, __ATOMIC_RELAXED))
 		__atomic_fetch_add(&sync_st.host_writes, 1, __ATOMIC_RELAXED);
 }
 
@@ -535,7 +554,9 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 	uint64_t token = 0;
 	ddp_job_progress();
 	if (__builtin_expect(!cls, 0)) {
-		cls = 1 + (int)ddp_grad_classify(k->demangled, sync_st.opt_setting, sync_st.reader_setting);
+		cls = 1 + (sync_st.no_names ? (int)DDP_GK_OTHER
+					    : (int)ddp_grad_classify(k->demangled, sync_st.opt_setting,
+								     sync_st.reader_setting));
 		__atomic_store_n(&k->sync_class, (uint8_t)cls, __ATOMIC_RELAXED);
 		if (cls - 1 != DDP_GK_OTHER)
 			DDP_INFO(GRAD, "%s kernel: %s",
@@ -560,7 +581,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		short_name(k, k->sync_kname, sizeof k->sync_kname);
 		ddp_torch_launch_learn(k);
 		sync_st.torch_seen |= k->sync_torch_state == DDP_XT_OK;
-		k->sync_boundary = (uint8_t)ddp_grad_is_boundary(k->demangled);
+		k->sync_boundary = (uint8_t)(!sync_st.no_names && ddp_grad_is_boundary(k->demangled));
 		if (k->sync_boundary) /* never skipped by the cheap path */
 			__atomic_store_n(&k->sync_scan_state, 2, __ATOMIC_RELEASE);
 	}
@@ -636,6 +657,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 			g->word = a->word;
 			g->access = a->access;
 			g->in_struct = a->in_struct;
+			g->outside = a->alloc.kind != DDP_ALLOC_PLAIN && a->alloc.kind != DDP_ALLOC_ASYNC;
 			g->tlist = DDP_GRAD_NO_LIST;
 			g->input = 0;
 			g->host_set = 0;
@@ -680,7 +702,7 @@ static uint64_t sync_launch_slow(struct ddp_kfunc *k, const struct ddp_launch_ca
 		.const_correct = (uint8_t)const_correct(k),
 		.seq = ++sync_st.launch_seq,
 		.explicit_ranges = (uint8_t)explicit_ranges,
-		.grad_list = explicit_ranges ? sync_st.xargs.grad_list : DDP_GRAD_NO_LIST,
+		.grad_list = explicit_ranges && !sync_st.no_names ? sync_st.xargs.grad_list : DDP_GRAD_NO_LIST,
 		.boundary = k->sync_boundary,
 	};
 	sync_st.check_stream = (void *)s;

@@ -118,6 +118,7 @@ ddp_result ddp_torch_launch_args(const struct ddp_kfunc *k, const struct ddp_lau
 		 * record spans them, from the first page's base */
 		a->size = r->addr + bytes - e.base > e.size ? r->addr + bytes - e.base : e.size;
 		a->alloc_id = e.id;
+		a->outside = e.kind != DDP_ALLOC_PLAIN && e.kind != DDP_ALLOC_ASYNC;
 		a->ptr = r->addr;
 		a->ext = bytes;
 		a->bounded = unbounded ? DDP_GB_NONE : DDP_GB_EXACT;

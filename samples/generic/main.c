@@ -9,8 +9,11 @@
  *
  * Model (K = the data file's context, 8 for build/data/mlp.rec):
  *   x = concat(E[tok_0], ..., E[tok_{K-1}]) * embed_scale   E: [96][16]
- *   h = tanh(W1 x + b1)                                      W1: [64][16K], b1: [64]
- *   logits = W2 h + b2;  cost = softmax cross-entropy         W2: [96][64],  b2: [96]
+ *   h = tanh(W1 x + b1)                                      W1: [H][16K], b1: [H]
+ *   logits = W2 h + b2;  cost = softmax cross-entropy         W2: [96][H],  b2: [96]
+ * H = 64, or --hidden H: a tiny layer (--hidden 8: its bias b1 is 8 floats,
+ * 32 bytes, updated by the same axpy as every weight, as darknet's tiny
+ * layers are)
  *
  * Deltas are negative gradients summed over the batch (truth - p); backward
  * ACCUMULATES into each tensor's update buffer `dw` (gemm and bias kernels
@@ -42,7 +45,7 @@
 
 extern const unsigned char samples_obj_generic_kernels_fatbin[];
 
-enum { V = 96, D = 16, H = 64, BLOCK = 128 };
+enum { V = 96, D = 16, BLOCK = 128 };
 enum { OPT_SGD, OPT_ADAM, OPT_FUSED };
 
 /* --optimizer fused: kernels.cu's struct update_list, same layout */
@@ -66,6 +69,7 @@ struct param {
 
 struct network {
 	int batch, K, in, rb, optimizer, t;
+	int H; /* hidden units (--hidden): b1 holds H floats */
 	float lr, momentum, decay, B1, B2, eps, embed_scale;
 	struct param E, W1, b1, W2, b2;
 	CUdeviceptr rec, x, dx, h, dh, dact, logits, delta, cdelta, loss, tmp;
@@ -163,7 +167,7 @@ static void forward_network(struct network *net)
 {
 	int rows = net->batch, K = net->K, d = D, rb = net->rb;
 	void *emb[] = {&net->rec, &rb, &net->E.w, &net->x, &rows, &K, &d};
-	int hh = H, v = V, n;
+	int hh = net->H, v = V, n;
 	void *bias1[] = {&net->h, &net->b1.w, &rows, &hh};
 	void *bias2[] = {&net->logits, &net->b2.w, &rows, &v};
 	void *cost[] = {&net->logits, &net->rec, &rb, &K, &net->loss, &net->cdelta, &rows, &v};
@@ -171,17 +175,17 @@ static void forward_network(struct network *net)
 	launch(k_embed, (long)rows * net->in, net->s, emb);
 	scal_gpu(net, rows * net->in, net->embed_scale, net->x);
 	/* connected layer 1 */
-	fill_gpu(net, rows * H, 0.0f, net->h);
-	gemm_gpu(net, k_gemm_nt, (long)rows * H, rows, H, net->in, net->x, net->W1.w, net->h);
-	launch(k_add_bias, (long)rows * H, net->s, bias1);
-	n = rows * H;
+	fill_gpu(net, rows * net->H, 0.0f, net->h);
+	gemm_gpu(net, k_gemm_nt, (long)rows * net->H, rows, net->H, net->in, net->x, net->W1.w, net->h);
+	launch(k_add_bias, (long)rows * net->H, net->s, bias1);
+	n = rows * net->H;
 	{
 		void *act[] = {&n, &net->h};
 		launch(k_tanh, n, net->s, act);
 	}
 	/* connected layer 2 */
 	fill_gpu(net, rows * V, 0.0f, net->logits);
-	gemm_gpu(net, k_gemm_nt, (long)rows * V, rows, V, H, net->h, net->W2.w, net->logits);
+	gemm_gpu(net, k_gemm_nt, (long)rows * V, rows, V, net->H, net->h, net->W2.w, net->logits);
 	launch(k_add_bias, (long)rows * V, net->s, bias2);
 	/* cost layer */
 	launch(k_cost, rows, net->s, cost);
@@ -189,7 +193,7 @@ static void forward_network(struct network *net)
 
 static void backward_network(struct network *net)
 {
-	int rows = net->batch, K = net->K, d = D, v = V, hh = H, rb = net->rb, n = rows * H;
+	int rows = net->batch, K = net->K, d = D, v = V, hh = net->H, rb = net->rb, n = rows * net->H;
 	void *bb2[] = {&net->b2.dw, &net->delta, &rows, &v};
 	void *bb1[] = {&net->b1.dw, &net->dh, &rows, &hh};
 	void *gt[] = {&n, &net->h, &net->dact};
@@ -200,16 +204,16 @@ static void backward_network(struct network *net)
 	axpy_gpu(net, rows * V, 1.0f, net->cdelta, net->delta);
 	/* connected layer 2 */
 	launch(k_bwd_bias, V, net->s, bb2);
-	gemm_gpu(net, k_gemm_tn, (long)V * H, rows, V, H, net->delta, net->h, net->W2.dw);
-	fill_gpu(net, rows * H, 0.0f, net->dh);
-	gemm_gpu(net, k_gemm_nn, (long)rows * H, rows, V, H, net->delta, net->W2.w, net->dh);
+	gemm_gpu(net, k_gemm_tn, (long)V * net->H, rows, V, net->H, net->delta, net->h, net->W2.dw);
+	fill_gpu(net, rows * net->H, 0.0f, net->dh);
+	gemm_gpu(net, k_gemm_nn, (long)rows * net->H, rows, V, net->H, net->delta, net->W2.w, net->dh);
 	/* connected layer 1 */
 	launch(k_grad_tanh, n, net->s, gt);
 	mul_gpu(net, n, net->dact, net->dh);
-	launch(k_bwd_bias, H, net->s, bb1);
-	gemm_gpu(net, k_gemm_tn, (long)H * net->in, rows, H, net->in, net->dh, net->x, net->W1.dw);
+	launch(k_bwd_bias, net->H, net->s, bb1);
+	gemm_gpu(net, k_gemm_tn, (long)net->H * net->in, rows, net->H, net->in, net->dh, net->x, net->W1.dw);
 	fill_gpu(net, rows * net->in, 0.0f, net->dx);
-	gemm_gpu(net, k_gemm_nn, (long)rows * net->in, rows, H, net->in, net->dh, net->W1.w, net->dx);
+	gemm_gpu(net, k_gemm_nn, (long)rows * net->in, rows, net->H, net->in, net->dh, net->W1.w, net->dx);
 	/* embedding */
 	scal_gpu(net, rows * net->in, net->embed_scale, net->dx);
 	launch(k_embed_bwd, (long)V * D, net->s, eb);
@@ -287,7 +291,7 @@ static void save_weights(struct network *net, const char *path, float *h_buf)
 }
 
 #define USAGE "generic --data PATH [--steps N] [--batch B] [--optimizer sgd|adam|fused] [--lr X] " \
-	      "[--momentum M] [--decay W] [--seed S] [--save PATH] [--save-every N]"
+	      "[--momentum M] [--decay W] [--seed S] [--save PATH] [--save-every N] [--hidden H]"
 
 int main(int argc, char **argv)
 {
@@ -306,6 +310,7 @@ int main(int argc, char **argv)
 		{"--seed", SAMPLE_OPT_U64, &seed, 0, 0, NULL, 0},
 		{"--save", SAMPLE_OPT_STR, &save_path, 0, 0, NULL, 0},
 		{"--save-every", SAMPLE_OPT_INT, &save_every, 0, 1e9, NULL, 0},
+		{"--hidden", SAMPLE_OPT_INT, &net.H, 1, 4096, NULL, 0},
 	};
 	struct sample_data data;
 	struct sample_rng rng;
@@ -314,11 +319,12 @@ int main(int argc, char **argv)
 	CUmodule mod;
 	unsigned char *h_rec;
 	float *h_buf, *h_loss;
-	size_t biggest;
+	size_t biggest, tmp_n;
 	double t0;
 
 	memset(&net, 0, sizeof(net));
 	net.batch = 16;
+	net.H = 64;
 	net.lr = 0.05f;
 	net.momentum = 0.9f;
 	net.decay = 0.0005f;
@@ -342,8 +348,8 @@ int main(int argc, char **argv)
 	sample_get_kernels(mod, kernels, sizeof(kernels) / sizeof(kernels[0]));
 	CK(cuStreamCreate(&net.s, CU_STREAM_NON_BLOCKING));
 
-	biggest = (size_t)H * net.in;
-	h_buf = malloc(((size_t)V * D + biggest + H + (size_t)V * H + V) * sizeof(float));
+	biggest = (size_t)net.H * net.in;
+	h_buf = malloc(((size_t)V * D + biggest + net.H + (size_t)V * net.H + V) * sizeof(float));
 	h_rec = malloc((size_t)net.batch * net.rb);
 	h_loss = malloc((size_t)net.batch * sizeof(float));
 	if (h_buf == NULL || h_rec == NULL || h_loss == NULL)
@@ -351,22 +357,25 @@ int main(int argc, char **argv)
 	sample_rng_init(&rng, seed, 0);
 	make_param(&net.E, (size_t)V * D, 1.0f, &rng, h_buf);
 	make_param(&net.W1, biggest, 1.0f / sqrtf((float)net.in), &rng, h_buf);
-	make_param(&net.b1, H, 0.0f, &rng, h_buf);
-	make_param(&net.W2, (size_t)V * H, 1.0f / sqrtf((float)H), &rng, h_buf);
+	make_param(&net.b1, net.H, 0.0f, &rng, h_buf);
+	make_param(&net.W2, (size_t)V * net.H, 1.0f / sqrtf((float)net.H), &rng, h_buf);
 	make_param(&net.b2, V, 0.0f, &rng, h_buf);
 	sample_rng_close(&rng);
 
 	CK(cuMemAlloc(&net.rec, (size_t)net.batch * net.rb));
 	CK(cuMemAlloc(&net.x, (size_t)net.batch * net.in * sizeof(float)));
 	CK(cuMemAlloc(&net.dx, (size_t)net.batch * net.in * sizeof(float)));
-	CK(cuMemAlloc(&net.h, (size_t)net.batch * H * sizeof(float)));
-	CK(cuMemAlloc(&net.dh, (size_t)net.batch * H * sizeof(float)));
-	CK(cuMemAlloc(&net.dact, (size_t)net.batch * H * sizeof(float)));
+	CK(cuMemAlloc(&net.h, (size_t)net.batch * net.H * sizeof(float)));
+	CK(cuMemAlloc(&net.dh, (size_t)net.batch * net.H * sizeof(float)));
+	CK(cuMemAlloc(&net.dact, (size_t)net.batch * net.H * sizeof(float)));
 	CK(cuMemAlloc(&net.logits, (size_t)net.batch * V * sizeof(float)));
 	CK(cuMemAlloc(&net.delta, (size_t)net.batch * V * sizeof(float)));
 	CK(cuMemAlloc(&net.cdelta, (size_t)net.batch * V * sizeof(float)));
 	CK(cuMemAlloc(&net.loss, (size_t)net.batch * sizeof(float)));
-	CK(cuMemAlloc(&net.tmp, biggest * sizeof(float)));
+	/* adam's scratch: the largest tensor */
+	tmp_n = biggest > (size_t)V * D ? biggest : (size_t)V * D;
+	tmp_n = tmp_n > (size_t)V * net.H ? tmp_n : (size_t)V * net.H;
+	CK(cuMemAlloc(&net.tmp, tmp_n * sizeof(float)));
 	CK(cuCtxSynchronize());
 
 	t0 = sample_now();

@@ -39,6 +39,12 @@
  * writing the bf16 parameters by stochastic rounding, one seed per tensor
  * kind from a host xorshift.
  *
+ * --log PATH: a log written as llm.c writes its own (train_gpt2.cu's
+ * Logger): after the start-up (the parameters cast, and a validation loss on
+ * the first batch: forward and the fused classifier, as llm.c evaluates at
+ * step 0) the file is opened for writing, then one `s:STEP trl:LOSS` line a
+ * step is written to it with fprintf (and flushed), the file staying open.
+ *
  * Data: a token shard (llm.c's format: 256 int32 header, magic 20240520,
  * version 1, token count; then uint16 tokens) read with fopen/fseek/fread.
  * Each row is a window of T+1 consecutive tokens (inputs tokens 0..T-1,
@@ -623,14 +629,43 @@ static void save_checkpoint(const char *path, const float *d_master, float *h_bu
 		sample_die(1, "cannot write %s: %s", path, strerror(errno));
 }
 
+/* --log: llm.c's step-0 validation loss (forward and the classifier on the
+ * first batch, the loader rewound), then the log opened for writing with
+ * that loss as its first line */
+static FILE *open_log(const char *path, struct GPT *g, struct DataLoader *dl, float *h_losses, cudaStream_t s)
+{
+	double loss = 0.0;
+	FILE *f;
+
+	dataloader_next_batch(dl);
+	dl->pos = 0;
+	cudaCheck(cudaMemcpy(g->inputs, dl->inputs, (size_t)g->B * T * sizeof(int), cudaMemcpyHostToDevice));
+	cudaCheck(cudaMemcpy(g->targets, dl->targets, (size_t)g->B * T * sizeof(int), cudaMemcpyHostToDevice));
+	gpt_forward(g, s);
+	fused_classifier_kernel<<<CEIL_DIV(g->B * T * WARP_SIZE, BLOCK), BLOCK, 0, s>>>(
+		g->acts.output, g->acts.losses, g->targets, 0.0f, g->B * T, V, Vp);
+	launchCheck();
+	cudaCheck(cudaMemcpy(h_losses, g->acts.losses, (size_t)g->B * T * sizeof(float), cudaMemcpyDeviceToHost));
+	for (int i = 0; i < g->B * T; i++)
+		loss += h_losses[i];
+	f = fopen(path, "w");
+	if (f == NULL)
+		sample_die(1, "cannot create %s: %s", path, strerror(errno));
+	fprintf(f, "s:0 tel:%.4f\n", loss / (double)(g->B * T));
+	fflush(f);
+	return f;
+}
+
 /* ---- main ------------------------------------------------------------------------ */
 
 #define USAGE "gpt --data PATH [--steps N] [--batch B] [--accum K] [--lr X] [--seed S] [--save PATH] " \
-	      "[--save-every N] [--weight-decay W] [--clip MAXNORM] [--gelu-fusion 0|1|2] [--update tensor|layers]"
+	      "[--save-every N] [--weight-decay W] [--clip MAXNORM] " \
+	      "[--gelu-fusion 0|1|2] [--update tensor|layers] [--log PATH]"
 
 int main(int argc, char **argv)
 {
-	const char *data_path = NULL, *save_path = NULL;
+	const char *data_path = NULL, *save_path = NULL, *log_path = NULL;
+	FILE *logf = NULL;
 	int steps = 300, batch = 4, accum = 1, save_every = 0, gelu_choice = -1, update_layers = 0;
 	unsigned long long rng_state = 13371337; /* llm.c's seeds for stochastic rounding */
 	float lr = 3e-3f, wd = 0.1f, clip = 1.0f;
@@ -649,6 +684,7 @@ int main(int argc, char **argv)
 		{"--clip", SAMPLE_OPT_FLOAT, &clip, 1e-30, 3.4e38, NULL, 0},
 		{"--gelu-fusion", SAMPLE_OPT_CHOICE, &gelu_choice, 0, 0, "0|1|2", 0},
 		{"--update", SAMPLE_OPT_CHOICE, &update_layers, 0, 0, "tensor|layers", 0},
+		{"--log", SAMPLE_OPT_STR, &log_path, 0, 0, NULL, 0},
 	};
 	struct GPT g;
 	struct DataLoader dl;
@@ -746,6 +782,8 @@ int main(int argc, char **argv)
 			sample_die(1, "out of host memory");
 	}
 	cudaCheck(cudaDeviceSynchronize());
+	if (log_path)
+		logf = open_log(log_path, &g, &dl, h_losses, stream);
 
 	t0 = sample_now();
 	for (int step = 1; step <= steps; step++) {
@@ -830,6 +868,10 @@ int main(int argc, char **argv)
 			launchCheck();
 		}
 		printf("step %d loss %.6f\n", step, loss);
+		if (logf) {
+			fprintf(logf, "s:%d trl:%.4f norm:%.4f\n", step, loss, grad_norm);
+			fflush(logf);
+		}
 		if (save_every > 0 && step % save_every == 0) {
 			sprintf(ckpt_name, "%s.step%d", save_path, step);
 			save_checkpoint(ckpt_name, g.master_weights, h_master);
@@ -855,6 +897,8 @@ int main(int argc, char **argv)
 	cublasCheck(cublasDestroy(cublas_handle));
 	cudaCheck(cudaStreamDestroy(stream));
 	dataloader_free(&dl);
+	if (logf && fclose(logf) != 0)
+		sample_die(1, "cannot write %s: %s", log_path, strerror(errno));
 	free(h_master);
 	free(h_losses);
 	free(ckpt_name);

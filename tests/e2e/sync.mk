@@ -6,7 +6,8 @@
 TESTS += tests/e2e/sync/mlp.sh tests/e2e/sync/cublas_mlp.sh tests/e2e/sync/charlm.sh tests/e2e/sync/fused.sh \
 	tests/e2e/sync/failures.sh tests/e2e/sync/patterns.sh tests/e2e/sync/gpt_n1.sh tests/e2e/sync/gpt.sh tests/e2e/sync/gpt_layers.sh \
 	tests/e2e/sync/overlap.sh tests/e2e/sync/torchlike.sh tests/e2e/sync/generic.sh tests/e2e/sync/nccl.sh tests/e2e/sync/nccl_failures.sh \
-	tests/e2e/sync/host_waits.sh tests/e2e/sync/report_run.sh
+	tests/e2e/sync/host_waits.sh tests/e2e/sync/gpt_log.sh tests/e2e/sync/unseen.sh \
+	tests/e2e/sync/nonames.sh tests/e2e/sync/report_run.sh
 
 # hiddenupd: a trainer written for never_late.sh (an update libddp cannot
 # find, one it finds, and evaluation only); its CPU-device kernels beside it.

@@ -14,7 +14,12 @@
  * no update ran): none for an evaluation loop of const-correct kernels;
  * found for an integer rewrite, a one-off update after the loop, kernels
  * with no const pointer (their pointers may be read); unknown for a launch
- * that writes nothing it shows.
+ * that writes nothing it shows.  Writes without a kernel
+ * (ddp_cycle_host_write): the weights and inputs a program stages are
+ * state its launches read; bytes nothing wrote hold none (an output read
+ * before its first write, a start-up forward over fresh scratch), until a
+ * write of unknown place; a copy over bytes a launch read first rewrites
+ * them, a first copy does not.
  */
 #define CHECK_MAIN
 #include <string.h>
@@ -54,6 +59,13 @@ static int launch(struct ddp_cycle *c, uint32_t kid, const struct acc *a, uint32
 		.kname = "k", .kid = kid, .nargs = n, .args = args, .const_correct = (uint8_t)g_const_correct
 	};
 	return ddp_cycle_launch(c, &L, rep);
+}
+
+/* a write without a kernel of allocation a (all of it), as a program
+ * stages its weights and inputs: returns ddp_cycle_host_write's answer */
+static int stage(struct ddp_cycle *c, uint32_t a)
+{
+	return ddp_cycle_host_write(c, a, (uint64_t)a << 20, ((uint64_t)a << 20) + KB);
 }
 
 #define RD(a) { a, 0 }
@@ -205,6 +217,8 @@ TEST(the_report_names_the_rewrite)
 static void eval_loop(struct ddp_cycle *c)
 {
 	struct ddp_cycle_report r;
+	stage(c, W); /* the weights and the inputs, from the host */
+	stage(c, X);
 	for (int s = 0; s < 200; s++) {
 		const struct acc f[] = { RD(W), RD(X), WR(Y) }, l[] = { RD(Y), WR(Z) }, o[] = { RD(Z), WR(DW) };
 		launch(c, 10, f, 3, 0, &r);
@@ -238,6 +252,8 @@ TEST(rewrote_any_counts_integers_and_unknown_constness)
 	struct ddp_cycle_report r;
 	g_const_correct = 1; /* the sampler rewrites the token ids the embedding read */
 	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	CHECK_EQ_INT(stage(c, W), 0);
+	CHECK_EQ_INT(stage(c, TOK), 0);
 	for (int s = 0; s < 5; s++) {
 		const struct acc e[] = { RD(TOK), RD(W), WR(Y) }, smp[] = { RD(Y), WR(TOK) };
 		launch(c, 20, e, 3, 0, &r);
@@ -248,9 +264,41 @@ TEST(rewrote_any_counts_integers_and_unknown_constness)
 	ddp_cycle_free(c);
 	g_const_correct = 0; /* no const in the signatures: Y may be read too */
 	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	stage(c, Y); /* (zeroed at start-up: state) */
 	eval_loop(c);
 	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 1);
 	ddp_cycle_free(c);
+}
+
+/* A start-up forward that reads its fresh outputs (no const pointers, or a
+ * GEMM's C with beta 0): bytes nothing wrote hold no state, so the next
+ * launch that writes them rewrites nothing; the batch copied over the
+ * inputs the forward read does; a first copy into fresh bytes does not. */
+TEST(bytes_nothing_wrote_hold_no_state)
+{
+	struct ddp_cycle *c;
+	struct ddp_cycle_report r;
+	g_const_correct = 0;
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	eval_loop(c);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 0);
+	CHECK_EQ_INT(stage(c, TOK), 0); /* fresh: nothing read it */
+	CHECK_EQ_INT(stage(c, X), 1);   /* the next batch over what forward read */
+	ddp_cycle_free(c);
+	/* a write of unknown place: any byte nothing wrote may be state */
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	CHECK_EQ_INT(ddp_cycle_host_write(c, 0, 0, 0), 1);
+	eval_loop(c);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 1);
+	ddp_cycle_free(c);
+	g_const_correct = 1;
+	/* the weights' update made on the host: a copy over what forward read */
+	REQUIRE(ddp_cycle_new(&c) == DDP_OK);
+	eval_loop(c);
+	CHECK_EQ_INT(ddp_cycle_rewrote_any(c, &r, NULL), 0);
+	CHECK_EQ_INT(stage(c, W), 1);
+	ddp_cycle_free(c);
+	g_const_correct = 0;
 }
 
 TEST(a_launch_that_writes_nothing_it_shows_is_unknown)
