@@ -73,9 +73,12 @@ if [ $rc -eq 0 ] && [ -n "$d0" ] && [ "$d0" != "$d1" ]; then
 else not_ok "negative control: hidden with DDP_CHECK_INVARIANT=0: exit $rc, '$d0' / '$d1'"; fi
 run list-nocyc list 50 DDP_DEBUG_NO_CYCLES=1
 rc=$?
-if [ $rc -ne 0 ] && [ "$(laststep list-nocyc 0)" -eq 50 ]; then
+# (the first rank to finish fails at its exit and the job then stops the
+# other, which may be a few steps short: one of them ran all 50)
+l0=$(laststep list-nocyc 0) l1=$(laststep list-nocyc 1)
+if [ $rc -ne 0 ] && { [ "$l0" -eq 50 ] || [ "$l1" -eq 50 ]; }; then
 	ok "negative control: list with DDP_DEBUG_NO_CYCLES=1 runs all 50 steps (fails only at exit, $rc)"
-else not_ok "negative control: list with DDP_DEBUG_NO_CYCLES=1: exit $rc, last step $(laststep list-nocyc 0)"; fi
+else not_ok "negative control: list with DDP_DEBUG_NO_CYCLES=1: exit $rc, last steps $l0 and $l1"; fi
 
 # negative control: the same program, unsynchronised on purpose, runs to its end
 run hidden-off hidden 50 DDP_SYNC=off
@@ -88,8 +91,10 @@ else not_ok "negative control: DDP_SYNC=off exit $rc, last step $s0"; fi
 run infer infer 20
 rc=$?
 s0=$(laststep infer 0) s1=$(laststep infer 1)
-if [ "$s0" -eq 20 ] && [ "$s1" -eq 20 ] && ! grep -q 'rewrote memory it had read first' "$TMP/infer.err"; then
-	ok "evaluation only: not stopped, both ranks ran 20 steps (exit $rc: $(grep -m1 -o 'libddp: this rank.*' "$TMP/infer.err" | cut -c1-90))"
+# (a per-batch copy loop still fails at exit, by design; the first rank to
+# get there ends the job, so the other may be stopped a few steps short)
+if { [ "$s0" -eq 20 ] || [ "$s1" -eq 20 ]; } && ! grep -q 'rewrote memory it had read first' "$TMP/infer.err"; then
+	ok "evaluation only: not stopped by the update rules, a rank ran all 20 steps (exit $rc: $(grep -m1 -o 'libddp: this rank.*' "$TMP/infer.err" | cut -c1-90))"
 else
 	not_ok "evaluation only: stopped (ranks at steps $s0 and $s1): $(grep -m1 'libddp' "$TMP/infer.err")"
 fi
