@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #define CU_OK(x) CHECK_EQ_INT((x), CUDA_SUCCESS)
 
@@ -353,7 +354,7 @@ TEST(parameter_and_variable_size_mismatch_is_refused)
 	CU_OK(cuModuleLoadData(&m, cpudev_kernels_test_mismatch_dev_fatbin));
 	CUfunction f = NULL;
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "mismatch"), CUDA_ERROR_INVALID_IMAGE);
-	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "devonly"), CUDA_ERROR_NOT_FOUND); /* no host code */
+	/* "devonly" (no host code): a_refused_kernel_fails_the_process */
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "nosuchkernel"), CUDA_ERROR_NOT_FOUND);
 	/* Device variables: a size that differs from the host storage's, one
 	 * without host storage, one the module does not have. */
@@ -366,6 +367,23 @@ TEST(parameter_and_variable_size_mismatch_is_refused)
 	CHECK_EQ_INT(cuModuleGetFunction(&f, m, "mismatch"), CUDA_ERROR_INVALID_HANDLE);
 	static const char junk[64] = "this is not a module image at all";
 	CHECK_EQ_INT(cuModuleLoadData(&m, junk), CUDA_ERROR_INVALID_IMAGE);
+}
+
+/* A process whose kernel was refused for want of host code exits 1 naming
+ * ddp-cpu-kernels, whatever status it chose (sim_trace.c): this executable
+ * again, as a child that looks up "devonly" and returns 0 (this process
+ * never looks it up). */
+TEST(a_refused_kernel_fails_the_process)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("CPUDEV_TEST_REFUSED_CHILD", "1", 1);
+		execl("/proc/self/exe", "test_launch", (char *)NULL);
+		_exit(127);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	CHECK_EQ_INT(WIFEXITED(st) ? WEXITSTATUS(st) : -1, 1);
 }
 
 /* Last: a trapping kernel leaves the context unusable. */
@@ -386,6 +404,19 @@ TEST(kernel_failure_is_sticky)
 	CHECK_EQ_INT(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), CUDA_ERROR_LAUNCH_FAILED);
 }
 
+/* The child of a_refused_kernel_fails_the_process: refused, then "all went
+ * well" (0); the CPU device's destructor must make it 1. */
+static int refused_child(void)
+{
+	CUcontext c;
+	CUmodule m;
+	CUfunction f;
+	if (cuInit(0) || cuDevicePrimaryCtxRetain(&c, 0) || cuCtxSetCurrent(c) ||
+	    cuModuleLoadData(&m, cpudev_kernels_test_mismatch_dev_fatbin))
+		return 3;
+	return cuModuleGetFunction(&f, m, "devonly") == CUDA_ERROR_NOT_FOUND ? 0 : 4;
+}
+
 int main(int argc, char **argv)
 {
 	/* The host code for test_mismatch_dev.cu's kernels: next to this exe. */
@@ -399,5 +430,7 @@ int main(int argc, char **argv)
 		snprintf(lib, sizeof(lib), "%s/test_mismatch.kern.so", exe);
 		setenv("SIMCUDA_KERNELS", lib, 1);
 	}
+	if (getenv("CPUDEV_TEST_REFUSED_CHILD"))
+		return refused_child();
 	return check_main(argc, argv);
 }
