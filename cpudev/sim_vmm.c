@@ -202,24 +202,15 @@ SIM_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	return rc;
 }
 
-SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
-			       unsigned long long flags)
+/* A new handle over fd (size bytes, already charged), published in the
+ * handle list; fd < 0 (its creation failed) or no memory: the charge is
+ * returned and CUDA_ERROR_OUT_OF_MEMORY. */
+static CUresult handle_publish(int fd, size_t size, CUmemGenericAllocationHandle *handle)
 {
-	CUresult rc = sim_check_init();
-	if (rc != CUDA_SUCCESS)
-		return rc;
-	if (!handle || size == 0 || size % SIM_VMM_GRAN || flags != 0)
-		return CUDA_ERROR_INVALID_VALUE;
-	if (prop_check(prop, &rc))
-		return rc;
-	if (sim_mem_charge(size) != 0)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	struct sim_handle *h = calloc(1, sizeof *h);
-	int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
-	if (!h || fd < 0 || ftruncate(fd, (off_t)size) != 0) {
+	struct sim_handle *h = fd >= 0 ? calloc(1, sizeof *h) : NULL;
+	if (!h) {
 		if (fd >= 0)
 			close(fd);
-		free(h);
 		sim_mem_uncharge(size);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -232,6 +223,26 @@ SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t siz
 	pthread_mutex_unlock(&sim_vmm_mu);
 	*handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
 	return CUDA_SUCCESS;
+}
+
+SIM_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+			       unsigned long long flags)
+{
+	CUresult rc = sim_check_init();
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	if (!handle || size == 0 || size % SIM_VMM_GRAN || flags != 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (prop_check(prop, &rc))
+		return rc;
+	if (sim_mem_charge(size) != 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
+	if (fd >= 0 && ftruncate(fd, (off_t)size) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	return handle_publish(fd, size, handle);
 }
 
 SIM_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -318,24 +329,7 @@ SIM_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle 
 	size_t size = (size_t)st.st_size;
 	if (sim_mem_charge(size) != 0)
 		return CUDA_ERROR_OUT_OF_MEMORY;
-	struct sim_handle *h = calloc(1, sizeof *h);
-	int fd = fcntl(in, F_DUPFD_CLOEXEC, 0);
-	if (!h || fd < 0) {
-		if (fd >= 0)
-			close(fd);
-		free(h);
-		sim_mem_uncharge(size);
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	}
-	h->size = size;
-	h->fd = fd;
-	h->refs = 1;
-	pthread_mutex_lock(&sim_vmm_mu);
-	h->next = handles;
-	handles = h;
-	pthread_mutex_unlock(&sim_vmm_mu);
-	*handle = (CUmemGenericAllocationHandle)(uintptr_t)h;
-	return CUDA_SUCCESS;
+	return handle_publish(fcntl(in, F_DUPFD_CLOEXEC, 0), size, handle);
 }
 
 SIM_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
