@@ -222,7 +222,7 @@ static ddp_result job_probe_port(const char *bind_addr, int port, const char *fr
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd >= 0) {
 		(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-		if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0)
+		if (DDP_SYS(bind)(fd, ai->ai_addr, ai->ai_addrlen) != 0)
 			err = errno;
 		DDP_SYS(close)(fd);
 	}

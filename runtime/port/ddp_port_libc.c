@@ -18,6 +18,7 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include "ddp_port.h"
@@ -62,6 +63,7 @@ struct ddp_libc ddp_libc_ = {
 	.remove = remove,
 	.access = access,
 	.connect = connect,
+	.bind = bind,
 	.link = link,
 	.linkat = linkat,
 	.truncate64 = truncate64,

@@ -315,7 +315,7 @@ ddp_result ddp_store_server_start(const char *bind_addr, int port, const char *s
 		goto out_addr;
 	}
 	(void)setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-	if (bind(s->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(s->listen_fd, SOMAXCONN) != 0) {
+	if (DDP_SYS(bind)(s->listen_fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(s->listen_fd, SOMAXCONN) != 0) {
 		DDP_ERROR("store: cannot listen on %s:%d: %s; pick another --master-port "
 			  "(0 chooses a free one)",
 			  bind_addr, port, strerror(errno));
